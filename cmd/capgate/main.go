@@ -1,0 +1,106 @@
+// Command capgate is the capability gateway between AI agents and the apps they act through.
+// This file and its siblings only wire flags to the packages that do the work.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes: 0 success, 1 a check or call that says no, 2 a usage error.
+const (
+	exitNo    = 1
+	exitUsage = 2
+)
+
+// exitError ends the command with a code; a nil err prints nothing more.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+
+func usageErr(format string, a ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
+}
+
+// said is a "no" that has already been printed.
+var said = &exitError{code: exitNo}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRoot()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(stderr, "capgate:", ee.err)
+		}
+		return ee.code
+	}
+	// Cobra's own errors (unknown command, bad flag) are usage errors.
+	fmt.Fprintln(stderr, "capgate:", err)
+	fmt.Fprintln(stderr, "Run 'capgate --help' for usage.")
+	return exitUsage
+}
+
+type globals struct {
+	config string
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "capgate",
+		Short: "The capability gateway between AI agents and the apps they act through",
+		Long: `capgate verifies the signed manifests in which apps declare their capabilities, gives
+agents capability tokens, asks the person before risky actions, and records every decision.
+
+Exit codes: 0 success, 1 a check that says no, 2 a usage error.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.config, "config", "", "configuration file (default $CAPGATE_CONFIG, else $XDG_CONFIG_HOME/capgate/config.yaml)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%w", err) })
+	root.AddCommand(newManifestCmd(g), newCanonCmd(), newKeygenCmd(), newBenchCmd())
+	return root
+}
+
+// exactArgs is cobra.ExactArgs as a usage error.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
+			return usageErr("%s: %w", cmd.CommandPath(), err)
+		}
+		return nil
+	}
+}
+
+func maxArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.MaximumNArgs(n)(cmd, args); err != nil {
+			return usageErr("%s: %w", cmd.CommandPath(), err)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The CLI is tested as a person uses it: the real binary in a child process.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "capgate-cli-test")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "capgate")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		panic("build capgate: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// capgate runs the binary with a clean HOME and configuration, env added.
+func capgate(t *testing.T, stdin string, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	home := t.TempDir()
+	cmd.Env = append([]string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "PATH=" + os.Getenv("PATH")}, env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+func mustCode(t *testing.T, r result, want int) {
+	t.Helper()
+	if r.code != want {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, want, r.stdout, r.stderr)
+	}
+}
+
+const notes = "../../manifest/testdata/notes.json"
+
+func TestLint(t *testing.T) {
+	r := capgate(t, "", nil, "manifest", "lint", notes)
+	mustCode(t, r, 0)
+
+	r = capgate(t, "", nil, "manifest", "lint", "--json", notes)
+	mustCode(t, r, 0)
+	var out struct {
+		Valid    bool              `json:"valid"`
+		Problems []json.RawMessage `json:"problems"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || !out.Valid || out.Problems == nil || len(out.Problems) != 0 {
+		t.Fatalf("lint --json of a valid manifest: %s (%v)", r.stdout, err)
+	}
+
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	writeFile(t, bad, `{"app_id":"org.example.x","version":"1","manifest_version":"1.0","capabilities":[{"id":"a.b","name":"n","description":"d","category":"NOPE","parameters":{},"returns":{}}]}`)
+	r = capgate(t, "", nil, "manifest", "lint", "--json", bad)
+	mustCode(t, r, 1)
+	var bo struct {
+		Valid    bool `json:"valid"`
+		Problems []struct{ Path, Rule string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &bo); err != nil || bo.Valid || len(bo.Problems) != 3 {
+		t.Fatalf("lint --json of an invalid manifest: %s", r.stdout)
+	}
+	paths := []string{bo.Problems[0].Path, bo.Problems[1].Path, bo.Problems[2].Path}
+	for _, want := range []string{"version", "capabilities[0].category", "capabilities[0].id"} {
+		if !strings.Contains(strings.Join(paths, " "), want) {
+			t.Errorf("no problem at %s: %v", want, paths)
+		}
+	}
+
+	dup := filepath.Join(t.TempDir(), "dup.json")
+	writeFile(t, dup, `{"app_id":"org.example.x","app_id":"org.example.y"}`)
+	r = capgate(t, "", nil, "manifest", "lint", dup)
+	mustCode(t, r, 1)
+	if !strings.Contains(r.stdout, "duplicate") || strings.Contains(r.stdout, "org.example.y") {
+		t.Fatalf("duplicate key report: %s", r.stdout)
+	}
+
+	mustCode(t, capgate(t, "", nil, "manifest", "lint"), 2)
+	mustCode(t, capgate(t, "", nil, "manifest", "lint", "a", "b"), 2)
+	mustCode(t, capgate(t, "", nil, "manifest", "lint", "--nope", notes), 2)
+	mustCode(t, capgate(t, "", nil, "manifest", "lint", filepath.Join(t.TempDir(), "missing.json")), 2)
+	mustCode(t, capgate(t, "", nil, "frobnicate"), 2)
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestKeygenSignVerify(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "keys", "ed25519.key")
+	trusted := filepath.Join(dir, "trusted")
+	if err := os.Mkdir(trusted, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pub := filepath.Join(trusted, "org.example.notes.pub")
+	r := capgate(t, "", nil, "keygen", "--app-id", "org.example.notes", "--out", key, "--pub", pub)
+	mustCode(t, r, 0)
+	if st, err := os.Stat(key); err != nil || st.Mode().Perm() != 0o600 || st.Size() != 32 {
+		t.Fatalf("private key: %v %v", st, err)
+	}
+	if st, err := os.Stat(filepath.Dir(key)); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("key folder: %v %v", st, err)
+	}
+	if st, err := os.Stat(pub); err != nil || st.Size() != 32 {
+		t.Fatalf("public key: %v %v", st, err)
+	}
+	before, _ := os.ReadFile(key)
+	mustCode(t, capgate(t, "", nil, "keygen", "--app-id", "org.example.notes", "--out", key, "--pub", pub), 1)
+	if after, _ := os.ReadFile(key); !bytes.Equal(before, after) {
+		t.Fatal("keygen replaced a key without --force")
+	}
+	mustCode(t, capgate(t, "", nil, "keygen", "--app-id", "Not An Id"), 2)
+
+	signed := filepath.Join(dir, "signed.json")
+	r = capgate(t, "", nil, "manifest", "sign", "--key", key, "-o", signed, "../../manifest/testdata/notes.yaml")
+	mustCode(t, r, 0)
+
+	r = capgate(t, "", nil, "manifest", "verify", "--trusted-dir", trusted, "--json", signed)
+	mustCode(t, r, 0)
+	var v struct {
+		AppID  string `json:"app_id"`
+		Tier   int    `json:"tier"`
+		Reason string `json:"reason"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Tier != 1 || v.AppID != "org.example.notes" {
+		t.Fatalf("verify --json: %s", r.stdout)
+	}
+
+	// The trusted folder from the environment, and from the configuration file.
+	mustCode(t, capgate(t, "", []string{"CAPGATE_TRUSTED_DIR=" + trusted}, "manifest", "verify", signed), 0)
+	cfg := filepath.Join(dir, "config.yaml")
+	writeFile(t, cfg, "trusted_dir: "+trusted+"\n")
+	mustCode(t, capgate(t, "", nil, "--config", cfg, "manifest", "verify", signed), 0)
+	mustCode(t, capgate(t, "", []string{"CAPGATE_CONFIG=" + cfg}, "manifest", "verify", signed), 0)
+	// The flag wins over the environment, which wins over the file.
+	empty := t.TempDir()
+	mustCode(t, capgate(t, "", []string{"CAPGATE_TRUSTED_DIR=" + trusted}, "manifest", "verify", "--trusted-dir", empty, signed), 1)
+	mustCode(t, capgate(t, "", []string{"CAPGATE_TRUSTED_DIR=" + empty}, "--config", cfg, "manifest", "verify", signed), 1)
+	writeFile(t, cfg, "trusted_dirr: x\n")
+	mustCode(t, capgate(t, "", nil, "--config", cfg, "manifest", "verify", signed), 2)
+
+	// Tier 2 with the reason, exit 1.
+	r = capgate(t, "", nil, "manifest", "verify", "--trusted-dir", trusted, "--json", notes)
+	mustCode(t, r, 1)
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Tier != 2 || v.Reason != "unsigned" {
+		t.Fatalf("verify unsigned: %s", r.stdout)
+	}
+
+	// A private key readable by others is refused.
+	if err := os.Chmod(key, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	r = capgate(t, "", nil, "manifest", "sign", "--key", key, notes)
+	mustCode(t, r, 1)
+	if !strings.Contains(r.stderr, key) {
+		t.Fatalf("insecure key error does not name the file: %s", r.stderr)
+	}
+}
+
+func TestCanon(t *testing.T) {
+	r := capgate(t, `{"b": [1, 2.50, "\u00e9"], "a": 9007199254740993, "c": 1e21}`, nil, "canon")
+	mustCode(t, r, 0)
+	if want := `{"a":9007199254740992,"b":[1,2.5,"é"],"c":1e+21}`; r.stdout != want {
+		t.Fatalf("canon = %q, want %q", r.stdout, want)
+	}
+	r = capgate(t, `{"a":1,"a":2}`, nil, "canon", "-")
+	mustCode(t, r, 1)
+	if !strings.Contains(r.stderr, "duplicate") {
+		t.Fatalf("duplicate key error: %q", r.stderr)
+	}
+	for _, in := range []string{`"\ud800"`, "\"\xff\"", `1e400`, `NaN`, `{"a":}`, ``} {
+		if r := capgate(t, in, nil, "canon"); r.code != 1 || r.stdout != "" {
+			t.Errorf("canon %q: exit %d, stdout %q", in, r.code, r.stdout)
+		}
+	}
+	mustCode(t, capgate(t, "", nil, "canon", "a", "b"), 2)
+}
+
+func TestBenchManifest(t *testing.T) {
+	r := capgate(t, "", nil, "bench", "manifest", "--caps", "5", "--iterations", "3", "--json")
+	mustCode(t, r, 0)
+	var out map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out["caps"] != float64(5) {
+		t.Fatalf("bench --json: %s", r.stdout)
+	}
+	mustCode(t, capgate(t, "", nil, "bench", "manifest", "--caps", "0"), 2)
+}
+
+// TestReadmeMainCommand runs the first command of the README: verifying the bundled example.
+func TestReadmeMainCommand(t *testing.T) {
+	r := capgate(t, "", nil, "manifest", "verify", "--trusted-dir", "../../examples/trusted", "../../examples/notes/manifest.json")
+	mustCode(t, r, 0)
+	if !strings.Contains(r.stdout, "Tier 1") {
+		t.Fatalf("stdout: %s", r.stdout)
+	}
+	mustCode(t, capgate(t, "", nil, "manifest", "lint", "../../examples/notes/manifest.yaml"), 0)
+}

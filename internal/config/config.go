@@ -1,0 +1,105 @@
+// Package config reads capgate's configuration file and resolves each setting in one order:
+// command-line flag, then environment variable, then the file, then the default.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/capgate/capgate/internal/yamljson"
+)
+
+// MaxFileBytes bounds the configuration file: it is a handful of settings.
+const MaxFileBytes = 1 << 20
+
+// EnvConfig names the environment variable that points at the configuration file.
+const EnvConfig = "CAPGATE_CONFIG"
+
+// EnvTrustedDir names the environment variable for the trusted-keys folder.
+const EnvTrustedDir = "CAPGATE_TRUSTED_DIR"
+
+// File is the configuration file's content. Every field is optional; unknown fields are
+// refused so that a misspelt setting is not silently ignored.
+type File struct {
+	// TrustedDir is the folder of trusted app public keys ({app_id}.pub and {app_id}.d/*.pub).
+	TrustedDir string `json:"trusted_dir,omitempty"`
+}
+
+// DefaultPath returns the configuration file's default location:
+// $XDG_CONFIG_HOME/capgate/config.yaml, or ~/.config/capgate/config.yaml.
+func DefaultPath() string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "capgate", "config.yaml")
+}
+
+// Load reads the configuration file at path, or, when path is empty, at $CAPGATE_CONFIG or
+// DefaultPath. A missing file at a default location is an empty configuration; a missing
+// file that was named explicitly is an error.
+func Load(path string) (File, string, error) {
+	explicit := path != ""
+	if !explicit {
+		path = os.Getenv(EnvConfig)
+		explicit = path != ""
+	}
+	if path == "" {
+		path = DefaultPath()
+	}
+	if path == "" {
+		return File{}, "", nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		if !explicit && errors.Is(err, fs.ErrNotExist) {
+			return File{}, "", nil
+		}
+		return File{}, path, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return File{}, path, fmt.Errorf("config: read %s: %w", path, err)
+	}
+	if len(data) > MaxFileBytes {
+		return File{}, path, fmt.Errorf("config: %s: larger than %d bytes", path, MaxFileBytes)
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		return File{}, path, fmt.Errorf("config: %s: %w", path, err)
+	}
+	return cfg, path, nil
+}
+
+// Parse reads a configuration file's YAML (or JSON, which is YAML too).
+func Parse(data []byte) (File, error) {
+	js, err := yamljson.Convert(data)
+	if err != nil {
+		return File{}, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	var cfg File
+	if err := dec.Decode(&cfg); err != nil {
+		return File{}, fmt.Errorf("not a capgate configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// Resolve returns the first non-empty of flag, the environment variable env, the file's
+// value and def.
+func Resolve(flag, env, file, def string) string {
+	for _, v := range []string{flag, os.Getenv(env), file} {
+		if v != "" {
+			return v
+		}
+	}
+	return def
+}

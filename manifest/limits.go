@@ -1,0 +1,42 @@
+package manifest
+
+// Limits on what a manifest may hold. Each bounds the work a hostile manifest can cause a
+// verifier before it is refused; none is close to what a real app declares.
+const (
+	// MaxManifestBytes bounds the input read for one manifest. The largest real manifests
+	// (a few hundred capabilities with schemas) are well under 1 MiB.
+	MaxManifestBytes = 4 << 20
+
+	// MaxDepth bounds JSON nesting. Parameter schemas nest a few levels; 64 leaves room for
+	// deep schemas while keeping recursion in the parser and schema compiler shallow.
+	MaxDepth = 64
+
+	// MaxCapabilities bounds the capabilities of one manifest, and so the schemas compiled
+	// when it is loaded.
+	MaxCapabilities = 1024
+
+	// MaxEvents bounds the events of one manifest.
+	MaxEvents = 256
+
+	// MaxDescriptionBytes is the manifest document's bound on a description: it is untrusted
+	// text shown to people and models, delimited and labelled, never as instructions.
+	MaxDescriptionBytes = 2048
+
+	// MaxNameBytes bounds a capability's human-readable name.
+	MaxNameBytes = 256
+
+	// MaxAppIDBytes is the DNS bound on a reverse-DNS identifier.
+	MaxAppIDBytes = 253
+
+	// MaxCapabilityIDBytes bounds a capability id: a domain, an app id and an action.
+	MaxCapabilityIDBytes = 512
+
+	// MaxVersionBytes bounds a SemVer string, pre-release and build included.
+	MaxVersionBytes = 128
+
+	// MaxListEntries bounds each list inside a capability (intents, evidence, examples, ...).
+	MaxListEntries = 256
+
+	// MaxShortStringBytes bounds identifiers inside lists (intent names, data classes, ...).
+	MaxShortStringBytes = 255
+)

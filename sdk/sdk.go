@@ -1,0 +1,110 @@
+// Package sdk is the handler interface that Tier 1 apps written in Go implement, the Go form of
+// the manifest document's CapabilityHandler: the gateway calls Invoke with a context carrying
+// the call's deadline and an InvocationContext saying who asks and when.
+//
+// A handler acts on its app's own data model, never on a rendered surface: script injection
+// into a view and UI automation are forbidden in capability handlers.
+//
+//	type notes struct{ doc *manifest.Document }
+//
+//	func (n *notes) Manifest() *manifest.Document { return n.doc }
+//
+//	func (n *notes) Invoke(ctx context.Context, id string, params json.RawMessage, ic sdk.InvocationContext) (sdk.Result, error) {
+//		switch id {
+//		case "notes.org.example.notes.search":
+//			...
+//			return sdk.Result{Success: true, Data: data}, nil
+//		}
+//		return sdk.Result{}, sdk.NotFound(id)
+//	}
+//
+// The gateway validates params with ValidateParams before Invoke: against the capability's
+// parameters schema by default, or by the handler's own ParamValidator when it has one.
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/capgate/capgate/manifest"
+)
+
+// Handler is a Tier 1 app's capabilities. Invoke may be called concurrently; it must return
+// when ctx is done, and its error should be an *Error (others are read as ExecutionFailed).
+type Handler interface {
+	// Manifest returns the app's manifest, loaded and valid.
+	Manifest() *manifest.Document
+
+	// Invoke runs one capability with params that passed ValidateParams.
+	Invoke(ctx context.Context, capabilityID string, params json.RawMessage, ic InvocationContext) (Result, error)
+}
+
+// ParamValidator is implemented by a handler that checks params itself (cross-field checks,
+// business rules). It replaces the default schema check, so it should call
+// DefaultValidateParams first.
+type ParamValidator interface {
+	ValidateParams(capabilityID string, params json.RawMessage) error
+}
+
+// Source is who started an invocation.
+type Source string
+
+// The sources of an invocation.
+const (
+	// SourceAgent is an AI agent calling through the gateway.
+	SourceAgent Source = "agent"
+	// SourceSystemIntelligence is the manifest document's only source: the system's own planner.
+	SourceSystemIntelligence Source = "system_intelligence"
+	// SourceUser is the person, acting through capgate's own surfaces (undo, for example).
+	SourceUser Source = "user"
+)
+
+// InvocationContext says who asks and when. The deadline travels in the context.Context.
+type InvocationContext struct {
+	SessionID string    `json:"session_id,omitempty"`
+	Source    Source    `json:"source"`
+	Timestamp time.Time `json:"timestamp"`
+	AppID     string    `json:"app_id"`
+	ClientID  string    `json:"client_id,omitempty"` // the agent the gateway authenticated
+	CallID    string    `json:"call_id,omitempty"`   // the audit record's id
+}
+
+// Result is what a capability returns.
+type Result struct {
+	Success    bool            `json:"success"`
+	Data       json.RawMessage `json:"data,omitempty"`
+	StateAfter json.RawMessage `json:"state_after,omitempty"`
+	UndoToken  string          `json:"undo_token,omitempty"`
+}
+
+// ValidateParams checks params for a capability of h: by h's own ParamValidator when it has
+// one, else by DefaultValidateParams.
+func ValidateParams(h Handler, capabilityID string, params json.RawMessage) error {
+	if v, ok := h.(ParamValidator); ok {
+		return v.ValidateParams(capabilityID, params)
+	}
+	return DefaultValidateParams(h.Manifest(), capabilityID, params)
+}
+
+// DefaultValidateParams checks params against the capability's parameters schema. It returns
+// NotFound for a capability the manifest does not declare and InvalidParams, with every
+// problem's field path, for params that break the schema or are not strict JSON.
+func DefaultValidateParams(doc *manifest.Document, capabilityID string, params json.RawMessage) error {
+	if doc == nil || doc.Manifest().Capability(capabilityID) == nil {
+		return NotFound(capabilityID)
+	}
+	doc.Validate() // compiles the schemas once; a loaded document has none to report
+	s := doc.ParametersSchema(capabilityID)
+	if s == nil {
+		return InvalidParams(manifest.Problems{{Path: "", Rule: "the capability's parameters schema does not compile"}})
+	}
+	if len(params) == 0 {
+		params = json.RawMessage("{}")
+	}
+	if err := s.ValidateJSON(params, ""); err != nil {
+		ps, _ := err.(manifest.Problems)
+		return InvalidParams(ps)
+	}
+	return nil
+}
