@@ -65,6 +65,9 @@ func (d *decoder) object(v jcs.Value, path string, known []string) (obj, bool) {
 		return obj{}, false
 	}
 	for _, m := range v.Members {
+		if !mayFold(m.Name) {
+			continue
+		}
 		for _, k := range known {
 			if m.Name != k && strings.EqualFold(m.Name, k) {
 				d.add(field(path, k), "a member name differs from this field only by case")
@@ -72,6 +75,18 @@ func (d *decoder) object(v jcs.Value, path string, known []string) (obj, bool) {
 		}
 	}
 	return obj{d: d, path: path, v: v}, true
+}
+
+// mayFold reports whether name could fold to a known field without being it: known fields are
+// lowercase ASCII, so only a name with an upper-case or non-ASCII byte can (the Kelvin sign
+// and the long s fold to k and s).
+func mayFold(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c >= 0x80 || ('A' <= c && c <= 'Z') {
+			return true
+		}
+	}
+	return false
 }
 
 // get returns the member's value; a JSON null counts as absent.

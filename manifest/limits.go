@@ -37,6 +37,12 @@ const (
 	// MaxListEntries bounds each list inside a capability (intents, evidence, examples, ...).
 	MaxListEntries = 256
 
+	// MaxCachedSchemas bounds the process-wide cache of compiled schemas, keyed by the
+	// SHA-256 of their canonical bytes. Compiling dominates loading a manifest; a gateway
+	// re-verifies the same manifests on every restart and reload, and many capabilities share
+	// schemas. At a few KiB each, a full cache costs tens of MiB at most.
+	MaxCachedSchemas = 8192
+
 	// MaxShortStringBytes bounds identifiers inside lists (intent names, data classes, ...).
 	MaxShortStringBytes = 255
 )

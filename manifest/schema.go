@@ -1,11 +1,13 @@
 package manifest
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/capgate/capgate/internal/jcs"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -56,6 +58,10 @@ func newSchemaCompiler() *schemaCompiler {
 
 // compile compiles raw, a JSON object in canonical form, reporting problems under path.
 func (sc *schemaCompiler) compile(raw json.RawMessage, path string, d *decoder) *Schema {
+	key := sha256.Sum256(raw)
+	if s := cachedSchema(key); s != nil {
+		return s
+	}
 	v, err := jcs.Parse(raw, nil)
 	if err != nil {
 		d.add(path, "must be a JSON Schema object")
@@ -82,7 +88,41 @@ func (sc *schemaCompiler) compile(raw json.RawMessage, path string, d *decoder) 
 		d.add(schemaErrorPath(err, path), schemaErrorRule(err))
 		return nil
 	}
-	return &Schema{s}
+	compiled := &Schema{s}
+	cacheSchema(key, compiled)
+	return compiled
+}
+
+// The compiled-schema cache. A schema is compiled from its canonical bytes alone (no loader
+// reaches outside it), so the same bytes always compile to the same schema, in any manifest.
+// Only schemas that compiled are kept; when the cache is full it is emptied, which is simple
+// and bounds memory, at the cost of recompiling.
+var schemaCache struct {
+	sync.Mutex
+	m map[[sha256.Size]byte]*Schema
+}
+
+func cachedSchema(key [sha256.Size]byte) *Schema {
+	schemaCache.Lock()
+	defer schemaCache.Unlock()
+	return schemaCache.m[key]
+}
+
+func cacheSchema(key [sha256.Size]byte, s *Schema) {
+	schemaCache.Lock()
+	defer schemaCache.Unlock()
+	if schemaCache.m == nil || len(schemaCache.m) >= MaxCachedSchemas {
+		schemaCache.m = make(map[[sha256.Size]byte]*Schema)
+	}
+	schemaCache.m[key] = s
+}
+
+// ResetSchemaCache empties the compiled-schema cache, so that the next load compiles every
+// schema: for measuring cold loads.
+func ResetSchemaCache() {
+	schemaCache.Lock()
+	defer schemaCache.Unlock()
+	schemaCache.m = nil
 }
 
 func schemaErrorRule(err error) string {

@@ -85,6 +85,7 @@ func TestRefusals(t *testing.T) {
 		{"high then letter", `"\ud800a"`, ErrLoneSurrogate, 1, ""},
 		{"high then BMP escape", `"x\ud800\u0041"`, ErrLoneSurrogate, 2, ""},
 		{"two highs", `"\ud83d\ud83d"`, ErrLoneSurrogate, 1, ""},
+		{"two lows", `"\udc00\udc00"`, ErrLoneSurrogate, 1, ""},
 		{"high at end", `"\udbff`, ErrLoneSurrogate, 1, ""},
 		{"lone surrogate in name", `{"\udfff":1}`, ErrLoneSurrogate, 2, ""},
 		// Duplicates.
@@ -94,6 +95,8 @@ func TestRefusals(t *testing.T) {
 		{"duplicate empty name", `{"":1,"":2}`, ErrDuplicateKey, 6, ""},
 		{"duplicate surrogate pair", `{"😀":1,"\ud83d\ude00":2}`, ErrDuplicateKey, 10, ""},
 		{"duplicate nested", `{"a":{"b":{"c":1,"c":2}}}`, ErrDuplicateKey, 17, "a.b"},
+		{"duplicate in large object", `{"x":{` + manyMembers(40) + `,"m07":0}}`, ErrDuplicateKey, 6 + len(manyMembers(40)) + 1, "x"},
+		{"duplicate at scan limit", `{` + manyMembers(linearDupScan) + `,"m00":0}`, ErrDuplicateKey, 1 + len(manyMembers(linearDupScan)) + 1, ""},
 		// Numbers.
 		{"overflow", `1e400`, ErrNonFinite, 0, ""},
 		{"negative overflow", `[-1e400]`, ErrNonFinite, 1, "[0]"},
@@ -124,6 +127,18 @@ func TestRefusals(t *testing.T) {
 			})
 		}
 	}
+}
+
+// manyMembers returns n object members "m00":0, "m01":1, … without braces.
+func manyMembers(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"m` + pad3(i)[1:] + `":` + strconv.Itoa(i))
+	}
+	return b.String()
 }
 
 func checkRefusal(t *testing.T, err, sentinel error, offset int, path string) {
