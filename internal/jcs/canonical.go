@@ -3,6 +3,7 @@ package jcs
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -22,7 +23,8 @@ func Canonicalize(data []byte) ([]byte, error) {
 // written from Float by FormatNumber (Num is ignored), strings escaped only
 // where JSON requires. A Value from Parse always succeeds; one built by hand
 // fails with a *SyntaxError (Offset -1) for a NaN or infinite Float, invalid
-// UTF-8 in a string or name, two members of one name, or an undefined Kind.
+// UTF-8 in a string or name, two members of one name, an undefined Kind, or
+// nesting deeper than MaxDepthCeiling (a Value that contains itself).
 // On error the returned slice holds dst and a partial form, to be discarded.
 func (v Value) AppendCanonical(dst []byte) ([]byte, error) {
 	var e encoder
@@ -70,6 +72,9 @@ func (e *encoder) value(dst []byte, v *Value) ([]byte, error) {
 }
 
 func (e *encoder) array(dst []byte, items []Value) ([]byte, error) {
+	if len(e.path) >= MaxDepthCeiling {
+		return dst, e.fail(ErrTooDeep, "nesting deeper than "+strconv.Itoa(MaxDepthCeiling))
+	}
 	dst = append(dst, '[')
 	e.path = append(e.path, pathSeg{})
 	top := len(e.path) - 1
@@ -88,6 +93,9 @@ func (e *encoder) array(dst []byte, items []Value) ([]byte, error) {
 }
 
 func (e *encoder) object(dst []byte, members []Member) ([]byte, error) {
+	if len(e.path) >= MaxDepthCeiling {
+		return dst, e.fail(ErrTooDeep, "nesting deeper than "+strconv.Itoa(MaxDepthCeiling))
+	}
 	// Signed documents are often canonical already; a scan finds that
 	// without the cost of sorting.
 	sorted := true

@@ -199,6 +199,7 @@ func TestAppendCanonicalHandBuilt(t *testing.T) {
 		{"duplicate names", obj(Member{"z", Value{}}, Member{"s3cr3t", Value{}}, Member{"s3cr3t", Value{}}), ErrDuplicateKey, ""},
 		{"duplicate names sorted", obj(Member{"s3cr3t", Value{}}, Member{"s3cr3t", Value{}}), ErrDuplicateKey, ""},
 		{"undefined kind", Value{Kind: 9}, ErrSyntax, ""},
+		{"contains itself", selfContaining(), ErrTooDeep, strings.Repeat("[0].x", 4) + "..." + strings.Repeat("[0].x", 12)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,6 +216,14 @@ func TestAppendCanonicalHandBuilt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// selfContaining returns an array whose element is an object whose member
+// is the array again, which only a Value built by hand can be.
+func selfContaining() Value {
+	items := make([]Value, 1)
+	items[0] = Value{Kind: Object, Members: []Member{{"x", Value{Kind: Array, Items: items}}}}
+	return Value{Kind: Array, Items: items}
 }
 
 func TestKindString(t *testing.T) {

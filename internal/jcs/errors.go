@@ -90,16 +90,30 @@ type pathSeg struct {
 // formatPath writes a path in the a.b[3]["c d"] form of SyntaxError.Path.
 // It is called only when an error is made, so parsing keeps the path as
 // cheap segments and pays for the text only on failure.
+// A path longer than maxPathSegments keeps its first and last segments with
+// "..." between them.
 func formatPath(path []pathSeg) string {
 	var b strings.Builder
+	elided := false // just wrote "...", which also separates
 	for i, seg := range path {
+		if len(path) > maxPathSegments {
+			head := maxPathSegments / 4
+			tail := len(path) - (maxPathSegments - head)
+			if i >= head && i < tail {
+				if i == head {
+					b.WriteString("...")
+					elided = true
+				}
+				continue
+			}
+		}
 		switch {
 		case seg.index >= 0:
 			b.WriteByte('[')
 			b.WriteString(strconv.Itoa(seg.index))
 			b.WriteByte(']')
 		case isIdent(seg.name):
-			if i > 0 {
+			if i > 0 && !elided {
 				b.WriteByte('.')
 			}
 			b.WriteString(seg.name)
@@ -122,6 +136,7 @@ func formatPath(path []pathSeg) string {
 			}
 			b.WriteByte(']')
 		}
+		elided = false
 	}
 	return b.String()
 }

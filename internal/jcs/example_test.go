@@ -3,6 +3,7 @@ package jcs_test
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/capgate/capgate/internal/jcs"
 )
@@ -28,7 +29,7 @@ func ExampleParse() {
 }
 
 func ExampleFormatNumber() {
-	for _, f := range []float64{1e21, 1e20, 0.000001, 1e-7, -0.0} {
+	for _, f := range []float64{1e21, 1e20, 0.000001, 1e-7, math.Copysign(0, -1)} {
 		s, _ := jcs.FormatNumber(f)
 		fmt.Println(s)
 	}

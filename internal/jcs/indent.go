@@ -9,7 +9,9 @@ package jcs
 //
 // It does not fail. For a Value built by hand, a Number whose Num is not a
 // JSON number literal is written from Float by FormatNumber, or as null if
-// Float is not finite, and invalid UTF-8 in strings is written as U+FFFD.
+// Float is not finite; invalid UTF-8 in strings is written as U+FFFD; and
+// arrays and objects nested deeper than MaxDepthCeiling (a Value that
+// contains itself) are written as null.
 func (v Value) AppendIndent(dst []byte) []byte {
 	return appendIndent(dst, &v, 0)
 }
@@ -33,6 +35,9 @@ func appendIndent(dst []byte, v *Value, depth int) []byte {
 		dst, _ = appendString(dst, v.Str, false)
 		return dst
 	case Array:
+		if depth >= MaxDepthCeiling {
+			break
+		}
 		if len(v.Items) == 0 {
 			return append(dst, "[]"...)
 		}
@@ -47,6 +52,9 @@ func appendIndent(dst []byte, v *Value, depth int) []byte {
 		dst = newline(dst, depth)
 		return append(dst, ']')
 	case Object:
+		if depth >= MaxDepthCeiling {
+			break
+		}
 		if len(v.Members) == 0 {
 			return append(dst, "{}"...)
 		}

@@ -1,6 +1,7 @@
 package jcs
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"testing"
@@ -57,5 +58,20 @@ func TestAppendIndentHandBuilt(t *testing.T) {
 				t.Fatalf("%q is not valid JSON", got[1:])
 			}
 		})
+	}
+}
+
+// TestAppendIndentSelfContaining checks that a Value containing itself is
+// written down to MaxDepthCeiling and no further.
+func TestAppendIndentSelfContaining(t *testing.T) {
+	got := selfContaining().AppendIndent(nil)
+	if n := bytes.Count(got, []byte("[")); n != MaxDepthCeiling/2 {
+		t.Errorf("%d arrays, want %d", n, MaxDepthCeiling/2)
+	}
+	if n := bytes.Count(got, []byte("{")); n != MaxDepthCeiling/2 {
+		t.Errorf("%d objects, want %d", n, MaxDepthCeiling/2)
+	}
+	if n := bytes.Count(got, []byte(`"x": null`)); n != 1 {
+		t.Errorf("%d nulls at the bottom, want 1", n)
 	}
 }

@@ -11,6 +11,14 @@ const (
 	// for tool parameters described by JSON Schema.
 	DefaultMaxDepth = 128
 
+	// MaxDepthCeiling is the deepest nesting any Options.MaxDepth can allow
+	// and the deepest AppendCanonical and AppendIndent will write. A Value
+	// built by hand can contain itself through a shared slice; without a
+	// bound, writing it would recurse until the Go stack overflowed, which
+	// kills the process instead of returning an error. Ten thousand levels
+	// use a few megabytes of stack.
+	MaxDepthCeiling = 10000
+
 	// DefaultMaxBytes is the largest input Parse accepts when
 	// Options.MaxBytes is zero. A parsed Value takes far more memory than
 	// its text: every array element is a 96-byte Value, so "[0,0,0,…]"
@@ -37,6 +45,11 @@ const (
 	// a document make an error message (and the log line holding it) as
 	// large as the document.
 	maxPathName = 64
+
+	// maxPathSegments is the most steps of a path written into an error;
+	// a longer one keeps its first and last steps. Like maxPathName it
+	// keeps a deeply nested document from making a huge error message.
+	maxPathSegments = 32
 
 	// maxExactDigits is the most significant digits a number literal may
 	// have under Options.ExactNumbers. The shortest decimal that reads back

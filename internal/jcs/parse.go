@@ -19,7 +19,8 @@ type Options struct {
 	// value a program acts on cannot differ.
 	ExactNumbers bool
 	// MaxDepth is the deepest nesting of arrays and objects accepted;
-	// zero or less means DefaultMaxDepth.
+	// zero or less means DefaultMaxDepth, and more than MaxDepthCeiling
+	// means MaxDepthCeiling.
 	MaxDepth int
 	// MaxBytes is the longest input accepted; zero or less means
 	// DefaultMaxBytes.
@@ -30,7 +31,8 @@ type Options struct {
 // package: RFC 8259 grammar with nothing but whitespace around the value,
 // UTF-8 without a byte order mark, no lone surrogate escapes, no duplicate
 // member names, no number that overflows a double, and the limits of opts.
-// A nil opts is the zero Options. Any failure is a *SyntaxError.
+// A nil opts is the zero Options. Any failure is a *SyntaxError. Parse
+// keeps no reference to data, so the caller may reuse it.
 func Parse(data []byte, opts *Options) (Value, error) {
 	var o Options
 	if opts != nil {
@@ -42,6 +44,7 @@ func Parse(data []byte, opts *Options) (Value, error) {
 	if o.MaxDepth <= 0 {
 		o.MaxDepth = DefaultMaxDepth
 	}
+	o.MaxDepth = min(o.MaxDepth, MaxDepthCeiling)
 	p := parser{data: data, exact: o.ExactNumbers, maxDepth: o.MaxDepth}
 	switch {
 	case len(data) > o.MaxBytes:
@@ -55,7 +58,8 @@ func Parse(data []byte, opts *Options) (Value, error) {
 	}
 	// One copy of the input as a string lets every name, string and number
 	// literal without escapes be a substring of it instead of an
-	// allocation of its own, which halves the cost of parsing.
+	// allocation of its own: a typical manifest then parses with a quarter
+	// of the allocations. It also means the Value never aliases data.
 	p.src = string(data)
 	p.skipSpace()
 	v, err := p.value()

@@ -102,9 +102,9 @@ func TestRefusals(t *testing.T) {
 		{"negative overflow", `[-1e400]`, ErrNonFinite, 1, "[0]"},
 		{"long overflow", "1" + strings.Repeat("0", 400), ErrNonFinite, 0, ""},
 		// Limits.
-		{"too deep arrays", strings.Repeat("[", DefaultMaxDepth+1) + strings.Repeat("]", DefaultMaxDepth+1), ErrTooDeep, DefaultMaxDepth, strings.Repeat("[0]", DefaultMaxDepth)},
-		{"too deep objects", strings.Repeat(`{"a":`, DefaultMaxDepth+1) + "1" + strings.Repeat("}", DefaultMaxDepth+1), ErrTooDeep, 5 * DefaultMaxDepth, strings.TrimPrefix(strings.Repeat(".a", DefaultMaxDepth), ".")},
-		{"too deep unclosed", strings.Repeat("[", 100000), ErrTooDeep, DefaultMaxDepth, strings.Repeat("[0]", DefaultMaxDepth)},
+		{"too deep arrays", strings.Repeat("[", DefaultMaxDepth+1) + strings.Repeat("]", DefaultMaxDepth+1), ErrTooDeep, DefaultMaxDepth, strings.Repeat("[0]", 8) + "..." + strings.Repeat("[0]", 24)},
+		{"too deep objects", strings.Repeat(`{"a":`, DefaultMaxDepth+1) + "1" + strings.Repeat("}", DefaultMaxDepth+1), ErrTooDeep, 5 * DefaultMaxDepth, "a" + strings.Repeat(".a", 7) + "...a" + strings.Repeat(".a", 23)},
+		{"too deep unclosed", strings.Repeat("[", 100000), ErrTooDeep, DefaultMaxDepth, strings.Repeat("[0]", 8) + "..." + strings.Repeat("[0]", 24)},
 		{"too large", `"` + strings.Repeat("a", DefaultMaxBytes) + `"`, ErrTooLarge, DefaultMaxBytes, ""},
 	}
 	for _, tt := range tests {
@@ -217,6 +217,8 @@ func TestErrorPath(t *testing.T) {
 		{"long name cut", `{"` + strings.Repeat("é", 40) + `-":tru}`, `["` + strings.Repeat("é", 32) + `..."]`, ""},
 		{"error after member", `{"a":{"b":1} x}`, "", ""},
 		{"error after element", `{"a":[1 x]}`, "a", ""},
+		{"long path elided", `{"n":` + strings.Repeat(`[{"k":`, 20) + `[tru`, "n" + strings.Repeat("[0].k", 3) + "[0]...k" + strings.Repeat("[0].k", 11) + "[0]", ""},
+		{"path at segment limit", strings.Repeat(`[`, 32) + `tru`, strings.Repeat("[0]", 32), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -307,6 +309,8 @@ func TestOptionsLimits(t *testing.T) {
 		{"custom depth ok", deep(3), &Options{MaxDepth: 3}, nil},
 		{"custom depth exceeded", deep(4), &Options{MaxDepth: 3}, ErrTooDeep},
 		{"custom depth above default", deep(1000), &Options{MaxDepth: 1000}, nil},
+		{"ceiling ok", deep(MaxDepthCeiling), &Options{MaxDepth: 1 << 40}, nil},
+		{"ceiling exceeded", deep(MaxDepthCeiling + 1), &Options{MaxDepth: 1 << 40}, ErrTooDeep},
 		{"scalars have no depth", []byte(`1`), &Options{MaxDepth: 1}, nil},
 		{"size ok", []byte(`"12345678"`), &Options{MaxBytes: 10}, nil},
 		{"size exceeded", []byte(`"123456789"`), &Options{MaxBytes: 10}, ErrTooLarge},
@@ -315,10 +319,14 @@ func TestOptionsLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse(tt.in, tt.opts)
+			v, err := Parse(tt.in, tt.opts)
 			if tt.sentinel == nil {
 				if err != nil {
 					t.Fatalf("err = %v", err)
+				}
+				// Whatever parses can be written.
+				if _, err := v.AppendCanonical(nil); err != nil {
+					t.Fatalf("AppendCanonical: %v", err)
 				}
 				return
 			}

@@ -12,7 +12,8 @@ const (
 	ruleMidDocBOM    = "byte order mark inside the document"
 	ruleSyntax       = "invalid YAML syntax"
 	ruleParserFail   = "YAML parser failed on this input"
-	ruleDropped      = "content the YAML parser loses (a tag at the end of the input?)"
+	ruleDropped      = "content the YAML parser leaves out of the document"
+	ruleFinalBreak   = "last line that the YAML parser reads differently without a final line break; end the input with one"
 	ruleQuotePos     = "cannot locate quoted scalar in the input"
 	ruleQuoteDiffers = "quoted scalar that YAML parsers decode differently (an escaped space before a line break?)"
 

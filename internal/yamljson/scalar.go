@@ -3,6 +3,7 @@ package yamljson
 import (
 	"math/big"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml/token"
 )
@@ -202,22 +203,35 @@ func digitValue(c byte) int {
 }
 
 // appendJSONString appends s to dst as a JSON string. The caller has checked
-// that s is valid UTF-8. Only what JSON requires is escaped (quote, reverse
-// solidus, C0 controls), using the short forms where JSON has them, as RFC
-// 8785 does; everything else, including U+2028 and U+2029, is written as is.
+// that s is valid UTF-8. It escapes what JSON requires (quote, reverse
+// solidus, C0 controls), using the short forms where JSON has them as RFC
+// 8785 does, and also the characters YAML does not allow in its text (DEL,
+// C1 controls but NEL, U+FEFF, U+FFFE and U+FFFF) as \uXXXX, so that the
+// output is itself a YAML document Convert accepts, and so that no
+// invisible character reaches a terminal raw. The value is the same either
+// way; the JSON layer's canonical form decides the signed bytes.
 func appendJSONString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
 	start := 0
-	for i := 0; i < len(s); i++ {
+	for i := 0; i < len(s); {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
+		if c >= 0x20 && c != '"' && c != '\\' && c < 0x7F {
+			i++
 			continue
 		}
+		r, size := rune(c), 1
+		if c >= 0x7F {
+			r, size = utf8.DecodeRuneInString(s[i:])
+			if isPrintable(r) && r != '\uFEFF' {
+				i += size
+				continue
+			}
+		}
 		dst = append(dst, s[start:i]...)
-		switch c {
+		switch r {
 		case '"', '\\':
-			dst = append(dst, '\\', c)
+			dst = append(dst, '\\', byte(r))
 		case '\b':
 			dst = append(dst, '\\', 'b')
 		case '\f':
@@ -229,9 +243,10 @@ func appendJSONString(dst []byte, s string) []byte {
 		case '\t':
 			dst = append(dst, '\\', 't')
 		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			dst = append(dst, '\\', 'u', hex[r>>12&0xF], hex[r>>8&0xF], hex[r>>4&0xF], hex[r&0xF])
 		}
-		start = i + 1
+		i += size
+		start = i
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')

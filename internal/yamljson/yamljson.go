@@ -91,7 +91,7 @@ func parse(src string) (file *ast.File, content []*token.Token, err *Error) {
 		// line break cannot simply be added, as it would change a block
 		// scalar that ends the input, so the two are compared instead.
 		if countContent(lexer.Tokenize(src+"\n")) != countContent(tokens) {
-			return nil, nil, &Error{Line: strings.Count(src, "\n") + 1, Column: 1, Rule: ruleDropped}
+			return nil, nil, &Error{Line: strings.Count(src, "\n") + 1, Column: 1, Rule: ruleFinalBreak}
 		}
 	}
 	content, err = prescan(tokens)
