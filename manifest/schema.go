@@ -132,9 +132,10 @@ func schemaErrorRule(err error) string {
 		draft *jsonschema.UnsupportedDraftError
 		ptr   *jsonschema.JSONPointerNotFoundError
 		anc   *jsonschema.AnchorNotFoundError
+		load  *jsonschema.LoadURLError
 	)
 	switch {
-	case errors.Is(err, errRemoteRef):
+	case errors.Is(err, errRemoteRef), errors.As(err, &load) && errors.Is(load.Err, errRemoteRef):
 		return "refers to a schema outside itself, which is never fetched"
 	case errors.As(err, &regex):
 		return "holds a pattern that is not a valid regular expression"

@@ -3,8 +3,11 @@ package manifest_test
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/capgate/capgate/manifest"
@@ -109,10 +112,20 @@ func TestLintRules(t *testing.T) {
 		{"unknown dialect", func(m map[string]any) {
 			capAt(m, 0)["parameters"] = map[string]any{"$schema": "https://example.com/dialect", "type": "object"}
 		}, "capabilities[0].parameters.$schema", "dialect"},
+		{"remote ref", func(m map[string]any) {
+			capAt(m, 0)["parameters"] = map[string]any{"$ref": "https://schemas.example.com/p.json"}
+		}, "capabilities[0].parameters", "never fetched"},
+		{"file ref", func(m map[string]any) { capAt(m, 0)["returns"] = map[string]any{"$ref": "file:///etc/passwd"} }, "capabilities[0].returns", "never fetched"},
+		{"relative ref", func(m map[string]any) { capAt(m, 0)["returns"] = map[string]any{"$ref": "other.json#/x"} }, "capabilities[0].returns", "never fetched"},
+		{"remote ref by $id", func(m map[string]any) {
+			capAt(m, 0)["returns"] = map[string]any{"$id": "http://127.0.0.1:9/base.json", "$ref": "sibling.json"}
+		}, "capabilities[0].returns", "never fetched"},
 		{"dangling local ref", func(m map[string]any) { capAt(m, 0)["parameters"] = map[string]any{"$ref": "#/definitions/nope"} }, "capabilities[0].parameters", "points to nothing"},
 		{"events entry missing event_type", func(m map[string]any) { delete(m["events"].([]any)[0].(map[string]any), "event_type") }, "events[0].event_type", "required"},
 		{"events entry missing description", func(m map[string]any) { delete(m["events"].([]any)[0].(map[string]any), "description") }, "events[0].description", "required"},
-		{"events payload not schema", func(m map[string]any) { m["events"].([]any)[0].(map[string]any)["payload_schema"] = map[string]any{"type": 5} }, "events[0].payload_schema.type", "meta-schema"},
+		{"events payload not schema", func(m map[string]any) {
+			m["events"].([]any)[0].(map[string]any)["payload_schema"] = map[string]any{"type": 5}
+		}, "events[0].payload_schema.type", "meta-schema"},
 		{"events duplicate type", func(m map[string]any) { m["events"] = append(m["events"].([]any), m["events"].([]any)[0]) }, "events[1].event_type", "duplicate"},
 		{"compensation unknown", func(m map[string]any) { capAt(m, 1)["compensation"] = "notes.org.example.notes.nope" }, "capabilities[1].compensation", "another capability"},
 		{"compensation self", func(m map[string]any) { capAt(m, 1)["compensation"] = capAt(m, 1)["id"] }, "capabilities[1].compensation", "another capability"},
@@ -126,10 +139,16 @@ func TestLintRules(t *testing.T) {
 		{"skill with capabilities", func(m map[string]any) { m["kind"] = "skill" }, "capabilities", "only a capability_provider"},
 		{"digest upper hex", func(m map[string]any) { m["digest"] = "sha256:" + strings.Repeat("A", 64) }, "digest", "lowercase hex"},
 		{"timeout negative", func(m map[string]any) { capAt(m, 0)["timeout_ms"] = -5 }, "capabilities[0].timeout_ms", "between 0"},
-		{"network port zero", func(m map[string]any) { capAt(m, 0)["network_intents"] = []any{map[string]any{"host": "api.example.com", "port": 0}} }, "capabilities[0].network_intents[0].port", "between 1 and 65535"},
-		{"network port missing", func(m map[string]any) { capAt(m, 0)["network_intents"] = []any{map[string]any{"host": "api.example.com"}} }, "capabilities[0].network_intents[0].port", "required"},
+		{"network port zero", func(m map[string]any) {
+			capAt(m, 0)["network_intents"] = []any{map[string]any{"host": "api.example.com", "port": 0}}
+		}, "capabilities[0].network_intents[0].port", "between 1 and 65535"},
+		{"network port missing", func(m map[string]any) {
+			capAt(m, 0)["network_intents"] = []any{map[string]any{"host": "api.example.com"}}
+		}, "capabilities[0].network_intents[0].port", "required"},
 		{"filesystem relative", func(m map[string]any) { capAt(m, 0)["filesystem_intents"] = []any{map[string]any{"path": "data"}} }, "capabilities[0].filesystem_intents[0].path", "absolute"},
-		{"filesystem mode", func(m map[string]any) { capAt(m, 0)["filesystem_intents"] = []any{map[string]any{"path": "/sandbox/x", "mode": "rw"}} }, "capabilities[0].filesystem_intents[0].mode", "must be one of"},
+		{"filesystem mode", func(m map[string]any) {
+			capAt(m, 0)["filesystem_intents"] = []any{map[string]any{"path": "/sandbox/x", "mode": "rw"}}
+		}, "capabilities[0].filesystem_intents[0].mode", "must be one of"},
 		{"credential intent grammar", func(m map[string]any) { capAt(m, 0)["credential_intents"] = []any{"Scm.GitHub"} }, "capabilities[0].credential_intents[0]", "must match"},
 		{"environment scope empty", func(m map[string]any) { capAt(m, 0)["environment_scope"] = []any{} }, "capabilities[0].environment_scope", "never read as all"},
 		{"environment scope all", func(m map[string]any) { capAt(m, 0)["environment_scope"] = []any{"dev", "ALL"} }, "capabilities[0].environment_scope[1]", `never "all"`},
@@ -318,5 +337,27 @@ func TestDefaults(t *testing.T) {
 	}
 	if got := doc2.Manifest().Capabilities[0]; got.SideEffects != manifest.SideEffectSystem || got.Risk != manifest.RiskHigh {
 		t.Errorf("undeclared side effects read as %q/%q, want the worst case", got.SideEffects, got.Risk)
+	}
+}
+
+// No $ref, $schema or $id makes the validator reach a server: the test server counts requests.
+func TestSchemasAreNeverFetched(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "application/schema+json")
+		w.Write([]byte(`{"type":"object"}`))
+	}))
+	defer srv.Close()
+	m := base(t)
+	capAt(m, 0)["parameters"] = map[string]any{"$ref": srv.URL + "/p.json"}
+	capAt(m, 1)["parameters"] = map[string]any{"$schema": srv.URL + "/dialect", "type": "object"}
+	capAt(m, 2)["parameters"] = map[string]any{"$id": srv.URL + "/base.json", "properties": map[string]any{"a": map[string]any{"$ref": "other.json"}}}
+	ps := lint(t, encode(t, m))
+	if len(ps) != 3 {
+		t.Errorf("want 3 problems, got %v", ps)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the schema compiler made %d requests", n)
 	}
 }

@@ -11,6 +11,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// version is the release this binary was built from; set with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
 // Exit codes: 0 success, 1 a check or call that says no, 2 a usage error.
 const (
 	exitNo    = 1
@@ -77,6 +80,7 @@ func newRoot() *cobra.Command {
 agents capability tokens, asks the person before risky actions, and records every decision.
 
 Exit codes: 0 success, 1 a check that says no, 2 a usage error.`,
+		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
