@@ -1,9 +1,9 @@
 package manifest
 
 import (
-	"io"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"

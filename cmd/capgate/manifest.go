@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/capgate/capgate/internal/config"
 	"github.com/capgate/capgate/internal/atomicfile"
+	"github.com/capgate/capgate/internal/config"
 	"github.com/capgate/capgate/keys"
 	"github.com/capgate/capgate/manifest"
 )
