@@ -14,7 +14,7 @@ type Error struct {
 	// Line and Column are 1-based; Column counts characters, not bytes. Both
 	// are zero when the error has no position (an input too large, an empty
 	// document). They come from goccy's token positions, which are exact for
-	// ordinary documents but may drift on lines indented with tabs.
+	// ordinary documents but may fall short on a line holding a tab.
 	Line, Column int
 
 	// Path is the document path of the node the rule refused, or of the

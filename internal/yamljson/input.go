@@ -11,9 +11,9 @@ const utf8BOM = "\uFEFF"
 // for goccy: the leading byte order mark removed and CRLF line breaks turned
 // into LF.
 //
-// It is strict where YAML is and where goccy is not: goccy accepts invalid
-// UTF-8 and control characters and keeps a leading byte order mark as part
-// of the first key. A bare CR, a line break in YAML 1.2, is refused rather
+// It is strict where YAML is and goccy is not: goccy silently turns invalid
+// UTF-8 into U+FFFD, accepts control characters, and keeps a leading byte
+// order mark as part of the first key. A bare CR, a line break in YAML 1.2, is refused rather
 // than normalized, because editors and goccy disagree about where such lines
 // end; no manifest needs one. Removing the BOM shifts the columns of line 1
 // by one, which no reader can see. Line numbers are unchanged.

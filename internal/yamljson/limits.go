@@ -8,9 +8,9 @@ package yamljson
 // goccy/go-yaml, which tokenizes and parses before Convert sees a node, is
 // expensive on hostile input (measured with v1.19.2):
 //
-//   - it allocates about 600 bytes per input byte for a flow sequence of
-//     one-digit numbers, so 1 MiB can cost 600 MB before any limit here
-//     applies;
+//   - it allocates about 500 bytes per input byte tokenizing a flow sequence
+//     of one-digit numbers, so 1 MiB costs 500 MB and 0.4 s before any limit
+//     here can apply;
 //   - it parses the keys of one block mapping by recursing once per key and
 //     copying the tail of the mapping at each level, so a mapping of n keys
 //     costs n-deep recursion and about 4·n² bytes (76,000 keys: 10 s, 22 GB);
@@ -50,9 +50,10 @@ const (
 	// which names the document path, whenever the estimate could be wrong.
 	scanSlack = 2
 
-	// maxParseWork bounds the bytes the pre-scan estimates goccy will copy
-	// building YAMLPath strings: the sum, over nodes, of the length of the
-	// keys above each node. A manifest needs well under 1 MiB.
+	// maxParseWork bounds the bytes the pre-scan estimates goccy will copy:
+	// for each node, the YAMLPath made of the keys above it, and for each
+	// block mapping, its tail once per key (4·n² bytes for n keys). A
+	// manifest needs well under 1 MiB; 64 MiB costs goccy about 0.1 s.
 	maxParseWork = 64 << 20
 
 	// maxQuoteCandidates bounds the quote characters tried as the start of

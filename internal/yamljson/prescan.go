@@ -33,6 +33,7 @@ func prescan(tokens token.Tokens) ([]*token.Token, *Error) {
 	return content, nil
 }
 
+// frameKind is what opened a level of nesting.
 type frameKind int
 
 const (
@@ -55,6 +56,8 @@ type frame struct {
 // indexPathLen is what a sequence index adds to a path, "[1234]" and some.
 const indexPathLen = 8
 
+// scanner is prescan's state: the open levels of nesting and the running
+// estimates.
 type scanner struct {
 	stack   []frame
 	pathLen int // sum of pathLen over stack
@@ -68,6 +71,7 @@ type scanner struct {
 	prev       *token.Token
 }
 
+// token takes the next token that is not a comment.
 func (s *scanner) token(tk *token.Token) *Error {
 	defer func() { s.prev = tk }()
 	if s.flow == 0 {
@@ -163,6 +167,7 @@ func (s *scanner) node(tk *token.Token) *Error {
 	return nil
 }
 
+// push opens a level of nesting at token tk.
 func (s *scanner) push(tk *token.Token, f frame) *Error {
 	if len(s.stack) >= scanSlack*MaxDepth {
 		return tokenError(tk, ruleScanDeep)
@@ -172,6 +177,7 @@ func (s *scanner) push(tk *token.Token, f frame) *Error {
 	return nil
 }
 
+// pop closes the innermost level of nesting.
 func (s *scanner) pop() frame {
 	f := s.stack[len(s.stack)-1]
 	s.stack = s.stack[:len(s.stack)-1]
@@ -216,6 +222,10 @@ func isContentToken(t token.Type) bool {
 	return isScalarToken(t) && t != token.ImplicitNullType
 }
 
+// tokenError returns an Error for rule at token tk, with no path.
 func tokenError(tk *token.Token, rule string) *Error {
+	if tk.Position == nil {
+		return &Error{Rule: rule}
+	}
 	return &Error{Line: tk.Position.Line, Column: tk.Position.Column, Rule: rule}
 }

@@ -48,7 +48,7 @@ var (
 	ruleTooDeep  = "nesting deeper than " + strconv.Itoa(MaxDepth) + " levels"
 	ruleTooMany  = "more than " + strconv.Itoa(MaxNodes) + " nodes"
 	ruleManyKeys = "mapping with more than " + strconv.Itoa(MaxMappingKeys) + " keys"
-	ruleTooMuch  = "keys too long for their number of descendants (parser work limit)"
+	ruleTooMuch  = "document too costly for the YAML parser (long keys above many nodes, or many large mappings)"
 	ruleScanDeep = "nesting far deeper than " + strconv.Itoa(MaxDepth) + " levels"
 	ruleScanMany = "far more than " + strconv.Itoa(MaxNodes) + " nodes"
 	ruleScanKeys = "mapping with far more than " + strconv.Itoa(MaxMappingKeys) + " keys"

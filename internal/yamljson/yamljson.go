@@ -32,8 +32,10 @@
 //
 // Parsing is done by github.com/goccy/go-yaml's parser and ast packages. This
 // package walks goccy's syntax tree itself rather than decoding into Go
-// values, which would round numbers, and re-decodes quoted scalars where
-// goccy is lenient (quoted.go).
+// values, which would round numbers, and guards against the places where
+// goccy v1.19.2 is lenient or loses content: it re-checks quoted scalars
+// against the input (quoted.go), checks that every token reached the tree,
+// and bounds goccy's costly shapes before parsing (prescan.go).
 package yamljson
 
 import (
@@ -101,7 +103,7 @@ func parse(src string) (file *ast.File, content []*token.Token, err *Error) {
 	// Duplicate keys are allowed here and checked by the walk, which can
 	// name the path; goccy's own check compares YAMLPath strings, which
 	// confuses some distinct keys (a'.'b at the root and 'a' then 'b').
-	f, perr := parser.Parse(tokens, 0, parser.AllowDuplicateMapKey())
+	f, perr := goccyParse(tokens, 0, parser.AllowDuplicateMapKey())
 	if perr != nil {
 		// goccy's message may quote the document, so only its position is
 		// kept.
@@ -113,6 +115,11 @@ func parse(src string) (file *ast.File, content []*token.Token, err *Error) {
 	}
 	return f, content, nil
 }
+
+// goccyParse is goccy's parser.Parse, held in a variable so that a test can
+// make it panic: no input is known to make v1.19.2 panic, but the recovery
+// in parse must work when one is found.
+var goccyParse = parser.Parse
 
 // countContent counts the tokens that carry content.
 func countContent(tokens token.Tokens) int {
@@ -158,6 +165,7 @@ func (c *converter) see(tk *token.Token) {
 	}
 }
 
+// file converts the one document of f, whose text is src.
 func (c *converter) file(f *ast.File, src string) *Error {
 	var body ast.Node
 	docs := 0
@@ -222,6 +230,8 @@ func (c *converter) value(n ast.Node) *Error {
 	return nil
 }
 
+// mapping appends the JSON object for mapping n, whose pairs goccy gives
+// either as a MappingNode's values or as a lone MappingValueNode.
 func (c *converter) mapping(n ast.Node, pairs []*ast.MappingValueNode) *Error {
 	if err := c.enter(n); err != nil {
 		return err
@@ -292,6 +302,7 @@ func (c *converter) key(k ast.MapKeyNode) (string, *Error) {
 	return s.text, nil
 }
 
+// sequence appends the JSON array for sequence n.
 func (c *converter) sequence(n *ast.SequenceNode) *Error {
 	if err := c.enter(n); err != nil {
 		return err
@@ -480,6 +491,9 @@ func (c *converter) scalarText(n ast.Node) (text string, plainType token.Type, i
 	}
 	switch n := n.(type) {
 	case *ast.StringNode:
+		if n.Token == nil {
+			return "", 0, false, c.errAt(n, ruleUnsupported)
+		}
 		c.see(n.Token)
 		switch n.Token.Type {
 		case token.SingleQuoteType, token.DoubleQuoteType:
@@ -570,6 +584,7 @@ func (c *converter) errAt(n ast.Node, rule string) *Error {
 	return e
 }
 
+// errTok returns an Error for rule at token tk and the current path.
 func (c *converter) errTok(tk *token.Token, rule string) *Error {
 	e := &Error{Path: renderPath(c.path), Rule: rule}
 	if tk != nil && tk.Position != nil {
@@ -607,4 +622,7 @@ func isNil(n ast.Node) bool {
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
+// utf8Valid reports whether s is valid UTF-8. goccy builds block scalars
+// from the checked input, so this holds unless goccy changes; it is cheap
+// to check rather than assume.
 func utf8Valid(s string) bool { return utf8.ValidString(s) }
