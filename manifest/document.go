@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/capgate/capgate/internal/jcs"
@@ -21,6 +22,7 @@ type Document struct {
 	canonical []byte
 	manifest  *Manifest
 	problems  Problems
+	validated sync.Once          // guards the fields below: Validate may be called concurrently
 	params    map[string]*Schema // capability id → compiled parameters schema
 	returns   map[string]*Schema
 }
@@ -169,11 +171,14 @@ func (doc *Document) Signature() (string, bool) {
 }
 
 // Validate compiles every schema and returns every problem of the manifest, in document order
-// of their discovery; none means valid. It is cheap to call again.
+// of their discovery; none means valid. It compiles once: calling it again, from any
+// goroutine, returns the same problems.
 func (doc *Document) Validate() Problems {
-	if doc.params != nil {
-		return doc.problems
-	}
+	doc.validated.Do(doc.compileSchemas)
+	return doc.problems
+}
+
+func (doc *Document) compileSchemas() {
 	d := &decoder{ps: doc.problems}
 	sc := newSchemaCompiler()
 	doc.params = map[string]*Schema{}
@@ -197,15 +202,21 @@ func (doc *Document) Validate() Problems {
 		}
 	}
 	doc.problems = d.ps
-	return doc.problems
 }
 
 // ParametersSchema returns the compiled parameters schema of a capability, or nil when the
-// document has no such capability or has not been validated.
-func (doc *Document) ParametersSchema(capabilityID string) *Schema { return doc.params[capabilityID] }
+// document has no such capability or its schema does not compile. It validates the document
+// first if that has not been done.
+func (doc *Document) ParametersSchema(capabilityID string) *Schema {
+	doc.Validate()
+	return doc.params[capabilityID]
+}
 
 // ReturnsSchema returns the compiled returns schema of a capability, as ParametersSchema.
-func (doc *Document) ReturnsSchema(capabilityID string) *Schema { return doc.returns[capabilityID] }
+func (doc *Document) ReturnsSchema(capabilityID string) *Schema {
+	doc.Validate()
+	return doc.returns[capabilityID]
+}
 
 // JSON returns the document as received, indented, members in received order and numbers as
 // written.

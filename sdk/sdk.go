@@ -94,7 +94,6 @@ func DefaultValidateParams(doc *manifest.Document, capabilityID string, params j
 	if doc == nil || doc.Manifest().Capability(capabilityID) == nil {
 		return NotFound(capabilityID)
 	}
-	doc.Validate() // compiles the schemas once; a loaded document has none to report
 	s := doc.ParametersSchema(capabilityID)
 	if s == nil {
 		return InvalidParams(manifest.Problems{{Path: "", Rule: "the capability's parameters schema does not compile"}})

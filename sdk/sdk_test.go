@@ -149,3 +149,23 @@ func TestInvokeAndErrorCodes(t *testing.T) {
 		t.Error("AsError(nil) != nil")
 	}
 }
+
+// The gateway validates params of many calls at once against one manifest.
+func TestValidateParamsConcurrently(t *testing.T) {
+	doc, err := manifest.ReadFile("../manifest/testdata/notes.json") // not yet validated
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &notes{doc: doc}
+	done := make(chan error)
+	for i := 0; i < 8; i++ {
+		go func() {
+			done <- sdk.ValidateParams(h, "notes.org.example.notes.search", json.RawMessage(`{"query":"x"}`))
+		}()
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
