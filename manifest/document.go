@@ -233,3 +233,30 @@ func canonicalWithoutSignature(root jcs.Value) ([]byte, error) {
 	}
 	return stripped.AppendCanonical(nil)
 }
+
+// CapabilityCanonical returns the RFC 8785 canonical form of the capability with the given id
+// as received, unknown members included, or nil when there is none. Permission deltas compare
+// capabilities in this form.
+func (doc *Document) CapabilityCanonical(id string) []byte {
+	caps, ok := doc.root.Get("capabilities")
+	if !ok || caps.Kind != jcs.Array {
+		return nil
+	}
+	for _, c := range caps.Items {
+		if v, ok := c.Get("id"); ok && v.Kind == jcs.String && v.Str == id {
+			b, err := c.AppendCanonical(nil)
+			if err != nil {
+				return nil
+			}
+			return b
+		}
+	}
+	return nil
+}
+
+// Raw returns the whole document as received, in canonical form, signature included: what a
+// lockfile records and what runtime equality compares.
+func (doc *Document) Raw() []byte {
+	b, _ := doc.root.AppendCanonical(nil)
+	return b
+}
