@@ -11,6 +11,8 @@ import (
 
 	"github.com/capgate/capgate/internal/atomicfile"
 	"github.com/capgate/capgate/internal/config"
+	"github.com/capgate/capgate/internal/delta"
+	"github.com/capgate/capgate/internal/intent"
 	"github.com/capgate/capgate/keys"
 	"github.com/capgate/capgate/manifest"
 )
@@ -27,7 +29,7 @@ signed with the developer's Ed25519 key over its RFC 8785 canonical form.
   capgate manifest sign -o manifest.json manifest.yaml
   capgate manifest verify manifest.json           Tier 1 or Tier 2, and why`,
 	}
-	cmd.AddCommand(newLintCmd(), newSignCmd(), newVerifyCmd(g))
+	cmd.AddCommand(newLintCmd(g), newSignCmd(), newVerifyCmd(g), newDiffCmd())
 	return cmd
 }
 
@@ -44,8 +46,9 @@ func readDoc(path string) (*manifest.Document, manifest.Problems, error) {
 	return doc, doc.Validate(), nil
 }
 
-func newLintCmd() *cobra.Command {
+func newLintCmd(g *globals) *cobra.Command {
 	var asJSON bool
+	var hf hostFlags
 	cmd := &cobra.Command{
 		Use:   "lint [--json] FILE",
 		Short: "Check a manifest against every rule and report every problem",
@@ -53,13 +56,29 @@ func newLintCmd() *cobra.Command {
 report every problem at once, each as an index-based field path and the rule it breaks. The
 offending value is never printed.
 
+Intents are checked as the host will check them at install: network hosts and ports,
+filesystem paths inside the sandbox root (--sandbox-root, else sandbox_root in the
+configuration file, else /sandbox), and, when the configuration file lists them, the host's
+credential catalog and environments.
+
 With --json, print {"valid": bool, "problems": [{"path": "...", "rule": "..."}]}.
 Exit 0 when valid, 1 when there are problems, 2 on a usage error.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, ps, err := readDoc(args[0])
+			l, err := g.load(hf)
 			if err != nil {
 				return err
+			}
+			ih, err := l.intentHost()
+			if err != nil {
+				return err
+			}
+			doc, ps, err := readDoc(args[0])
+			if err != nil {
+				return err
+			}
+			if doc != nil {
+				ps = append(ps, intent.Check(doc.Manifest(), ih)...)
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -87,6 +106,68 @@ Exit 0 when valid, 1 when there are problems, 2 on a usage error.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().StringVar(&hf.sandboxRoot, "sandbox-root", "", "the sandbox root filesystem intents must lie in (default /sandbox)")
+	return cmd
+}
+
+func newDiffCmd() *cobra.Command {
+	var asJSON, printDelta bool
+	cmd := &cobra.Command{
+		Use:   "diff OLD NEW [--json]",
+		Short: "Review what changed between two manifests: narrowing, widening or reject",
+		Long: `Compare a new manifest with the old one (the one locked) and list every change with its path,
+each classified as a widening or a narrowing by the plugin document's full list: a capability
+added; risk, side effect or dry run lowered; idempotency raised toward natural; compensation
+removed; a credential, network, filesystem or environment entry added; a filesystem mode made
+read-write; evidence removed; a timeout or resource budget raised (0 means no limit, so
+non-zero to zero is a raise); kind changed; a port's major changed; a lower version. capgate
+also counts as widenings an auth level lowered, confirmation turned off, autonomy raised,
+an undo window shortened, reversibility weakened and a permission changed.
+
+The verdict is unchanged, narrowing, widening or reject: reject for the same version with
+another digest, a declared permissions_delta that differs from the recomputed one, or a
+previous_version that is not the old version.
+
+With --json, print {"verdict": "...", "changes": [{"path", "change", "widening"}]}.
+With --delta, print instead the permissions_delta of NEW against OLD as the host recomputes
+it, to declare in NEW (with "previous_version" set to OLD's version) before signing.
+Exit 0 for unchanged or narrowing, 1 for widening or reject, 2 on a usage error.`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var docs [2]*manifest.Document
+			for i, path := range args {
+				doc, ps, err := readDoc(path)
+				if err != nil {
+					return err
+				}
+				if len(ps) > 0 {
+					for _, p := range ps {
+						fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", path, p)
+					}
+					return &exitError{code: exitNo, err: fmt.Errorf("%s: invalid manifest: %d problem(s)", path, len(ps))}
+				}
+				docs[i] = doc
+			}
+			w := cmd.OutOrStdout()
+			if printDelta {
+				return writeJSON(w, delta.Recompute(docs[0], docs[1]))
+			}
+			r := delta.Diff(delta.Side{Doc: docs[0]}, delta.Side{Doc: docs[1]})
+			if asJSON {
+				if err := writeJSON(w, r); err != nil {
+					return err
+				}
+			} else {
+				printDiff(w, r)
+			}
+			if r.Verdict == delta.Widening || r.Verdict == delta.Reject {
+				return said
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVar(&printDelta, "delta", false, "print the recomputed permissions_delta of NEW against OLD")
 	return cmd
 }
 

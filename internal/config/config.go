@@ -24,11 +24,48 @@ const EnvConfig = "CAPGATE_CONFIG"
 // EnvTrustedDir names the environment variable for the trusted-keys folder.
 const EnvTrustedDir = "CAPGATE_TRUSTED_DIR"
 
+// EnvDataDir names the environment variable for capgate's data folder.
+const EnvDataDir = "CAPGATE_DATA_DIR"
+
+// DefaultSandboxRoot is where plugins' filesystem intents must point.
+const DefaultSandboxRoot = "/sandbox"
+
 // File is the configuration file's content. Every field is optional; unknown fields are
 // refused so that a misspelt setting is not silently ignored.
 type File struct {
 	// TrustedDir is the folder of trusted app public keys ({app_id}.pub and {app_id}.d/*.pub).
 	TrustedDir string `json:"trusted_dir,omitempty"`
+	// DataDir holds the lockfile and the store (default $XDG_DATA_HOME/capgate).
+	DataDir string `json:"data_dir,omitempty"`
+
+	// SandboxRoot is the folder every filesystem intent must lie in (default /sandbox).
+	SandboxRoot string `json:"sandbox_root,omitempty"`
+	// ProtectedMounts are folders under the sandbox root no intent may reach.
+	ProtectedMounts []string `json:"protected_mounts,omitempty"`
+	// Credentials is the host's credential catalog: the intent names a plugin may ask for.
+	Credentials []string `json:"credentials,omitempty"`
+	// Environments are the environment names and tags the host knows.
+	Environments []string `json:"environments,omitempty"`
+	// PortsDir is the host's own copy of the port descriptors, with kits.json.
+	PortsDir string `json:"ports_dir,omitempty"`
+	// AllowPrivate lists private destinations (CIDR prefixes) plugins may declare. It belongs
+	// in the host's signed policy; capgate reads it from this file, which only the operator
+	// can write.
+	AllowPrivate []string `json:"allow_private,omitempty"`
+	// AllowDeprecated lets a version past its deprecated_after install.
+	AllowDeprecated bool `json:"allow_deprecated,omitempty"`
+}
+
+// DefaultDataDir returns $XDG_DATA_HOME/capgate, or ~/.local/share/capgate.
+func DefaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "capgate")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".local", "share", "capgate")
 }
 
 // DefaultPath returns the configuration file's default location:

@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"reflect"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,7 +15,7 @@ func TestLoad(t *testing.T) {
 
 	// No file at the default location is an empty configuration.
 	cfg, path, err := Load("")
-	if err != nil || cfg != (File{}) || path != "" {
+	if err != nil || !reflect.DeepEqual(cfg, File{}) || path != "" {
 		t.Fatalf("Load with no file = %+v %q %v", cfg, path, err)
 	}
 

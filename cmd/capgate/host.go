@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/capgate/capgate/internal/config"
+	"github.com/capgate/capgate/internal/intent"
+	"github.com/capgate/capgate/internal/plugin"
+	"github.com/capgate/capgate/internal/port"
+	"github.com/capgate/capgate/keys"
+)
+
+// hostFlags are the settings every command that checks against the host shares.
+type hostFlags struct {
+	trustedDir, dataDir, sandboxRoot string
+}
+
+// loaded is the configuration resolved by flag > environment > file > default.
+type loaded struct {
+	file       config.File
+	trustedDir string
+	dataDir    string
+}
+
+func (g *globals) load(hf hostFlags) (loaded, error) {
+	cfg, _, err := config.Load(g.config)
+	if err != nil {
+		return loaded{}, usageErr("%w", err)
+	}
+	l := loaded{
+		file:       cfg,
+		trustedDir: config.Resolve(hf.trustedDir, config.EnvTrustedDir, cfg.TrustedDir, keys.DefaultTrustedDir),
+		dataDir:    config.Resolve(hf.dataDir, config.EnvDataDir, cfg.DataDir, config.DefaultDataDir()),
+	}
+	if hf.sandboxRoot != "" {
+		l.file.SandboxRoot = hf.sandboxRoot
+	}
+	if l.file.SandboxRoot == "" {
+		l.file.SandboxRoot = config.DefaultSandboxRoot
+	}
+	return l, nil
+}
+
+// intentHost is what the host knows for checking intents. Without a catalog or environment
+// list in the configuration, those are not checked against the host (a developer's lint).
+func (l loaded) intentHost() (intent.Host, error) {
+	h := intent.Host{SandboxRoot: l.file.SandboxRoot, Protected: l.file.ProtectedMounts}
+	for _, s := range l.file.AllowPrivate {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return h, usageErr("config: allow_private: not a CIDR prefix")
+		}
+		h.AllowPrivate = append(h.AllowPrivate, p.Masked())
+	}
+	if l.file.Credentials != nil {
+		h.Credentials = set(l.file.Credentials)
+	}
+	if l.file.Environments != nil {
+		h.Environments = set(l.file.Environments)
+	}
+	return h, nil
+}
+
+func set(ss []string) map[string]bool {
+	m := make(map[string]bool, len(ss))
+	for _, s := range ss {
+		m[s] = true
+	}
+	return m
+}
+
+// pluginHost is the install host: at install the catalog and environments are always checked
+// (an empty catalog allows no credential intent).
+func (l loaded) pluginHost() (*plugin.Host, error) {
+	ih, err := l.intentHost()
+	if err != nil {
+		return nil, err
+	}
+	if ih.Credentials == nil {
+		ih.Credentials = map[string]bool{}
+	}
+	if ih.Environments == nil {
+		ih.Environments = map[string]bool{}
+	}
+	h := &plugin.Host{
+		DataDir:         l.dataDir,
+		Trust:           keys.TrustStore{Dir: l.trustedDir},
+		Intent:          ih,
+		AllowDeprecated: l.file.AllowDeprecated,
+	}
+	if l.file.PortsDir != "" {
+		reg, err := port.LoadDir(l.file.PortsDir)
+		if err != nil {
+			return nil, fmt.Errorf("ports_dir: %w", err)
+		}
+		h.Ports = reg
+	}
+	if h.DataDir == "" {
+		return nil, usageErr("no data folder: set --data-dir, CAPGATE_DATA_DIR or data_dir")
+	}
+	return h, nil
+}

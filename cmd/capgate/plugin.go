@@ -1,0 +1,277 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capgate/capgate/internal/archive"
+	"github.com/capgate/capgate/internal/delta"
+	"github.com/capgate/capgate/internal/plugin"
+)
+
+func newPluginCmd(g *globals) *cobra.Command {
+	var hf hostFlags
+	cmd := &cobra.Command{
+		Use:   "plugin",
+		Short: "Install, upgrade, approve, list and remove plugins under the lockfile",
+		Long: `A plugin is a folder or a .tar.gz holding manifest.yaml or manifest.json and its content.
+capgate verifies its signature, recomputes its content digest, checks its intents and its
+ports against the host, and compares it with what the lockfile (capgate.lock in the data
+folder) holds. A narrowing applies; a widening waits for approval (--approve after reading the
+diff, or capgate plugin approve later); a reject is refused and the lock stays as it was.
+
+  capgate plugin digest ./my-plugin               the digest to declare in the manifest
+  capgate plugin install ./my-plugin              a new plugin is a widening: review it
+  capgate plugin install --approve ./my-plugin
+  capgate plugin upgrade ./my-plugin-1.1.tar.gz
+  capgate plugin approve org.example.kb           approve the pending widening
+  capgate plugin list
+  capgate plugin remove org.example.kb`,
+	}
+	cmd.PersistentFlags().StringVar(&hf.dataDir, "data-dir", "", "data folder holding capgate.lock (default $CAPGATE_DATA_DIR, else $XDG_DATA_HOME/capgate)")
+	cmd.PersistentFlags().StringVar(&hf.trustedDir, "trusted-dir", "", "folder of trusted public keys (default /etc/portal/keys/trusted)")
+	cmd.PersistentFlags().StringVar(&hf.sandboxRoot, "sandbox-root", "", "the sandbox root filesystem intents must lie in (default /sandbox)")
+	cmd.AddCommand(
+		newPluginInstallCmd(g, &hf, false), newPluginInstallCmd(g, &hf, true),
+		newPluginApproveCmd(g, &hf), newPluginListCmd(g, &hf), newPluginRemoveCmd(g, &hf),
+		newPluginDigestCmd(),
+	)
+	return cmd
+}
+
+func newPluginInstallCmd(g *globals, hf *hostFlags, upgrade bool) *cobra.Command {
+	var approve, asJSON, tier2 bool
+	use, short := "install [--approve] SRC", "Install a plugin package (a new plugin is a widening to approve)"
+	if upgrade {
+		use, short = "upgrade [--approve] SRC", "Upgrade an installed plugin: a narrowing applies, a widening waits for approval"
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := g.load(*hf)
+			if err != nil {
+				return err
+			}
+			h, err := l.pluginHost()
+			if err != nil {
+				return err
+			}
+			h.AllowTier2Unsafe = tier2
+			out, err := h.Install(args[0], plugin.Options{Upgrade: upgrade, Approve: approve, Approver: approver()})
+			if err != nil {
+				return installErr(err)
+			}
+			return reportOutcome(cmd.OutOrStdout(), out, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&approve, "approve", false, "approve a widening now (read the diff first)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the outcome as JSON")
+	cmd.Flags().BoolVar(&tier2, "allow-tier2-unsafe", false, "install even though the signature does not verify against a trusted key")
+	return cmd
+}
+
+func installErr(err error) error {
+	var ae *archive.Error
+	switch {
+	case errors.Is(err, plugin.ErrInstalled), errors.Is(err, plugin.ErrNotInstalled), errors.Is(err, plugin.ErrNoPending):
+		return &exitError{code: exitNo, err: err}
+	case errors.As(err, &ae), errors.Is(err, os.ErrNotExist):
+		return &exitError{code: exitNo, err: err}
+	}
+	return err
+}
+
+// approver names who approved, for the lock: the local user.
+func approver() string {
+	if u := os.Getenv("USER"); u != "" {
+		return "cli:" + u
+	}
+	return "cli"
+}
+
+func reportOutcome(w io.Writer, out plugin.Outcome, asJSON bool) error {
+	if asJSON {
+		if err := writeJSON(w, out); err != nil {
+			return err
+		}
+	} else {
+		name := out.AppID
+		if out.Version != "" {
+			name += " " + out.Version
+		}
+		for _, p := range out.Problems {
+			fmt.Fprintf(w, "%s: %s\n", name, p)
+		}
+		if len(out.Result.Changes) > 0 || out.Result.Verdict != "" {
+			printDiff(w, out.Result)
+		}
+		switch {
+		case out.Refused:
+			fmt.Fprintf(w, "%s: refused; the lock is unchanged\n", name)
+		case out.Pending:
+			fmt.Fprintf(w, "%s: widening pending approval: run 'capgate plugin approve %s' or install again with --approve\n", name, out.AppID)
+		case out.Applied:
+			fmt.Fprintf(w, "%s: installed (Tier %d, digest %s)\n", name, out.Tier, out.Digest)
+		default:
+			fmt.Fprintf(w, "%s: unchanged\n", name)
+		}
+	}
+	if out.Refused || out.Pending {
+		return said
+	}
+	return nil
+}
+
+func printDiff(w io.Writer, r delta.Result) {
+	fmt.Fprintf(w, "verdict: %s\n", r.Verdict)
+	for _, reason := range r.Reasons {
+		fmt.Fprintf(w, "  reject: %s\n", reason)
+	}
+	for _, c := range r.Changes {
+		mark := "narrowing"
+		if c.Widening {
+			mark = "WIDENING "
+		}
+		fmt.Fprintf(w, "  %s %s: %s\n", mark, c.Path, c.Change)
+	}
+}
+
+func newPluginApproveCmd(g *globals, hf *hostFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "approve APP_ID",
+		Short: "Approve the widening pending for a plugin",
+		Long: `Approve the widening pending for a plugin. The pending version is compared again with what
+is locked now; a reject is still refused.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := g.load(*hf)
+			if err != nil {
+				return err
+			}
+			h, err := l.pluginHost()
+			if err != nil {
+				return err
+			}
+			out, err := h.Approve(args[0], approver())
+			if err != nil {
+				return installErr(err)
+			}
+			return reportOutcome(cmd.OutOrStdout(), out, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the outcome as JSON")
+	return cmd
+}
+
+func newPluginListCmd(g *globals, hf *hostFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list [--json]",
+		Short: "List installed plugins and pending widenings",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := g.load(*hf)
+			if err != nil {
+				return err
+			}
+			h, err := l.pluginHost()
+			if err != nil {
+				return err
+			}
+			f, err := h.List()
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(w, f)
+			}
+			ids := make([]string, 0, len(f.Plugins))
+			for id := range f.Plugins {
+				ids = append(ids, id)
+			}
+			sort.Strings(ids)
+			for _, id := range ids {
+				e := f.Plugins[id]
+				fmt.Fprintf(w, "%s %s  tier %d  %s  signer %s\n", e.AppID, e.Version, e.Tier, e.Digest, orNone(e.Signer))
+			}
+			pids := make([]string, 0, len(f.Pending))
+			for id := range f.Pending {
+				pids = append(pids, id)
+			}
+			sort.Strings(pids)
+			for _, id := range pids {
+				p := f.Pending[id]
+				fmt.Fprintf(w, "%s %s  PENDING approval since %s\n", id, p.Entry.Version, p.Since.Format("2006-01-02 15:04:05Z07:00"))
+			}
+			if len(ids)+len(pids) == 0 {
+				fmt.Fprintln(w, "no plugins installed")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the lock as JSON")
+	return cmd
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func newPluginRemoveCmd(g *globals, hf *hostFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove APP_ID",
+		Short: "Remove an installed plugin and any widening pending for it",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := g.load(*hf)
+			if err != nil {
+				return err
+			}
+			h, err := l.pluginHost()
+			if err != nil {
+				return err
+			}
+			if err := h.Remove(args[0]); err != nil {
+				return installErr(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: removed\n", args[0])
+			return nil
+		},
+	}
+}
+
+func newPluginDigestCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "digest SRC",
+		Short: "Print the content digest of a plugin package, to declare in its manifest",
+		Long: `Print the content digest of a plugin package (a folder or a .tar.gz): sha256 over a
+deterministic encoding of every file but the manifest. Declare it as "digest" in the manifest
+before signing; the host recomputes it at install and refuses a package whose digest differs.
+Also prints the digest of each file, for sbom_ref and provenance_ref.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pkg, err := archive.Open(args[0])
+			if err != nil {
+				return installErr(err)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintln(w, pkg.Digest())
+			for _, f := range pkg.Files {
+				fmt.Fprintf(w, "  %s  %s\n", f.Digest, f.Path)
+			}
+			return nil
+		},
+	}
+}
