@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -61,10 +62,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return ee.code
 	}
-	// Cobra's own errors (unknown command, bad flag) are usage errors.
 	fmt.Fprintln(stderr, "capgate:", err)
-	fmt.Fprintln(stderr, "Run 'capgate --help' for usage.")
-	return exitUsage
+	// Flag and argument errors arrive as usage errors already; of cobra's own, only an
+	// unknown command is left. Anything else is a failure of the work itself.
+	if strings.HasPrefix(err.Error(), "unknown command") {
+		fmt.Fprintln(stderr, "Run 'capgate --help' for usage.")
+		return exitUsage
+	}
+	return exitNo
 }
 
 type globals struct {

@@ -112,6 +112,13 @@ func Load(path string) (File, string, error) {
 	if err != nil {
 		return File{}, path, fmt.Errorf("config: %s: %w", path, err)
 	}
+	// Folders named in the file are relative to the file, not to wherever capgate runs.
+	base := filepath.Dir(path)
+	for _, p := range []*string{&cfg.TrustedDir, &cfg.DataDir, &cfg.PortsDir} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(base, *p)
+		}
+	}
 	return cfg, path, nil
 }
 

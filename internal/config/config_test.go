@@ -41,6 +41,17 @@ func TestLoad(t *testing.T) {
 	if cfg, _, err := Load(def); err != nil || cfg.TrustedDir != "/srv/keys" {
 		t.Fatalf("explicit path: %+v %v", cfg, err)
 	}
+	rel := filepath.Join(dir, "rel", "host.yaml")
+	if err := os.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rel, []byte("trusted_dir: keys\nports_dir: ../ports\ndata_dir: /abs\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err = Load(rel)
+	if err != nil || cfg.TrustedDir != filepath.Join(dir, "rel", "keys") || cfg.PortsDir != filepath.Join(dir, "ports") || cfg.DataDir != "/abs" {
+		t.Fatalf("relative folders: %+v %v", cfg, err)
+	}
 	if _, _, err := Load(filepath.Join(dir, "missing.yaml")); err == nil {
 		t.Fatal("a named file that is missing is not an error")
 	}
