@@ -2,9 +2,9 @@ package main
 
 import (
 	"fmt"
-	"net/netip"
 
 	"github.com/capgate/capgate/internal/config"
+	"github.com/capgate/capgate/internal/hostpolicy"
 	"github.com/capgate/capgate/internal/intent"
 	"github.com/capgate/capgate/internal/plugin"
 	"github.com/capgate/capgate/internal/port"
@@ -46,12 +46,12 @@ func (g *globals) load(hf hostFlags) (loaded, error) {
 // list in the configuration, those are not checked against the host (a developer's lint).
 func (l loaded) intentHost() (intent.Host, error) {
 	h := intent.Host{SandboxRoot: l.file.SandboxRoot, Protected: l.file.ProtectedMounts}
-	for _, s := range l.file.AllowPrivate {
-		p, err := netip.ParsePrefix(s)
+	if l.file.PolicyFile != "" {
+		p, err := hostpolicy.Load(l.file.PolicyFile, keys.TrustStore{Dir: l.trustedDir})
 		if err != nil {
-			return h, usageErr("config: allow_private: not a CIDR prefix")
+			return h, usageErr("config: policy_file: %w", err)
 		}
-		h.AllowPrivate = append(h.AllowPrivate, p.Masked())
+		h.AllowPrivate = p.AllowPrivate
 	}
 	if l.file.Credentials != nil {
 		h.Credentials = set(l.file.Credentials)

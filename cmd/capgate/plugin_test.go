@@ -140,3 +140,35 @@ func TestLintChecksIntents(t *testing.T) {
 		t.Errorf("--sandbox-root ignored: %s", r.stdout)
 	}
 }
+
+// A private destination passes only under the host's signed policy.
+func TestSignedPolicyAllowsPrivateDestinations(t *testing.T) {
+	dir := t.TempDir()
+	trusted := filepath.Join(dir, "trusted")
+	key := filepath.Join(dir, "policy.key")
+	mustCode(t, capgate(t, "", nil, "keygen", "--app-id", "capgate.policy", "--out", key, "--pub", filepath.Join(trusted, "capgate.policy.pub")), 0)
+	m := filepath.Join(dir, "m.json")
+	writeFile(t, m, `{"app_id":"org.example.x","version":"1.0.0","manifest_version":"1.0","capabilities":[{"id":"x.org.example.x.get","name":"n","description":"d","category":"SYSTEM","parameters":{},"returns":{},
+		"network_intents":[{"host":"10.20.1.5","port":443}]}]}`)
+	cfg := filepath.Join(dir, "host.yaml")
+	writeFile(t, cfg, "trusted_dir: trusted\n")
+	mustCode(t, capgate(t, "", nil, "--config", cfg, "manifest", "lint", m), 1)
+
+	policy := filepath.Join(dir, "policy.json")
+	writeFile(t, policy, `{"policy_version": "1.0", "allow_private": ["10.20.0.0/16"]}`)
+	writeFile(t, cfg, "trusted_dir: trusted\npolicy_file: policy.json\n")
+	r := capgate(t, "", nil, "--config", cfg, "manifest", "lint", m)
+	mustCode(t, r, 2) // an unsigned policy is refused, not ignored
+	if !strings.Contains(r.stderr, "not signed") {
+		t.Fatalf("unsigned policy: %s", r.stderr)
+	}
+	mustCode(t, capgate(t, "", nil, "policy", "sign", "--key", key, "-o", policy, policy), 0)
+	mustCode(t, capgate(t, "", nil, "policy", "verify", "--trusted-dir", trusted, policy), 0)
+	mustCode(t, capgate(t, "", nil, "--config", cfg, "manifest", "lint", m), 0)
+
+	// A policy edited after signing is refused.
+	signed, _ := os.ReadFile(policy)
+	writeFile(t, policy, strings.Replace(string(signed), "10.20.0.0/16", "10.0.0.0/8", 1))
+	mustCode(t, capgate(t, "", nil, "policy", "verify", "--trusted-dir", trusted, policy), 1)
+	mustCode(t, capgate(t, "", nil, "--config", cfg, "manifest", "lint", m), 2)
+}

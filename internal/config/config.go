@@ -48,10 +48,9 @@ type File struct {
 	Environments []string `json:"environments,omitempty"`
 	// PortsDir is the host's own copy of the port descriptors, with kits.json.
 	PortsDir string `json:"ports_dir,omitempty"`
-	// AllowPrivate lists private destinations (CIDR prefixes) plugins may declare. It belongs
-	// in the host's signed policy; capgate reads it from this file, which only the operator
-	// can write.
-	AllowPrivate []string `json:"allow_private,omitempty"`
+	// PolicyFile is the host's signed policy (private destinations plugins may declare,
+	// ceilings), verified with the trusted key for "capgate.policy".
+	PolicyFile string `json:"policy_file,omitempty"`
 	// AllowDeprecated lets a version past its deprecated_after install.
 	AllowDeprecated bool `json:"allow_deprecated,omitempty"`
 }
@@ -114,7 +113,7 @@ func Load(path string) (File, string, error) {
 	}
 	// Folders named in the file are relative to the file, not to wherever capgate runs.
 	base := filepath.Dir(path)
-	for _, p := range []*string{&cfg.TrustedDir, &cfg.DataDir, &cfg.PortsDir} {
+	for _, p := range []*string{&cfg.TrustedDir, &cfg.DataDir, &cfg.PortsDir, &cfg.PolicyFile} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(base, *p)
 		}
