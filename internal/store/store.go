@@ -1,0 +1,221 @@
+// Package store is everything the gateway keeps, behind one interface: the registry of apps,
+// clients, tokens with their use counts and revocations, consent requests, mandates, app state,
+// and the audit log with its checkpoints. SQLite (store/sqlite, the default) and PostgreSQL
+// implement it, and both pass the same conformance suite (store/storetest), so that several
+// gateway replicas on one PostgreSQL behave as one.
+//
+// Contract for every implementation:
+//   - all methods are safe for concurrent use, by goroutines and by other processes sharing
+//     the same database;
+//   - a write that returned nil is durable (it survives a crash of the process or the machine);
+//   - a missing record is ErrNotFound (wrapped), never a zero value and nil;
+//   - the compare-and-set methods (TakeUse, AnswerConsent, AppendAudit) are atomic across
+//     processes: two callers never both succeed where only one may.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors callers test with errors.Is.
+var (
+	ErrNotFound  = errors.New("not found")
+	ErrExists    = errors.New("already exists")
+	ErrExhausted = errors.New("token has no uses left")
+	ErrRevoked   = errors.New("token is revoked")
+	ErrExpired   = errors.New("token has expired")
+	ErrConflict  = errors.New("conflict: the record changed since it was read")
+)
+
+// Store is everything the gateway keeps.
+type Store interface {
+	Apps
+	Clients
+	Tokens
+	Consents
+	Mandates
+	State
+	Audit
+	// Close releases the store. Using it afterwards is an error.
+	Close() error
+}
+
+// App is a registered app: its manifest as received and how far it is trusted.
+type App struct {
+	AppID    string    // reverse-DNS id
+	Alias    string    // short name for the IPC "app" field, unique when not empty
+	Tier     int       // 1 or 2
+	Reason   string    // why this tier (manifest.Reason)
+	Manifest []byte    // the manifest's canonical JSON, signature included
+	Enabled  bool      //
+	Updated  time.Time //
+}
+
+// Apps is the registry.
+type Apps interface {
+	// PutApp inserts or replaces an app by AppID. An alias taken by another app is ErrExists.
+	PutApp(ctx context.Context, a App) error
+	GetApp(ctx context.Context, appID string) (App, error)
+	// AppByAlias finds an app by its alias.
+	AppByAlias(ctx context.Context, alias string) (App, error)
+	ListApps(ctx context.Context) ([]App, error) // ordered by AppID
+	SetAppEnabled(ctx context.Context, appID string, enabled bool) error
+	DeleteApp(ctx context.Context, appID string) error
+}
+
+// Client is an agent that may call the gateway.
+type Client struct {
+	ID       string    // stable id, e.g. "cl_..."
+	Name     string    // unique
+	KeyHash  string    // sha256 of the client key ("sha256:<hex>"); the key itself is never stored
+	Trust    string    // public, user, privileged (system is capgate itself)
+	NeverAsk bool      // calls that would need consent are denied instead
+	UnixUID  *int      // when set, a unix-socket peer with this uid is this client
+	Created  time.Time //
+	Disabled bool      //
+}
+
+// Clients are the agents.
+type Clients interface {
+	// PutClient inserts a client; a taken ID or Name is ErrExists.
+	PutClient(ctx context.Context, c Client) error
+	UpdateClient(ctx context.Context, c Client) error
+	GetClient(ctx context.Context, id string) (Client, error)
+	ClientByKeyHash(ctx context.Context, keyHash string) (Client, error)
+	ClientByName(ctx context.Context, name string) (Client, error)
+	ClientByUID(ctx context.Context, uid int) (Client, error)
+	ListClients(ctx context.Context) ([]Client, error) // ordered by Name
+}
+
+// Token is the state of an issued capability token. The signed token itself is held by the
+// agent; the store keeps what must be shared and atomic: uses and revocation.
+type Token struct {
+	ID        string    // token_id
+	ClientID  string    // the client it is bound to
+	ParentID  string    // the token it was derived from, "" for a root token
+	Hash      string    // sha256 of the wire form
+	IssuedAt  time.Time //
+	ExpiresAt time.Time //
+	MaxUses   int64     // 0 means unlimited
+	Uses      int64     // successful uses taken so far
+	Revoked   bool      // set by Revoke on it or on any ancestor
+	RevokedAt time.Time //
+	AuditTag  string    //
+	Body      []byte    // the token's canonical JSON, for listing
+}
+
+// Tokens hold use counts and revocations.
+type Tokens interface {
+	// PutToken records a newly issued token. A taken ID is ErrExists; a ParentID that does not
+	// exist is ErrNotFound.
+	PutToken(ctx context.Context, t Token) error
+	GetToken(ctx context.Context, id string) (Token, error)
+	// TakeUse atomically takes one use of the token at time now and returns the uses taken so
+	// far including this one: ErrRevoked if it or an ancestor is revoked, ErrExpired if now is
+	// at or after its expiry (or an ancestor's), ErrExhausted if MaxUses uses are taken (or an
+	// ancestor has none left: a derived token's use also counts against each ancestor).
+	TakeUse(ctx context.Context, id string, now time.Time) (int64, error)
+	// Revoke revokes the token and every token derived from it, transitively.
+	Revoke(ctx context.Context, id string, at time.Time) error
+	// ListTokens lists tokens, the live ones (not revoked, not expired at now, not exhausted)
+	// when live is set; ordered by IssuedAt.
+	ListTokens(ctx context.Context, live bool, now time.Time) ([]Token, error)
+}
+
+// Consent states.
+const (
+	ConsentPending   = "pending"
+	ConsentApproved  = "approved"
+	ConsentDenied    = "denied"
+	ConsentExpired   = "expired"
+	ConsentCancelled = "cancelled"
+)
+
+// Consent is a question to the person.
+type Consent struct {
+	ID         string    //
+	ClientID   string    // who asks
+	Kind       string    // "token" (issuing a token), "call" (one call), "commit" (a delayed commit)
+	Payload    []byte    // JSON: what the person needs to decide, shown safely
+	State      string    // one of the Consent* states
+	Created    time.Time //
+	Expires    time.Time // unanswered at Expires means denied (ConsentExpired)
+	Answered   time.Time //
+	AnsweredBy string    //
+	Wording    string    // for act_if_agreed: the wording the person agreed to
+}
+
+// Consents are the questions to the person.
+type Consents interface {
+	PutConsent(ctx context.Context, c Consent) error // a taken ID is ErrExists
+	GetConsent(ctx context.Context, id string) (Consent, error)
+	// AnswerConsent moves a pending request to state, atomically: ErrConflict if it is no
+	// longer pending (answered, cancelled or expired elsewhere).
+	AnswerConsent(ctx context.Context, id, state, by, wording string, at time.Time) error
+	// ExpireConsents marks every pending request with Expires at or before now as expired and
+	// returns their ids.
+	ExpireConsents(ctx context.Context, now time.Time) ([]string, error)
+	ListConsents(ctx context.Context, state string) ([]Consent, error) // "" lists all; ordered by Created
+}
+
+// Mandate is the person's standing choice of autonomy for a permission.
+type Mandate struct {
+	Permission string    // a permission or a grant pattern such as "fs.*"
+	Autonomy   string    // act, act_if_agreed, ask, handoff
+	AgreedID   string    // act_if_agreed: the consent request the agreement came from
+	Wording    string    // act_if_agreed: the wording agreed to
+	AgreedAt   time.Time //
+	Updated    time.Time //
+}
+
+// Mandates are the person's standing choices.
+type Mandates interface {
+	PutMandate(ctx context.Context, m Mandate) error // insert or replace by Permission
+	GetMandate(ctx context.Context, permission string) (Mandate, error)
+	ListMandates(ctx context.Context) ([]Mandate, error) // ordered by Permission
+	DeleteMandate(ctx context.Context, permission string) error
+}
+
+// State is per-app key-value state: settings, undo records, buffers.
+type State interface {
+	GetState(ctx context.Context, appID, key string) ([]byte, error)
+	// PutState sets a value; a nil value deletes the key.
+	PutState(ctx context.Context, appID, key string, value []byte) error
+	ListState(ctx context.Context, appID, prefix string) (map[string][]byte, error)
+}
+
+// AuditEntry is one record of the hash-chained audit log, opaque to the store: package audit
+// defines Body and computes the hashes.
+type AuditEntry struct {
+	Seq      int64     // 1, 2, 3, ... with no gap
+	PrevHash string    // Hash of entry Seq-1, "" for Seq 1
+	Hash     string    // hash of this entry
+	At       time.Time //
+	Body     []byte    // canonical JSON of the record
+}
+
+// Checkpoint is a signed statement of the log's length and head, opaque to the store.
+type Checkpoint struct {
+	Seq  int64  // the log's length when signed
+	Head string // Hash of entry Seq
+	At   time.Time
+	Body []byte // the signed checkpoint
+}
+
+// Audit is the audit log.
+type Audit interface {
+	// AppendAudit appends entries atomically, all or none: the first must have Seq equal to
+	// the head's Seq+1 and PrevHash equal to the head's Hash, and each next one follow the
+	// one before; otherwise ErrConflict (another writer appended first), and nothing is written.
+	AppendAudit(ctx context.Context, entries []AuditEntry) error
+	// AuditHead returns the last entry, or ErrNotFound for an empty log.
+	AuditHead(ctx context.Context) (AuditEntry, error)
+	// AuditRange returns the entries with from <= Seq <= to (to 0: to the end), ordered by Seq,
+	// at most limit of them (0: no limit).
+	AuditRange(ctx context.Context, from, to int64, limit int) ([]AuditEntry, error)
+	PutCheckpoint(ctx context.Context, c Checkpoint) error // a Seq already checkpointed is ErrExists
+	// Checkpoints returns every checkpoint ordered by Seq.
+	Checkpoints(ctx context.Context) ([]Checkpoint, error)
+}
