@@ -101,3 +101,12 @@ func (l loaded) pluginHost() (*plugin.Host, error) {
 	}
 	return h, nil
 }
+
+// pluginHost loads the configuration and builds the install host from it.
+func (g *globals) pluginHost(hf hostFlags) (*plugin.Host, error) {
+	l, err := g.load(hf)
+	if err != nil {
+		return nil, err
+	}
+	return l.pluginHost()
+}

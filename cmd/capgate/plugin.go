@@ -55,11 +55,7 @@ func newPluginInstallCmd(g *globals, hf *hostFlags, upgrade bool) *cobra.Command
 		Short: short,
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := g.load(*hf)
-			if err != nil {
-				return err
-			}
-			h, err := l.pluginHost()
+			h, err := g.pluginHost(*hf)
 			if err != nil {
 				return err
 			}
@@ -152,11 +148,7 @@ func newPluginApproveCmd(g *globals, hf *hostFlags) *cobra.Command {
 is locked now; a reject is still refused.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := g.load(*hf)
-			if err != nil {
-				return err
-			}
-			h, err := l.pluginHost()
+			h, err := g.pluginHost(*hf)
 			if err != nil {
 				return err
 			}
@@ -178,11 +170,7 @@ func newPluginListCmd(g *globals, hf *hostFlags) *cobra.Command {
 		Short: "List installed plugins and pending widenings",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := g.load(*hf)
-			if err != nil {
-				return err
-			}
-			h, err := l.pluginHost()
+			h, err := g.pluginHost(*hf)
 			if err != nil {
 				return err
 			}
@@ -235,11 +223,7 @@ func newPluginRemoveCmd(g *globals, hf *hostFlags) *cobra.Command {
 		Short: "Remove an installed plugin and any widening pending for it",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := g.load(*hf)
-			if err != nil {
-				return err
-			}
-			h, err := l.pluginHost()
+			h, err := g.pluginHost(*hf)
 			if err != nil {
 				return err
 			}
