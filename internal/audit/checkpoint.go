@@ -1,0 +1,126 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/capgate/capgate/internal/jcs"
+	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/manifest"
+)
+
+// maxCheckpointBytes bounds a checkpoint body VerifyCheckpoint parses: a real one is under
+// 250 bytes.
+const maxCheckpointBytes = 4096
+
+// checkpointMessage returns the canonical JSON {"at","head","seq"} that a checkpoint's
+// signature covers.
+func checkpointMessage(seq int64, head, at string) []byte {
+	v := jcs.Value{Kind: jcs.Object, Members: []jcs.Member{
+		{Name: "at", Value: jcs.Value{Kind: jcs.String, Str: at}},
+		{Name: "head", Value: jcs.Value{Kind: jcs.String, Str: head}},
+		{Name: "seq", Value: jcs.Value{Kind: jcs.Number, Float: float64(seq)}},
+	}}
+	b, err := v.AppendCanonical(nil)
+	if err != nil {
+		// Only invalid UTF-8 in head or at can fail, and neither comes from outside here
+		// without checking; a failure is a bug, not an input.
+		panic("audit: checkpoint message: " + err.Error())
+	}
+	return b
+}
+
+// formatAt writes a checkpoint's time: RFC 3339 in UTC with nanoseconds, trailing zeros
+// dropped.
+func formatAt(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// SignCheckpoint signs the statement "the log had seq entries and entry seq had hash head,
+// at time at" with key. Body is the canonical JSON {"at","head","seq","signature"}: at in
+// RFC 3339 UTC with nanoseconds (trailing zeros dropped), signature "ed25519:" and the
+// standard padded base64 of the Ed25519 signature over the canonical JSON of the same object
+// without "signature". The returned At is at in UTC, as the body says it.
+//
+// It panics, as ed25519.Sign does, when key is not 64 bytes, and when head is not valid
+// UTF-8 (a head this package made always is).
+func SignCheckpoint(key ed25519.PrivateKey, seq int64, head string, at time.Time) store.Checkpoint {
+	ats := formatAt(at)
+	msg := checkpointMessage(seq, head, ats)
+	sig := manifest.FormatSignature(ed25519.Sign(key, msg))
+	// msg ends with "}"; the signature member sorts last, so it goes just before it.
+	body := make([]byte, 0, len(msg)+len(sig)+16)
+	body = append(body, msg[:len(msg)-1]...)
+	body = append(body, `,"signature":"`...)
+	body = append(body, sig...)
+	body = append(body, `"}`...)
+	return store.Checkpoint{Seq: seq, Head: head, At: at.UTC(), Body: body}
+}
+
+// VerifyCheckpoint checks c strictly and returns nil when it is a checkpoint signed by pub:
+// Body is canonical JSON with exactly the members at, head, seq and signature; at is RFC
+// 3339 UTC as SignCheckpoint writes it; head is "sha256:" and 64 hex digits; seq is an
+// integer from 1 to 2^53-1; the signature has its one spelling and verifies with pub over
+// the body without "signature"; and c.Seq and c.Head are the body's. c.At is not checked:
+// a store may keep time less precisely than the body does. Any failure wraps
+// ErrBadCheckpoint. A pub that is not 32 bytes fails every checkpoint.
+func VerifyCheckpoint(pub ed25519.PublicKey, c store.Checkpoint) error {
+	fail := func(rule string) error { return fmt.Errorf("%w: %s", ErrBadCheckpoint, rule) }
+	if len(pub) != ed25519.PublicKeySize {
+		return fail("public key is not 32 bytes")
+	}
+	if len(c.Body) > maxCheckpointBytes {
+		return fail("body too large")
+	}
+	v, err := jcs.Parse(c.Body, &jcs.Options{MaxDepth: 1, ExactNumbers: true})
+	if err != nil {
+		return fmt.Errorf("%w: body is not strict JSON: %w", ErrBadCheckpoint, err)
+	}
+	canon, err := v.AppendCanonical(nil)
+	if err != nil || !bytes.Equal(canon, c.Body) {
+		return fail("body is not in RFC 8785 canonical form")
+	}
+	if v.Kind != jcs.Object || len(v.Members) != 4 {
+		return fail("body must be an object of at, head, seq and signature")
+	}
+	names := [4]string{"at", "head", "seq", "signature"}
+	for i, m := range v.Members {
+		if m.Name != names[i] {
+			return fail("body must be an object of at, head, seq and signature")
+		}
+	}
+	at, head, seqv, sigv := v.Members[0].Value, v.Members[1].Value, v.Members[2].Value, v.Members[3].Value
+	if at.Kind != jcs.String {
+		return fail("at: must be a string")
+	}
+	if t, err := time.Parse(time.RFC3339Nano, at.Str); err != nil || formatAt(t) != at.Str {
+		return fail("at: must be RFC 3339 UTC time as written by SignCheckpoint")
+	}
+	if head.Kind != jcs.String || !isDigest(head.Str) {
+		return fail(`head: must be "sha256:" and 64 lowercase hex digits`)
+	}
+	x := seqv.Float
+	if seqv.Kind != jcs.Number || x != math.Trunc(x) || x < 1 || x > maxSafeInteger {
+		return fail("seq: must be an integer in 1..2^53-1")
+	}
+	seq := int64(x)
+	if sigv.Kind != jcs.String {
+		return fail("signature: must be a string")
+	}
+	sig, err := manifest.ParseSignature(sigv.Str)
+	if err != nil {
+		return fail("signature: malformed")
+	}
+	if !ed25519.Verify(pub, checkpointMessage(seq, head.Str, at.Str), sig) {
+		return fail("signature does not verify with the log's public key")
+	}
+	if c.Seq != seq {
+		return fail("stored seq " + strconv.FormatInt(c.Seq, 10) + " differs from the signed seq " + strconv.FormatInt(seq, 10))
+	}
+	if c.Head != head.Str {
+		return fail("stored head differs from the signed head")
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+// Package audit is capgate's tamper-evident audit log: the record of every decision and every
+// outcome, chained by hash, written with group commit, signed by checkpoints and verified
+// end to end.
+//
+// Nothing runs unaudited. The broker appends a [Record] for each decision before it acts and
+// one for each outcome after; [Writer.Append] returns only once the record is durable in the
+// store, and any error means the call must be refused. Concurrent appends share one store
+// transaction (group commit), so the cost of durability is paid per batch, not per call.
+// Several gateway replicas may share one store: the store's compare-and-set append keeps one
+// chain, and a writer that loses the race rebuilds its batch on the new head.
+//
+// # Records
+//
+// A record's body is the RFC 8785 (JCS) canonical JSON of an object with exactly eighteen
+// members, all present, strings and integers only: the token document's timestamp (Unix
+// seconds), token_id, action, app, method, params_hash, result and audit_tag, and capgate's
+// decision, code, explanation, client_id, capability, permission, call_id, consent_id,
+// duration_ms and kind. Raw params are never stored: params_hash is "sha256:" and the hex
+// SHA-256 of the params' canonical form ([ParamsHash]).
+//
+// # The chain
+//
+// Entry seq (1, 2, 3, … with no gap) has
+//
+//	hash = "sha256:" + lowercase-hex( SHA-256( "capgate-audit-v1" LF prev_hash LF seq LF body ) )
+//
+// where LF is the byte 0x0A, prev_hash is the text of entry seq-1's hash ("sha256:…") and the
+// empty string for seq 1, seq is written in decimal ASCII without sign or leading zeros, and
+// body is the stored bytes of the record with no trailing newline. An auditor can recompute
+// it with a shell:
+//
+//	{ printf 'capgate-audit-v1\n%s\n%d\n' "$prev_hash" "$seq"; printf '%s' "$body"; } | sha256sum
+//
+// Test vector (vector_test.go holds it byte for byte): seq 1, prev_hash "", body
+//
+//	{"action":"execute","app":"terminal","audit_tag":"Code compilation task","call_id":"call_1","capability":"app.com.example.terminal.execute_command","client_id":"cl_agent","code":"","consent_id":"","decision":"allow","duration_ms":0,"explanation":"","kind":"decision","method":"execute_command","params_hash":"sha256:5b410c8ce6f62a8b432077021de038ddeead8ca42db705bbfc2d39dc2b69d36d","permission":"app.terminal.execute","result":"","timestamp":1706620800,"token_id":"cap_1234567890abcdef"}
+//
+// hashes to sha256:ee79f674ff7eb9e7e34616067ec1dae61579c9d4211798e4d6cdb4e7db923a01.
+//
+// The chain alone proves that no entry was changed, removed or moved without re-hashing
+// everything after it; it cannot prove that nobody did re-hash everything after it, or cut
+// the tail off. Checkpoints do.
+//
+// # Checkpoints
+//
+// A checkpoint is capgate's Ed25519 signature over the statement "the log had seq entries
+// and entry seq had this hash". Its body is the canonical JSON
+//
+//	{"at":"<RFC 3339 UTC>","head":"sha256:…","seq":N,"signature":"ed25519:<base64>"}
+//
+// and the signature (standard padded base64 of 64 bytes) covers the canonical JSON of the
+// same object without "signature". The writer signs one every Options.CheckpointEvery
+// entries and/or Options.CheckpointInterval, and at Close, whenever the head moved. A log
+// rewritten at or before a checkpoint's seq, or cut below it, no longer matches it; entries
+// after the last checkpoint are unproven, which [Verify] reports as a warning.
+//
+// # Verification, export and the mirror
+//
+// [Verify] streams the log from the store and reports every broken rule with the seq where it
+// shows; [Export] writes entries as JSON lines, one object per entry:
+//
+//	{"at":"…","hash":"sha256:…","prev_hash":"…","record":<body as stored>,"seq":N}
+//
+// A writer may also keep a mirror in the same format (Options.Mirror, Options.MirrorPath),
+// written after each batch is durable. The store is the record of truth: a mirror that
+// cannot be written is logged and counted and never fails a call, so a mirror may lack lines
+// but never holds a line the store lacks. With several replicas, each mirror holds only its
+// own writer's entries.
+//
+// The Writer is safe for concurrent use; Verify, Export and Tail only read. Nothing here
+// panics on anything read from a store.
+package audit

@@ -1,0 +1,117 @@
+package audit
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/capgate/capgate/internal/jcs"
+	"github.com/capgate/capgate/internal/store"
+)
+
+// appendLine appends e as one line of the export (and mirror) format, a JSON object with
+// members in sorted order and a newline:
+//
+//	{"at":"<RFC 3339 UTC>","hash":"sha256:…","prev_hash":"…","record":<body>,"seq":N}
+//
+// record is the body exactly as stored, so that the hash can be recomputed from the line.
+// A body that is not canonical JSON (a tampered or damaged store) cannot be embedded as it
+// is; it is written as "record_base64" instead, so the line stays JSON and loses nothing.
+func appendLine(dst []byte, e store.AuditEntry) []byte {
+	dst = append(dst, `{"at":`...)
+	dst = strconv.AppendQuote(dst, formatAt(e.At))
+	dst = append(dst, `,"hash":`...)
+	dst = appendJSONString(dst, e.Hash)
+	dst = append(dst, `,"prev_hash":`...)
+	dst = appendJSONString(dst, e.PrevHash)
+	if canon, err := jcs.Canonicalize(e.Body); err == nil && string(canon) == string(e.Body) {
+		dst = append(dst, `,"record":`...)
+		dst = append(dst, e.Body...)
+	} else {
+		dst = append(dst, `,"record_base64":"`...)
+		dst = base64.StdEncoding.AppendEncode(dst, e.Body)
+		dst = append(dst, '"')
+	}
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendInt(dst, e.Seq, 10)
+	return append(dst, "}\n"...)
+}
+
+// appendJSONString appends s as a JSON string. Hashes written by this package are ASCII;
+// anything else from a damaged store is escaped by the canonical encoder, and text that is
+// not even UTF-8 is replaced by a marker rather than written as invalid JSON.
+func appendJSONString(dst []byte, s string) []byte {
+	v := jcs.Value{Kind: jcs.String, Str: s}
+	out, err := v.AppendCanonical(dst)
+	if err != nil {
+		return append(dst, `"<invalid UTF-8>"`...)
+	}
+	return out
+}
+
+// Export writes the entries with from <= seq <= to (to 0: to the end) to w as JSON lines in
+// the format of the mirror, reading the store a page at a time. It writes what the store
+// holds without judging it; Verify judges.
+func Export(ctx context.Context, s store.Audit, w io.Writer, from, to int64) error {
+	if from < 1 {
+		from = 1
+	}
+	bw := bufio.NewWriter(w)
+	for to == 0 || from <= to {
+		page, err := s.AuditRange(ctx, from, to, verifyPageSize)
+		if err != nil {
+			return fmt.Errorf("audit: export from seq %d: %w", from, err)
+		}
+		var buf []byte
+		next := from
+		for _, e := range page {
+			buf = appendLine(buf[:0], e)
+			if _, err := bw.Write(buf); err != nil {
+				return fmt.Errorf("audit: export: %w", err)
+			}
+			next = max(next, e.Seq+1)
+		}
+		if len(page) < verifyPageSize || next == from {
+			break
+		}
+		from = next
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("audit: export: %w", err)
+	}
+	return nil
+}
+
+// Tail returns the last n entries of the log, oldest first, decoded; fewer when the log is
+// shorter, none for an empty log or n <= 0. An entry whose body does not decode is an error
+// wrapping ErrInvalidRecord that names its seq: run Verify.
+func Tail(ctx context.Context, s store.Audit, n int) ([]Entry, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	h, err := s.AuditHead(ctx)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("audit: tail: %w", err)
+	}
+	from := max(1, h.Seq-int64(n)+1)
+	raw, err := s.AuditRange(ctx, from, h.Seq, n)
+	if err != nil {
+		return nil, fmt.Errorf("audit: tail: %w", err)
+	}
+	out := make([]Entry, 0, len(raw))
+	for _, e := range raw {
+		d, err := DecodeEntry(e)
+		if err != nil {
+			return nil, fmt.Errorf("audit: tail: entry %d: %w", e.Seq, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}

@@ -1,0 +1,53 @@
+package audit
+
+import "time"
+
+// Every size, count and time limit of the package, each with its reason.
+
+const (
+	// MaxFieldBytes bounds every string field of a Record except Explanation: ids, names,
+	// hashes, tags and results are short, and a bound keeps one record (and every line of
+	// the mirror and every row of the store) small whatever a caller passes.
+	MaxFieldBytes = 1024
+
+	// MaxExplanationBytes bounds Record.Explanation, the one free-text field: long enough for
+	// every field path of a refused request, short enough that a hostile params document
+	// cannot make the log grow by megabytes per call. Callers shorten longer text themselves;
+	// the writer refuses it rather than cut a record silently.
+	MaxExplanationBytes = 8192
+
+	// MaxBodyBytes is the largest entry body Verify will parse. A record within the field
+	// limits above is far smaller (18 fields, 17 × 1 KiB + 8 KiB before escaping, at most six
+	// bytes per escaped byte); anything larger was not written by this package.
+	MaxBodyBytes = 256 << 10
+
+	// maxSafeInteger is the largest integer a double holds exactly (2^53-1). Numbers in a
+	// record are written as RFC 8785 numbers, which are doubles, so a larger timestamp or
+	// duration would be rounded in the canonical form and read back as another value.
+	maxSafeInteger = 1<<53 - 1
+)
+
+const (
+	// DefaultMaxBatch is Options.MaxBatch when zero: enough records to amortise one store
+	// transaction (one fsync) over a burst of calls, few enough that one transaction stays
+	// well under a megabyte.
+	DefaultMaxBatch = 256
+
+	// DefaultConflictRetries is Options.ConflictRetries when zero. Each retry means another
+	// replica appended between our head read and our write; ten in a row means the log is
+	// contended beyond what retrying fixes, and the callers are better told so.
+	DefaultConflictRetries = 10
+
+	// DefaultWriteTimeout is Options.WriteTimeout when zero: a store that takes longer to
+	// make one batch durable is broken, and every caller waiting on it is a call held open.
+	DefaultWriteTimeout = 30 * time.Second
+
+	// verifyPageSize is how many entries Verify and Export read per AuditRange call: the
+	// memory held at once while streaming a log of any length.
+	verifyPageSize = 1000
+
+	// MaxProblems is the most problems a Report lists; the rest are counted in
+	// Report.ProblemsOmitted. A log damaged from its first entry would otherwise produce one
+	// problem per entry, as large as the log itself.
+	MaxProblems = 1000
+)

@@ -1,0 +1,411 @@
+package audit
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/capgate/capgate/internal/store"
+)
+
+// Options tunes a Writer. A nil *Options is the zero Options: batches of up to
+// DefaultMaxBatch with no added wait, no mirror, no checkpoints.
+type Options struct {
+	// MaxBatch is the most records written in one store call; zero means DefaultMaxBatch.
+	MaxBatch int
+	// MaxDelay is how long the writer waits, after the first record of a batch arrives, for
+	// more to join it. Zero waits for nothing: records that arrive while a batch is being
+	// written form the next batch, which is group commit without added latency. A positive
+	// delay trades that much latency per call for fewer, larger transactions.
+	MaxDelay time.Duration
+	// ConflictRetries is how many times a batch is rebuilt on a new head after
+	// store.ErrConflict (another process appended first); zero means
+	// DefaultConflictRetries, negative means none.
+	ConflictRetries int
+	// WriteTimeout bounds each store call; zero means DefaultWriteTimeout.
+	WriteTimeout time.Duration
+
+	// Mirror, when set, receives one JSON line per entry (the Export format) after the entry
+	// is durable in the store. MirrorPath names a file to append the same lines to, created
+	// with mode 0600; Mirror wins when both are set. The mirror is a convenience copy: the
+	// store is the record of truth, so a failed mirror write is logged and counted
+	// (Stats.MirrorErrors) and never fails an Append. A line may be missing from the mirror
+	// after a failure or a crash, never present for an entry that is not durable.
+	Mirror     io.Writer
+	MirrorPath string
+
+	// CheckpointKey signs checkpoints; nil means the writer signs none. It must be 64 bytes
+	// (an ed25519.PrivateKey), or NewWriter panics.
+	CheckpointKey ed25519.PrivateKey
+	// CheckpointEvery signs a checkpoint once the head is this many entries past the last
+	// one this writer signed; zero means not by count.
+	CheckpointEvery int64
+	// CheckpointInterval signs a checkpoint this often when the head moved; zero means not
+	// by time. With a key set, Close always signs one when the head moved.
+	CheckpointInterval time.Duration
+
+	// Logger receives mirror and checkpoint failures; nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Stats counts what a Writer did, for metrics and tests.
+type Stats struct {
+	Records          int64 // records made durable
+	Batches          int64 // successful AppendAudit calls
+	Conflicts        int64 // AppendAudit calls refused with store.ErrConflict
+	Failures         int64 // batches that failed, every waiter told
+	MirrorErrors     int64 // failed mirror writes (or opens)
+	Checkpoints      int64 // checkpoints stored
+	CheckpointErrors int64 // checkpoints that could not be stored
+}
+
+// Writer appends records to the audit log with group commit: concurrent Appends are gathered
+// into one store transaction, and each returns only once its own record is durable. It is
+// safe for concurrent use. Several Writers, in one process or many, may share one store:
+// the store's compare-and-set append (store.ErrConflict) keeps the chain single, and a
+// Writer that loses the race rebuilds its batch on the new head.
+type Writer struct {
+	s    store.Audit
+	o    Options
+	log  *slog.Logger
+	reqs chan *request
+	done chan struct{}
+
+	mu     sync.RWMutex // guards closed against sends on reqs
+	closed bool
+	once   sync.Once
+
+	// Owned by the run goroutine.
+	head      head
+	headKnown bool
+	lastCP    int64
+	mirror    io.Writer
+	mirrorF   *os.File
+	closeErr  error
+
+	records, batches, conflicts, failures, mirrorErrs, cps, cpErrs atomic.Int64
+}
+
+type request struct {
+	ctx  context.Context
+	body []byte
+	done chan result // buffered: the writer never blocks on a caller that left
+}
+
+type result struct {
+	seq int64
+	err error
+}
+
+// NewWriter starts a writer on s. Close it to flush and stop. It panics when
+// opts.CheckpointKey is set and not 64 bytes, a programming error better found at start than
+// at the first checkpoint.
+func NewWriter(s store.Audit, opts *Options) *Writer {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = DefaultMaxBatch
+	}
+	if o.ConflictRetries == 0 {
+		o.ConflictRetries = DefaultConflictRetries
+	}
+	o.ConflictRetries = max(o.ConflictRetries, 0)
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.CheckpointKey != nil && len(o.CheckpointKey) != ed25519.PrivateKeySize {
+		panic("audit: NewWriter: CheckpointKey is not a 64-byte ed25519.PrivateKey")
+	}
+	w := &Writer{
+		s:      s,
+		o:      o,
+		log:    o.Logger,
+		reqs:   make(chan *request, o.MaxBatch),
+		done:   make(chan struct{}),
+		mirror: o.Mirror,
+	}
+	if w.log == nil {
+		w.log = slog.Default()
+	}
+	go w.run()
+	return w
+}
+
+// Append validates rec, writes it to the log and returns its seq once it is durable in the
+// store. A zero rec.Timestamp is set to now. An invalid record is an error wrapping
+// ErrInvalidRecord and is not written.
+//
+// Any error means the caller must act as if nothing was recorded: refuse the call. When the
+// store fails, every Append of the batch gets the error. When ctx ends first, Append returns
+// its error; the record is then dropped if it was not yet handed to the store, and may still
+// be written if it was (the log can hold a decision whose call was refused, never a call
+// without its decision).
+func (w *Writer) Append(ctx context.Context, rec Record) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if rec.Timestamp == 0 {
+		rec.Timestamp = w.o.Now().Unix()
+	}
+	body, err := rec.Body()
+	if err != nil {
+		return 0, err
+	}
+	req := &request{ctx: ctx, body: body, done: make(chan result, 1)}
+	w.mu.RLock()
+	if w.closed {
+		w.mu.RUnlock()
+		return 0, ErrClosed
+	}
+	select {
+	case w.reqs <- req:
+	case <-ctx.Done():
+		w.mu.RUnlock()
+		return 0, ctx.Err()
+	}
+	w.mu.RUnlock()
+	select {
+	case r := <-req.done:
+		return r.seq, r.err
+	case <-ctx.Done():
+		return 0, fmt.Errorf("audit: stopped waiting for the record to be durable: %w", ctx.Err())
+	}
+}
+
+// Close writes every record already accepted, signs a last checkpoint when a key is set and
+// the head moved since the last one, closes a mirror file it opened, and stops the writer.
+// Later Appends fail with ErrClosed. It returns the error of that last checkpoint, if any.
+// Close is safe to call more than once.
+func (w *Writer) Close() error {
+	w.once.Do(func() {
+		w.mu.Lock()
+		w.closed = true
+		close(w.reqs)
+		w.mu.Unlock()
+	})
+	<-w.done
+	return w.closeErr
+}
+
+// Stats returns the writer's counters.
+func (w *Writer) Stats() Stats {
+	return Stats{
+		Records:          w.records.Load(),
+		Batches:          w.batches.Load(),
+		Conflicts:        w.conflicts.Load(),
+		Failures:         w.failures.Load(),
+		MirrorErrors:     w.mirrorErrs.Load(),
+		Checkpoints:      w.cps.Load(),
+		CheckpointErrors: w.cpErrs.Load(),
+	}
+}
+
+// run is the writer's one goroutine: it owns the head, the mirror and the checkpoints.
+func (w *Writer) run() {
+	defer close(w.done)
+	var tick <-chan time.Time
+	if w.o.CheckpointKey != nil && w.o.CheckpointInterval > 0 {
+		t := time.NewTicker(w.o.CheckpointInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case r, ok := <-w.reqs:
+			if !ok {
+				if w.o.CheckpointKey != nil {
+					w.closeErr = w.checkpoint()
+				}
+				if w.mirrorF != nil {
+					if err := w.mirrorF.Close(); err != nil {
+						w.mirrorFailed(err)
+					}
+				}
+				return
+			}
+			w.commit(w.collect(r))
+			if w.o.CheckpointKey != nil && w.o.CheckpointEvery > 0 && w.headKnown && w.head.seq-w.lastCP >= w.o.CheckpointEvery {
+				_ = w.checkpoint()
+			}
+		case <-tick:
+			_ = w.checkpoint()
+		}
+	}
+}
+
+// collect gathers a batch that starts with first: whatever is already waiting, then, for up
+// to MaxDelay, whatever arrives, until MaxBatch.
+func (w *Writer) collect(first *request) []*request {
+	batch := []*request{first}
+	for len(batch) < w.o.MaxBatch {
+		select {
+		case r, ok := <-w.reqs:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, r)
+			continue
+		default:
+		}
+		break
+	}
+	if w.o.MaxDelay <= 0 || len(batch) >= w.o.MaxBatch {
+		return batch
+	}
+	timer := time.NewTimer(w.o.MaxDelay)
+	defer timer.Stop()
+	for len(batch) < w.o.MaxBatch {
+		select {
+		case r, ok := <-w.reqs:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, r)
+		case <-timer.C:
+			return batch
+		}
+	}
+	return batch
+}
+
+// commit writes a batch in one store call and tells every waiter its seq or the error.
+func (w *Writer) commit(batch []*request) {
+	live := batch[:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.done <- result{err: err}
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.o.WriteTimeout)
+	defer cancel()
+	var (
+		entries []store.AuditEntry
+		err     error
+	)
+	for attempt := 0; ; attempt++ {
+		if !w.headKnown {
+			if err = w.readHead(ctx); err != nil {
+				break
+			}
+		}
+		entries = make([]store.AuditEntry, len(live))
+		h := w.head
+		at := w.o.Now().UTC()
+		for i, r := range live {
+			entries[i], h = h.next(r.body, at)
+		}
+		err = w.s.AppendAudit(ctx, entries)
+		if err == nil {
+			w.head = h
+			break
+		}
+		// The head may have moved (a conflict), or the write may have failed in a way that
+		// leaves us unsure: read it again before the next batch either way.
+		w.headKnown = false
+		if !errors.Is(err, store.ErrConflict) {
+			break
+		}
+		w.conflicts.Add(1)
+		if attempt >= w.o.ConflictRetries {
+			break
+		}
+	}
+	if err != nil {
+		w.failures.Add(1)
+		err = fmt.Errorf("audit: append %d records: %w", len(live), err)
+		for _, r := range live {
+			r.done <- result{err: err}
+		}
+		return
+	}
+	w.batches.Add(1)
+	w.records.Add(int64(len(live)))
+	for i, r := range live {
+		r.done <- result{seq: entries[i].Seq}
+	}
+	w.writeMirror(entries)
+}
+
+// readHead loads the head from the store.
+func (w *Writer) readHead(ctx context.Context) error {
+	e, err := w.s.AuditHead(ctx)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		w.head = head{}
+	case err != nil:
+		return fmt.Errorf("read head: %w", err)
+	default:
+		w.head = head{seq: e.Seq, hash: e.Hash}
+	}
+	w.headKnown = true
+	return nil
+}
+
+// writeMirror appends the lines of durable entries to the mirror, if any.
+func (w *Writer) writeMirror(entries []store.AuditEntry) {
+	if w.mirror == nil && w.o.MirrorPath != "" && w.mirrorF == nil {
+		f, err := os.OpenFile(w.o.MirrorPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			w.mirrorFailed(err)
+			return
+		}
+		w.mirrorF, w.mirror = f, f
+	}
+	if w.mirror == nil {
+		return
+	}
+	var buf []byte
+	for _, e := range entries {
+		buf = appendLine(buf, e)
+	}
+	if _, err := w.mirror.Write(buf); err != nil {
+		w.mirrorFailed(err)
+	}
+}
+
+func (w *Writer) mirrorFailed(err error) {
+	w.mirrorErrs.Add(1)
+	w.log.Error("audit: mirror write failed; the store still holds the records", "err", err)
+}
+
+// checkpoint signs and stores a checkpoint of the head, when it moved since the last one.
+func (w *Writer) checkpoint() error {
+	if !w.headKnown || w.head.seq == 0 || w.head.seq <= w.lastCP {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.o.WriteTimeout)
+	defer cancel()
+	c := SignCheckpoint(w.o.CheckpointKey, w.head.seq, w.head.hash, w.o.Now())
+	err := w.s.PutCheckpoint(ctx, c)
+	if errors.Is(err, store.ErrExists) {
+		// Another writer sharing the store checkpointed this seq first: the seq is covered.
+		err = nil
+	}
+	if err != nil {
+		w.cpErrs.Add(1)
+		w.log.Error("audit: checkpoint failed", "seq", w.head.seq, "err", err)
+		return fmt.Errorf("audit: checkpoint at seq %d: %w", w.head.seq, err)
+	}
+	w.cps.Add(1)
+	w.lastCP = w.head.seq
+	return nil
+}
