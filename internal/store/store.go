@@ -10,7 +10,10 @@
 //   - a write that returned nil is durable (it survives a crash of the process or the machine);
 //   - a missing record is ErrNotFound (wrapped), never a zero value and nil;
 //   - the compare-and-set methods (TakeUse, AnswerConsent, AppendAudit) are atomic across
-//     processes: two callers never both succeed where only one may.
+//     processes: two callers never both succeed where only one may;
+//   - times keep at least millisecond precision and the zero time comes back as the zero
+//     time; byte fields keep their content (nil and empty need not be told apart);
+//   - lists are ordered by the byte order of the key named (PostgreSQL: COLLATE "C").
 package store
 
 import (
@@ -60,9 +63,9 @@ type Apps interface {
 	GetApp(ctx context.Context, appID string) (App, error)
 	// AppByAlias finds an app by its alias.
 	AppByAlias(ctx context.Context, alias string) (App, error)
-	ListApps(ctx context.Context) ([]App, error) // ordered by AppID
-	SetAppEnabled(ctx context.Context, appID string, enabled bool) error
-	DeleteApp(ctx context.Context, appID string) error
+	ListApps(ctx context.Context) ([]App, error)                         // ordered by AppID
+	SetAppEnabled(ctx context.Context, appID string, enabled bool) error // missing: ErrNotFound
+	DeleteApp(ctx context.Context, appID string) error                   // missing: ErrNotFound
 }
 
 // Client is an agent that may call the gateway.
@@ -79,8 +82,11 @@ type Client struct {
 
 // Clients are the agents.
 type Clients interface {
-	// PutClient inserts a client; a taken ID or Name is ErrExists.
+	// PutClient inserts a client; a taken ID, Name, KeyHash (when not empty) or UnixUID (when
+	// set) is ErrExists: each of them identifies exactly one client.
 	PutClient(ctx context.Context, c Client) error
+	// UpdateClient replaces every field of the client with c.ID: ErrNotFound if there is
+	// none, ErrExists if the new Name, KeyHash or UnixUID is another client's.
 	UpdateClient(ctx context.Context, c Client) error
 	GetClient(ctx context.Context, id string) (Client, error)
 	ClientByKeyHash(ctx context.Context, keyHash string) (Client, error)
@@ -117,10 +123,12 @@ type Tokens interface {
 	// at or after its expiry (or an ancestor's), ErrExhausted if MaxUses uses are taken (or an
 	// ancestor has none left: a derived token's use also counts against each ancestor).
 	TakeUse(ctx context.Context, id string, now time.Time) (int64, error)
-	// Revoke revokes the token and every token derived from it, transitively.
+	// Revoke revokes the token and every token derived from it, transitively. Revoking a
+	// revoked token is not an error.
 	Revoke(ctx context.Context, id string, at time.Time) error
-	// ListTokens lists tokens, the live ones (not revoked, not expired at now, not exhausted)
-	// when live is set; ordered by IssuedAt.
+	// ListTokens lists tokens, the live ones (not revoked, not expired at now, not exhausted,
+	// and the same for every ancestor: those TakeUse would accept at now) when live is set;
+	// ordered by IssuedAt.
 	ListTokens(ctx context.Context, live bool, now time.Time) ([]Token, error)
 }
 
@@ -152,10 +160,11 @@ type Consents interface {
 	PutConsent(ctx context.Context, c Consent) error // a taken ID is ErrExists
 	GetConsent(ctx context.Context, id string) (Consent, error)
 	// AnswerConsent moves a pending request to state, atomically: ErrConflict if it is no
-	// longer pending (answered, cancelled or expired elsewhere).
+	// longer pending (answered, cancelled or expired elsewhere), or if at is at or after its
+	// Expires (it is expired, though ExpireConsents has not marked it yet).
 	AnswerConsent(ctx context.Context, id, state, by, wording string, at time.Time) error
 	// ExpireConsents marks every pending request with Expires at or before now as expired and
-	// returns their ids.
+	// returns their ids, ordered by Created.
 	ExpireConsents(ctx context.Context, now time.Time) ([]string, error)
 	ListConsents(ctx context.Context, state string) ([]Consent, error) // "" lists all; ordered by Created
 }
@@ -174,15 +183,18 @@ type Mandate struct {
 type Mandates interface {
 	PutMandate(ctx context.Context, m Mandate) error // insert or replace by Permission
 	GetMandate(ctx context.Context, permission string) (Mandate, error)
-	ListMandates(ctx context.Context) ([]Mandate, error) // ordered by Permission
-	DeleteMandate(ctx context.Context, permission string) error
+	ListMandates(ctx context.Context) ([]Mandate, error)        // ordered by Permission
+	DeleteMandate(ctx context.Context, permission string) error // missing: ErrNotFound
 }
 
 // State is per-app key-value state: settings, undo records, buffers.
 type State interface {
-	GetState(ctx context.Context, appID, key string) ([]byte, error)
-	// PutState sets a value; a nil value deletes the key.
+	GetState(ctx context.Context, appID, key string) ([]byte, error) // missing: ErrNotFound
+	// PutState sets a value; a nil value deletes the key (a missing key is no error), and an
+	// empty non-nil value is a value.
 	PutState(ctx context.Context, appID, key string, value []byte) error
+	// ListState returns the app's keys starting with prefix, matched literally (no
+	// wildcards, case-sensitive).
 	ListState(ctx context.Context, appID, prefix string) (map[string][]byte, error)
 }
 
@@ -209,6 +221,7 @@ type Audit interface {
 	// AppendAudit appends entries atomically, all or none: the first must have Seq equal to
 	// the head's Seq+1 and PrevHash equal to the head's Hash, and each next one follow the
 	// one before; otherwise ErrConflict (another writer appended first), and nothing is written.
+	// No entries is a no-op.
 	AppendAudit(ctx context.Context, entries []AuditEntry) error
 	// AuditHead returns the last entry, or ErrNotFound for an empty log.
 	AuditHead(ctx context.Context) (AuditEntry, error)

@@ -1,0 +1,160 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// migration is one step of the schema. Steps are applied in order, each once, each in its
+// own transaction, and recorded in schema_migrations.
+//
+// Evolution rule: a released step is never edited; a change is a new step at the end.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations is the schema, step by step. Version i+1 is migrations[i].
+var migrations = []migration{
+	{1, "initial schema", `
+CREATE TABLE apps (
+	app_id   TEXT PRIMARY KEY,
+	alias    TEXT NOT NULL,
+	tier     INTEGER NOT NULL,
+	reason   TEXT NOT NULL,
+	manifest BLOB NOT NULL,
+	enabled  INTEGER NOT NULL,
+	updated  INTEGER
+) STRICT;
+CREATE UNIQUE INDEX apps_alias ON apps(alias) WHERE alias <> '';
+
+CREATE TABLE clients (
+	id        TEXT PRIMARY KEY,
+	name      TEXT NOT NULL UNIQUE,
+	key_hash  TEXT NOT NULL,
+	trust     TEXT NOT NULL,
+	never_ask INTEGER NOT NULL,
+	unix_uid  INTEGER,
+	created   INTEGER,
+	disabled  INTEGER NOT NULL
+) STRICT;
+CREATE UNIQUE INDEX clients_key_hash ON clients(key_hash) WHERE key_hash <> '';
+CREATE UNIQUE INDEX clients_unix_uid ON clients(unix_uid);
+
+CREATE TABLE tokens (
+	id         TEXT PRIMARY KEY,
+	client_id  TEXT NOT NULL,
+	parent_id  TEXT REFERENCES tokens(id),
+	hash       TEXT NOT NULL,
+	issued_at  INTEGER,
+	expires_at INTEGER,
+	max_uses   INTEGER NOT NULL,
+	uses       INTEGER NOT NULL,
+	revoked    INTEGER NOT NULL,
+	revoked_at INTEGER,
+	audit_tag  TEXT NOT NULL,
+	body       BLOB NOT NULL
+) STRICT;
+CREATE INDEX tokens_parent ON tokens(parent_id);
+CREATE INDEX tokens_issued ON tokens(issued_at, id);
+
+CREATE TABLE consents (
+	id          TEXT PRIMARY KEY,
+	client_id   TEXT NOT NULL,
+	kind        TEXT NOT NULL,
+	payload     BLOB NOT NULL,
+	state       TEXT NOT NULL,
+	created     INTEGER,
+	expires     INTEGER,
+	answered    INTEGER,
+	answered_by TEXT NOT NULL,
+	wording     TEXT NOT NULL
+) STRICT;
+CREATE INDEX consents_created ON consents(created, id);
+CREATE INDEX consents_pending ON consents(expires) WHERE state = 'pending';
+
+CREATE TABLE mandates (
+	permission TEXT PRIMARY KEY,
+	autonomy   TEXT NOT NULL,
+	agreed_id  TEXT NOT NULL,
+	wording    TEXT NOT NULL,
+	agreed_at  INTEGER,
+	updated    INTEGER
+) STRICT;
+
+CREATE TABLE app_state (
+	app_id TEXT NOT NULL,
+	key    TEXT NOT NULL,
+	value  BLOB NOT NULL,
+	PRIMARY KEY (app_id, key)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE audit_log (
+	seq       INTEGER PRIMARY KEY,
+	prev_hash TEXT NOT NULL,
+	hash      TEXT NOT NULL,
+	at        INTEGER,
+	body      BLOB NOT NULL
+) STRICT;
+
+CREATE TABLE audit_checkpoints (
+	seq  INTEGER PRIMARY KEY,
+	head TEXT NOT NULL,
+	at   INTEGER,
+	body BLOB NOT NULL
+) STRICT;
+`},
+}
+
+// migrate brings the schema up to the last known version, one step per transaction. Several
+// processes opening a new file at once are safe: each step re-reads the version under the
+// write lock.
+func (s *Store) migrate(ctx context.Context) error {
+	for i, m := range migrations {
+		if m.version != i+1 {
+			panic(fmt.Sprintf("sqlite: migration %d has version %d", i+1, m.version))
+		}
+	}
+	for {
+		applied := false
+		err := s.write(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version    INTEGER PRIMARY KEY,
+				applied_at INTEGER NOT NULL
+			) STRICT`); err != nil {
+				return err
+			}
+			var v int
+			if err := tx.QueryRowContext(ctx,
+				`SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+				return err
+			}
+			if v > len(migrations) {
+				return fmt.Errorf("database schema version %d is newer than this capgate understands (%d)", v, len(migrations))
+			}
+			if v == len(migrations) {
+				return nil
+			}
+			m := migrations[v]
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+			}
+			if _, err := tx.ExecContext(ctx,
+				`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+				m.version, time.Now().UnixNano()); err != nil {
+				return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+			}
+			applied = true
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("sqlite: schema: %w", err)
+		}
+		if !applied {
+			return nil
+		}
+	}
+}

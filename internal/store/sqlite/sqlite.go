@@ -1,0 +1,221 @@
+// Package sqlite is the default store: one SQLite database file, shared safely by every
+// goroutine and every process that opens it.
+//
+// The file runs in WAL mode with synchronous=FULL, so a write that returned survives a crash
+// of the process or the machine, and with a busy timeout, so another process holding the
+// write lock makes a writer wait instead of fail. Every write runs in a BEGIN IMMEDIATE
+// transaction: it takes the write lock before reading, so the read-then-write methods
+// (TakeUse, AnswerConsent, AppendAudit) are atomic across processes and never deadlock into
+// SQLITE_BUSY by upgrading a read lock.
+//
+// Times are stored as Unix nanoseconds (INTEGER, UTC) and come back in UTC with full
+// nanosecond precision; the zero time is stored as NULL and comes back as the zero time. A
+// time outside what int64 nanoseconds can hold (before 1678 or after 2262) is refused.
+// Byte fields come back as stored, except that nil and empty are not told apart.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/capgate/capgate/internal/store"
+)
+
+// BusyTimeout is how long a connection waits for another connection or process holding the
+// write lock before it gives up with SQLITE_BUSY. Writes are short, so a wait this long means
+// something is stuck rather than busy.
+const BusyTimeout = 5 * time.Second
+
+// maxTokenDepth bounds the walk up a token's ancestors: derivation chains are a few links
+// long, and the bound turns a corrupt (cyclic) chain into an error instead of a hang.
+const maxTokenDepth = 64
+
+// Store is a store.Store on one SQLite file. It is safe for concurrent use by goroutines and
+// by other processes opening the same file.
+type Store struct {
+	db *sql.DB
+	// writeSem lets one goroutine of this process at a time begin a write transaction, so
+	// that in-process writers queue here, where the context is honoured, instead of polling
+	// SQLite's busy handler. Other processes are held off by the busy timeout.
+	writeSem chan struct{}
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens the database file at path, creating it (mode 0600) and its folder (mode 0700)
+// when missing, and brings its schema up to date. A database whose schema is newer than
+// this code is refused.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("sqlite: empty database path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: database path: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: database folder: %w", err)
+	}
+	// Create the file ourselves so it is private from the start; SQLite gives the -wal and
+	// -shm files the database file's mode.
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: database file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("sqlite: database file: %w", err)
+	}
+
+	db, err := sql.Open("sqlite", dsn(abs))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	db.SetMaxIdleConns(4)
+	s := &Store{db: db, writeSem: make(chan struct{}, 1)}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// dsn is the driver's data source name for the file at abs: a file: URI, so that any
+// character in the path is escaped, with the pragmas every connection must run.
+func dsn(abs string) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	// Write transactions begin IMMEDIATE: they take the write lock before their first read.
+	q.Set("_txlock", "immediate")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Close closes the database. Using the store afterwards returns an error.
+func (s *Store) Close() error {
+	return s.db.Close()
+}
+
+// write runs fn in one immediate transaction and commits it if fn returns nil.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	select {
+	case s.writeSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.writeSem }()
+
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	return nil
+}
+
+// isUnique reports whether err is a UNIQUE or PRIMARY KEY constraint failure.
+func isUnique(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return true
+	}
+	return false
+}
+
+// Bounds of what int64 Unix nanoseconds can hold.
+var (
+	minTime = time.Unix(0, math.MinInt64)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// timeArg is t as a column value: Unix nanoseconds, or NULL for the zero time.
+func timeArg(field string, t time.Time) (sql.NullInt64, error) {
+	if t.IsZero() {
+		return sql.NullInt64{}, nil
+	}
+	if t.Before(minTime) || t.After(maxTime) {
+		return sql.NullInt64{}, fmt.Errorf("sqlite: %s: time outside the years 1678 to 2262", field)
+	}
+	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}, nil
+}
+
+// timeCol is a column value read back as a time in UTC.
+func timeCol(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, n.Int64).UTC()
+}
+
+// blobArg is b as a column value; byte columns are NOT NULL, so nil is stored as empty.
+func blobArg(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// times converts several times at once, naming the first bad one.
+type times struct {
+	err error
+}
+
+func (c *times) arg(field string, t time.Time) sql.NullInt64 {
+	n, err := timeArg(field, t)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n
+}
+
+// notFound wraps store.ErrNotFound with what was missing, never the key's value.
+func notFound(what string) error {
+	return fmt.Errorf("sqlite: %s: %w", what, store.ErrNotFound)
+}
+
+// exists wraps store.ErrExists with the field that is taken.
+func exists(what string) error {
+	return fmt.Errorf("sqlite: %s: %w", what, store.ErrExists)
+}
+
+// checkAffected turns an UPDATE or DELETE that touched no row into ErrNotFound.
+func checkAffected(res sql.Result, what string) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	if n == 0 {
+		return notFound(what)
+	}
+	return nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

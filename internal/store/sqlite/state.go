@@ -1,0 +1,94 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// GetState returns the value of the app's key; a missing key is ErrNotFound.
+func (s *Store) GetState(ctx context.Context, appID, key string) ([]byte, error) {
+	var v []byte
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM app_state WHERE app_id = ? AND key = ?`,
+		appID, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("state key")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get state: %w", err)
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	return v, nil
+}
+
+// PutState sets the app's key to value; a nil value deletes the key (deleting a missing key
+// is not an error). An empty, non-nil value is a value.
+func (s *Store) PutState(ctx context.Context, appID, key string, value []byte) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		if value == nil {
+			_, err = tx.ExecContext(ctx, `DELETE FROM app_state WHERE app_id = ? AND key = ?`, appID, key)
+		} else {
+			_, err = tx.ExecContext(ctx, `INSERT INTO app_state (app_id, key, value) VALUES (?, ?, ?)
+				ON CONFLICT (app_id, key) DO UPDATE SET value = excluded.value`, appID, key, value)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: put state: %w", err)
+		}
+		return nil
+	})
+}
+
+// ListState returns the app's keys that start with prefix, and their values. The prefix is
+// matched byte for byte: no character in it is a wildcard.
+func (s *Store) ListState(ctx context.Context, appID, prefix string) (map[string][]byte, error) {
+	// A range on the primary key rather than LIKE, which would treat % and _ as wildcards
+	// and ignore ASCII case.
+	q := `SELECT key, value FROM app_state WHERE app_id = ? AND key >= ?`
+	args := []any{appID, prefix}
+	if hi, ok := prefixEnd(prefix); ok {
+		q += ` AND key < ?`
+		args = append(args, hi)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list state: %w", err)
+	}
+	defer rows.Close()
+	out := map[string][]byte{}
+	for rows.Next() {
+		var k string
+		var v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("sqlite: list state: %w", err)
+		}
+		if !strings.HasPrefix(k, prefix) {
+			continue // cannot happen with BINARY collation; kept as the definition
+		}
+		if v == nil {
+			v = []byte{}
+		}
+		out[k] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list state: %w", err)
+	}
+	return out, nil
+}
+
+// prefixEnd is the least string greater than every string starting with prefix, if any:
+// the prefix without its trailing 0xff bytes, last byte incremented.
+func prefixEnd(prefix string) (string, bool) {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1]), true
+		}
+	}
+	return "", false
+}
