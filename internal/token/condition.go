@@ -1,0 +1,111 @@
+package token
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+)
+
+// A condition is a CEL expression that must be true for a call to run. It sees three
+// variables: params (a map from string to any JSON value: the call's params), permission (a
+// string: the permission the call needs) and now (a timestamp). It may use CEL's standard
+// functions and macros and nothing else, must be of type bool, and is stopped at a cost of
+// MaxConditionCost. Any evaluation error (a missing key, a wrong type, the cost limit) or a
+// result that is not a bool is a refusal.
+
+var (
+	errConditionType = errors.New("condition must be of type bool")
+	errConditionLong = errors.New("condition longer than MaxConditionBytes")
+)
+
+var (
+	celEnvOnce sync.Once
+	celEnv     *cel.Env
+	celEnvErr  error
+)
+
+func env() (*cel.Env, error) {
+	celEnvOnce.Do(func() {
+		celEnv, celEnvErr = cel.NewEnv(
+			cel.Variable("params", cel.MapType(cel.StringType, cel.DynType)),
+			cel.Variable("permission", cel.StringType),
+			cel.Variable("now", cel.TimestampType),
+			cel.ParserExpressionSizeLimit(MaxConditionBytes),
+			cel.ParserRecursionLimit(64),
+		)
+	})
+	return celEnv, celEnvErr
+}
+
+// CompileCondition reports whether expr is a condition a token may carry: it parses, its
+// type is bool, and it uses only the three variables and CEL's standard functions. The error
+// is CEL's description of the problem, which quotes the expression (the issuer's own text,
+// not a secret).
+func CompileCondition(expr string) error {
+	_, err := compileCondition(expr)
+	return err
+}
+
+// programs caches compiled conditions by their text. It is cleared when full: conditions
+// are few, and clearing keeps the bound without bookkeeping.
+var programs = struct {
+	sync.Mutex
+	m map[string]cel.Program
+}{m: make(map[string]cel.Program)}
+
+func compileCondition(expr string) (cel.Program, error) {
+	if len(expr) > MaxConditionBytes {
+		return nil, errConditionLong
+	}
+	programs.Lock()
+	prg, ok := programs.m[expr]
+	programs.Unlock()
+	if ok {
+		return prg, nil
+	}
+	e, err := env()
+	if err != nil {
+		return nil, err
+	}
+	ast, iss := e.Compile(expr)
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	if ast.OutputType() != cel.BoolType {
+		return nil, errConditionType
+	}
+	prg, err = e.Program(ast, cel.CostLimit(MaxConditionCost))
+	if err != nil {
+		return nil, err
+	}
+	programs.Lock()
+	if len(programs.m) >= conditionCacheSize {
+		clear(programs.m)
+	}
+	programs.m[expr] = prg
+	programs.Unlock()
+	return prg, nil
+}
+
+// conditionHolds reports whether expr is true for the call.
+func conditionHolds(expr string, params map[string]any, permission string, now time.Time) bool {
+	prg, err := compileCondition(expr)
+	if err != nil {
+		return false
+	}
+	if params == nil {
+		params = map[string]any{}
+	}
+	out, _, err := prg.Eval(map[string]any{
+		"params":     params,
+		"permission": permission,
+		"now":        now,
+	})
+	if err != nil {
+		return false
+	}
+	return out == types.True
+}

@@ -1,0 +1,128 @@
+package token_test
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/capgate/capgate/internal/token"
+)
+
+func FuzzParse(f *testing.F) {
+	key := testKey(1)
+	for _, tok := range []token.Token{fixedToken(), minimalToken()} {
+		w, err := token.Sign(tok, key)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(w)
+	}
+	if b, err := os.ReadFile("testdata/token.wire"); err == nil {
+		f.Add(strings.TrimSpace(string(b)))
+	}
+	f.Add("cgt1.")
+	f.Add("cgt1.e30")
+	v := token.NewVerifier(key.Public().(ed25519.PublicKey), 8)
+	f.Fuzz(func(t *testing.T, wire string) {
+		tok, err := token.Parse(wire)
+		if err != nil {
+			if !errors.Is(err, token.ErrMalformed) {
+				t.Fatalf("Parse error %v does not wrap ErrMalformed", err)
+			}
+			return
+		}
+		// What parses is canonical: encoding it again gives the same wire form.
+		b, err := tok.Canonical(true)
+		if err != nil {
+			t.Fatalf("a parsed token does not encode: %v", err)
+		}
+		if encode(b) != wire {
+			t.Fatalf("a parsed token encodes to another wire form")
+		}
+		if _, err := v.Verify(wire); err != nil && !errors.Is(err, token.ErrBadSignature) {
+			t.Fatalf("Verify of a parsed token: %v", err)
+		}
+	})
+}
+
+func FuzzSplitCommand(f *testing.F) {
+	for _, s := range []string{
+		"rm -rf /", `"rm" -rf /`, `r\m -rf`, `echo 'it'\''s'`, `echo "a\"b\\c\d"`, "bash -c 'rm -rf /'",
+		"env -S 'rm -rf' /", "echo ''", "a\tb", `"`, `'`, `\`, "é \xff", "x\x00", "ls; rm", "$(x)",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		argv, err := token.SplitCommand(s)
+		// Checking never panics, whatever the command.
+		c := token.Constraints{DeniedCommands: []string{"rm -rf"}, AllowedCommands: []string{"ls", "bash"}}
+		c.Check(token.Input{Params: map[string]any{"command": s}, CommandParam: "command"})
+		if err != nil {
+			return
+		}
+		again, err := token.SplitCommand(token.QuoteCommand(argv))
+		if err != nil {
+			t.Fatalf("the quoted form of %q does not split: %v", argv, err)
+		}
+		if !slices.Equal(argv, again) {
+			t.Fatalf("round trip: %q became %q", argv, again)
+		}
+	})
+}
+
+// FuzzDeniedCommand builds commands that run rm with -r and -f in some spelling, among other
+// words and behind wrappers, and checks that the denied "rm -rf" matches each.
+func FuzzDeniedCommand(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3})
+	f.Add([]byte{9, 200, 17, 5, 77, 31})
+	f.Add([]byte{255, 254, 253, 252, 251, 250, 249, 248})
+	programs := []string{"rm", "/bin/rm", "./rm", "/usr/bin/../bin/rm", `"rm"`, `r\m`, `'r'm`, "RM"}
+	rFlags := []string{"-r", "-R", "--recursive", "--rec", "--r"}
+	fFlags := []string{"-f", "--force", "--fo"}
+	clusters := []string{"-rf", "-fr", "-Rf", "-fR", "-vrf", "-rfv", "-frv", "-irf"}
+	others := []string{"/", "x", "-v", "-i", "--verbose", "'a b'", `"c d"`, "--one-file-system", "."}
+	wrappers := []string{"sudo", "sudo -u root", "env", "env X=1", "env -i A=b", "nice", "nice -n 5", "nohup",
+		"timeout 5", "timeout -s KILL 5", "time", "time -p", "exec", "command", "builtin", "busybox", "doas", "xargs", "xargs -0"}
+	c := token.Constraints{DeniedCommands: []string{"rm -rf"}}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		next := func(n int) int {
+			if len(b) == 0 {
+				return 0
+			}
+			v := int(b[0]) % n
+			b = b[1:]
+			return v
+		}
+		var words []string
+		if next(2) == 0 {
+			words = append(words, clusters[next(len(clusters))])
+		} else {
+			words = append(words, rFlags[next(len(rFlags))], fFlags[next(len(fFlags))])
+		}
+		for range next(4) {
+			words = append(words, others[next(len(others))])
+		}
+		// Shuffle: GNU rm reads its flags anywhere before "--".
+		for i := len(words) - 1; i > 0; i-- {
+			j := next(i + 1)
+			words[i], words[j] = words[j], words[i]
+		}
+		cmd := programs[next(len(programs))] + " " + strings.Join(words, " ")
+		for range next(3) {
+			cmd = wrappers[next(len(wrappers))] + " " + cmd
+		}
+		if next(3) == 0 {
+			cmd = "bash -c " + token.QuoteCommand([]string{cmd})
+		}
+		ok, rule := c.Check(token.Input{Params: map[string]any{"command": cmd}, CommandParam: "command"})
+		if ok {
+			t.Fatalf("%q was not denied", cmd)
+		}
+		if rule != token.RuleDeniedCommands {
+			t.Fatalf("%q refused by %q, want denied_commands", cmd, rule)
+		}
+	})
+}

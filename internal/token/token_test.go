@@ -1,0 +1,484 @@
+package token_test
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/capgate/capgate/internal/token"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func testKey(seed byte) ed25519.PrivateKey {
+	s := make([]byte, ed25519.SeedSize)
+	for i := range s {
+		s[i] = seed + byte(i)
+	}
+	return ed25519.NewKeyFromSeed(s)
+}
+
+// fixedToken is the token of the golden file: every field set.
+func fixedToken() token.Token {
+	return token.Token{
+		ID:           "cap_0123456789abcdef0123456789abcdef",
+		IssuedAt:     1706620800,
+		ExpiresAt:    1706624400,
+		Capabilities: []string{"app.terminal.execute", "fs.*"},
+		Constraints: token.Constraints{
+			MaxUses:         10,
+			AllowedPaths:    []string{"/home/*"},
+			AllowedCommands: []string{"ps", "git status"},
+			DeniedCommands:  []string{"rm -rf", "shutdown"},
+			DeniedPatterns:  []string{"sudo"},
+			Condition:       `permission != "fs.delete"`,
+		},
+		AuditTag:  "Code compilation task",
+		ClientID:  "agent-1",
+		ParentID:  "cap_fedcba9876543210fedcba9876543210",
+		ConsentID: "consent_42",
+	}
+}
+
+func minimalToken() token.Token {
+	return token.Token{
+		ID:           token.NewID(),
+		IssuedAt:     1706620800,
+		ExpiresAt:    1706624400,
+		Capabilities: []string{"fs.read"},
+		ClientID:     "agent-1",
+	}
+}
+
+func sign(t *testing.T, tok token.Token, key ed25519.PrivateKey) string {
+	t.Helper()
+	w, err := token.Sign(tok, key)
+	if err != nil {
+		t.Fatalf("Sign: %v", err)
+	}
+	return w
+}
+
+func payload(t *testing.T, wire string) []byte {
+	t.Helper()
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(wire, token.WirePrefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func encode(b []byte) string { return token.WirePrefix + base64.RawURLEncoding.EncodeToString(b) }
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs:\n got %s\nwant %s", name, got, want)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	wire := sign(t, fixedToken(), testKey(1))
+	golden(t, "token.json", append(payload(t, wire), '\n'))
+	golden(t, "token.wire", []byte(wire+"\n"))
+	unsigned := fixedToken()
+	unsigned.Version, unsigned.Issuer = token.Version, token.Issuer
+	msg, err := unsigned.Canonical(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "token.signed-bytes.json", append(msg, '\n'))
+}
+
+func TestRoundTrip(t *testing.T) {
+	key := testKey(1)
+	for name, tok := range map[string]token.Token{"full": fixedToken(), "minimal": minimalToken()} {
+		t.Run(name, func(t *testing.T) {
+			wire := sign(t, tok, key)
+			if !strings.HasPrefix(wire, "cgt1.") {
+				t.Fatalf("wire form does not start with cgt1.")
+			}
+			got, err := token.Parse(wire)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			want := tok
+			want.Version, want.Issuer, want.Signature = token.Version, token.Issuer, got.Signature
+			if want.Capabilities == nil {
+				want.Capabilities = []string{}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("Parse = %+v\nwant %+v", got, want)
+			}
+			v := token.NewVerifier(key.Public().(ed25519.PublicKey), 0)
+			vt, err := v.Verify(wire)
+			if err != nil {
+				t.Fatalf("Verify: %v", err)
+			}
+			if !reflect.DeepEqual(vt, got) {
+				t.Errorf("Verify and Parse disagree")
+			}
+			again, err := token.Sign(got, key)
+			if err != nil || again != wire {
+				t.Errorf("signing the parsed token again gives another wire form (%v)", err)
+			}
+		})
+	}
+}
+
+func TestNewID(t *testing.T) {
+	a, b := token.NewID(), token.NewID()
+	if a == b || len(a) != 36 || !strings.HasPrefix(a, "cap_") || strings.ToLower(a) != a {
+		t.Errorf("NewID = %q, %q", a, b)
+	}
+}
+
+func TestSignRefuses(t *testing.T) {
+	key := testKey(1)
+	if _, err := token.Sign(minimalToken(), key[:32]); err == nil {
+		t.Error("Sign accepted a 32-byte key")
+	}
+	bad := minimalToken()
+	bad.Capabilities = []string{"*"}
+	if _, err := token.Sign(bad, key); !errors.Is(err, token.ErrInvalid) {
+		t.Errorf("Sign of an invalid token = %v, want ErrInvalid", err)
+	}
+	bad = minimalToken()
+	bad.Issuer = "someone.else"
+	if _, err := token.Sign(bad, key); !errors.Is(err, token.ErrInvalid) {
+		t.Errorf("Sign with a foreign issuer = %v, want ErrInvalid", err)
+	}
+}
+
+// verifyErr verifies wire with a fresh Verifier for key 1 and returns the error.
+func verifyErr(wire string) error {
+	_, err := token.NewVerifier(testKey(1).Public().(ed25519.PublicKey), 0).Verify(wire)
+	return err
+}
+
+func TestTamperEveryByte(t *testing.T) {
+	wire := sign(t, fixedToken(), testKey(1))
+	alphabet := "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_=+/. "
+	for i := range len(wire) {
+		for _, c := range []byte{wire[i] ^ 1, wire[i] ^ 0x20, alphabet[i%len(alphabet)]} {
+			if c == wire[i] {
+				continue
+			}
+			b := []byte(wire)
+			b[i] = c
+			if err := verifyErr(string(b)); err == nil {
+				t.Fatalf("byte %d changed to %q: verified", i, c)
+			}
+		}
+	}
+	for n := range len(wire) {
+		if err := verifyErr(wire[:n]); err == nil {
+			t.Fatalf("truncated to %d bytes: verified", n)
+		}
+	}
+}
+
+func TestTamperFields(t *testing.T) {
+	key := testKey(1)
+	wire := sign(t, fixedToken(), key)
+	good, err := token.Parse(wire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := map[string]func(*token.Token){
+		"expires_at":       func(t *token.Token) { t.ExpiresAt += 3600 },
+		"issued_at":        func(t *token.Token) { t.IssuedAt-- },
+		"capabilities":     func(t *token.Token) { t.Capabilities = append(t.Capabilities, "fs.delete") },
+		"capability *":     func(t *token.Token) { t.Capabilities = []string{"app.*"} },
+		"client_id":        func(t *token.Token) { t.ClientID = "agent-2" },
+		"token_id":         func(t *token.Token) { t.ID = "cap_00000000000000000000000000000000" },
+		"max_uses":         func(t *token.Token) { t.Constraints.MaxUses = 0 },
+		"allowed_paths":    func(t *token.Token) { t.Constraints.AllowedPaths = []string{"/**"} },
+		"denied_commands":  func(t *token.Token) { t.Constraints.DeniedCommands = nil },
+		"condition":        func(t *token.Token) { t.Constraints.Condition = "" },
+		"parent_id":        func(t *token.Token) { t.ParentID = "" },
+		"consent_id":       func(t *token.Token) { t.ConsentID = "consent_43" },
+		"audit_tag":        func(t *token.Token) { t.AuditTag = "innocent" },
+		"allowed_commands": func(t *token.Token) { t.Constraints.AllowedCommands = append(t.Constraints.AllowedCommands, "rm") },
+	}
+	for name, change := range changes {
+		t.Run(name, func(t *testing.T) {
+			tok := good.Clone()
+			change(&tok)
+			b, err := tok.Canonical(true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			forged := encode(b)
+			if _, err := token.Parse(forged); err != nil {
+				t.Fatalf("the re-encoded token should parse: %v", err)
+			}
+			if err := verifyErr(forged); !errors.Is(err, token.ErrBadSignature) {
+				t.Errorf("Verify = %v, want ErrBadSignature", err)
+			}
+		})
+	}
+	t.Run("signature from another token", func(t *testing.T) {
+		other, err := token.Parse(sign(t, minimalToken(), key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok := good.Clone()
+		tok.Signature = other.Signature
+		b, _ := tok.Canonical(true)
+		if err := verifyErr(encode(b)); !errors.Is(err, token.ErrBadSignature) {
+			t.Errorf("Verify = %v, want ErrBadSignature", err)
+		}
+	})
+	t.Run("another key", func(t *testing.T) {
+		if err := verifyErr(sign(t, fixedToken(), testKey(2))); !errors.Is(err, token.ErrBadSignature) {
+			t.Errorf("Verify = %v, want ErrBadSignature", err)
+		}
+	})
+	t.Run("wrong-size public key", func(t *testing.T) {
+		_, err := token.NewVerifier(ed25519.PublicKey{1, 2, 3}, 0).Verify(wire)
+		if !errors.Is(err, token.ErrBadSignature) {
+			t.Errorf("Verify = %v, want ErrBadSignature", err)
+		}
+	})
+}
+
+func TestParseStrict(t *testing.T) {
+	wire := sign(t, fixedToken(), testKey(1))
+	js := payload(t, wire)
+	sigAt := bytes.Index(js, []byte(`"signature":`))
+	replace := func(old, new string) []byte {
+		if !bytes.Contains(js, []byte(old)) {
+			t.Fatalf("golden JSON lacks %s", old)
+		}
+		return bytes.Replace(js, []byte(old), []byte(new), 1)
+	}
+	cases := map[string]string{
+		"empty":                 "",
+		"prefix only":           "cgt1.",
+		"no prefix":             strings.TrimPrefix(wire, "cgt1."),
+		"other prefix":          "cgt2." + strings.TrimPrefix(wire, "cgt1."),
+		"padding":               wire + strings.Repeat("=", (4-len(strings.TrimPrefix(wire, "cgt1."))%4)%4+4),
+		"standard alphabet +":   wire[:40] + "+" + wire[41:],
+		"standard alphabet /":   wire[:40] + "/" + wire[41:],
+		"padded":                token.WirePrefix + base64.URLEncoding.EncodeToString(js),
+		"newline":               wire[:20] + "\n" + wire[20:],
+		"trailing space":        wire + " ",
+		"oversized":             wire + strings.Repeat("A", token.MaxWireBytes),
+		"duplicate member":      encode(append(append([]byte{}, js[:len(js)-1]...), []byte(`,"version":"1.0"}`)...)),
+		"unknown member":        encode(replace(`"version":`, `"zzz":1,"version":`)),
+		"unknown constraint":    encode(replace(`"condition":`, `"extra":[],"condition":`)),
+		"whitespace":            encode(replace(`"version":`, `"version": `)),
+		"member order":          encode(append(append([]byte(`{"signature":"x",`), js[1:sigAt]...), []byte(`"zz":0}`)...)),
+		"empty parent_id":       encode(replace(`"parent_id":"cap_fedcba9876543210fedcba9876543210"`, `"parent_id":""`)),
+		"exponent":              encode(replace(`1706620800`, `1.7066208e9`)),
+		"fraction":              encode(replace(`1706620800`, `1706620800.5`)),
+		"negative":              encode(replace(`"max_uses":10`, `"max_uses":-10`)),
+		"string number":         encode(replace(`"max_uses":10`, `"max_uses":"10"`)),
+		"zero max_uses written": encode(replace(`"max_uses":10`, `"max_uses":0`)),
+		"empty list written":    encode(replace(`"allowed_paths":["/home/*"]`, `"allowed_paths":[]`)),
+		"non-string grant":      encode(replace(`"fs.*"`, `7`)),
+		"unicode escape":        encode(replace(`"agent-1"`, `"agent\u002d1"`)),
+		"not an object":         encode([]byte(`["cap_0123456789abcdef0123456789abcdef"]`)),
+		"missing signature":     encode(append(append([]byte{}, js[:sigAt-1]...), '}')),
+		"bad signature text":    encode(replace(`"signature":"ed25519:`, `"signature":"rsa:`)),
+		"version 2":             encode(replace(`"version":"1.0"`, `"version":"2.0"`)),
+		"issuer":                encode(replace(`"issuer":"capgate"`, `"issuer":"maytera"`)),
+		"token_id uppercase":    encode(replace(`cap_0123456789abcdef`, `cap_0123456789ABCDEF`)),
+		"truncated JSON":        encode(js[:len(js)-1]),
+		"trailing JSON":         encode(append(append([]byte{}, js...), ' ')),
+		"BOM":                   encode(append([]byte("\xef\xbb\xbf"), js...)),
+	}
+	for name, w := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := token.Parse(w)
+			if !errors.Is(err, token.ErrMalformed) {
+				t.Fatalf("Parse = %v, want ErrMalformed", err)
+			}
+			if len(w) > 40 && strings.Contains(err.Error(), w[10:40]) {
+				t.Errorf("error echoes the token: %v", err)
+			}
+			if err := verifyErr(w); err == nil {
+				t.Errorf("Verify accepted it")
+			}
+		})
+	}
+}
+
+func TestVerifierCache(t *testing.T) {
+	key := testKey(1)
+	v := token.NewVerifier(key.Public().(ed25519.PublicKey), 2)
+	a := sign(t, fixedToken(), key)
+	if _, err := v.Verify(a); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := v.Verify(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := v.SignatureChecks(); n != 1 {
+		t.Fatalf("two Verify calls of one token checked %d signatures, want 1", n)
+	}
+	// The caller may change what it got without changing the cache.
+	tok.Capabilities[0] = "system.settings.write"
+	tok.Constraints.DeniedCommands[0] = "nothing"
+	if again, _ := v.Verify(a); again.Capabilities[0] != "app.terminal.execute" || again.Constraints.DeniedCommands[0] != "rm -rf" {
+		t.Fatalf("a change to a returned token reached the cache")
+	}
+
+	// A forged token after a good one is still refused: it has another hash.
+	good, _ := token.Parse(a)
+	good.Capabilities = []string{"app.*"}
+	b, _ := good.Canonical(true)
+	if _, err := v.Verify(encode(b)); !errors.Is(err, token.ErrBadSignature) {
+		t.Fatalf("forged token after a good one: %v", err)
+	}
+	if _, err := v.Verify(encode(b)); !errors.Is(err, token.ErrBadSignature) {
+		t.Fatalf("forged token, second time: %v", err)
+	}
+	if n := v.SignatureChecks(); n != 3 {
+		t.Fatalf("signature checks = %d, want 3 (a refused token is never cached)", n)
+	}
+	flipped := []byte(a)
+	flipped[len(flipped)-5] ^= 1
+	if _, err := v.Verify(string(flipped)); err == nil {
+		t.Fatal("a flipped byte after a good token verified")
+	}
+
+	// Eviction: with room for two, a third token pushes out the least recently used.
+	c1, c2 := sign(t, minimalToken(), key), sign(t, minimalToken(), key)
+	for _, w := range []string{c1, c2} {
+		if _, err := v.Verify(w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := v.SignatureChecks()
+	if _, err := v.Verify(a); err != nil {
+		t.Fatal(err)
+	}
+	if v.SignatureChecks() != before+1 {
+		t.Errorf("the least recently used token was not evicted")
+	}
+}
+
+func TestVerifierConcurrent(t *testing.T) {
+	key := testKey(1)
+	v := token.NewVerifier(key.Public().(ed25519.PublicKey), 4)
+	wires := []string{sign(t, fixedToken(), key), sign(t, minimalToken(), key), sign(t, minimalToken(), key)}
+	bad := []byte(wires[0])
+	bad[30] ^= 2
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				w := wires[(g+i)%len(wires)]
+				if _, err := v.Verify(w); err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := v.Verify(string(bad)); err == nil {
+					t.Error("tampered token verified")
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestCheckTime(t *testing.T) {
+	tok := minimalToken()
+	at := func(s int64, ns int64) time.Time { return time.Unix(s, ns) }
+	cases := []struct {
+		now  time.Time
+		want error
+	}{
+		{at(tok.IssuedAt-1, 999_999_999), token.ErrNotYetValid},
+		{at(tok.IssuedAt, 0), nil},
+		{at(tok.ExpiresAt-1, 999_999_999), nil},
+		{at(tok.ExpiresAt, 0), token.ErrExpired},
+		{at(tok.ExpiresAt+86400, 0), token.ErrExpired},
+		{time.Time{}, token.ErrNotYetValid},
+	}
+	for _, c := range cases {
+		if err := tok.CheckTime(c.now); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+			t.Errorf("CheckTime(%v) = %v, want %v", c.now, err, c.want)
+		}
+	}
+}
+
+func TestCheckClient(t *testing.T) {
+	tok := minimalToken()
+	for client, ok := range map[string]bool{"agent-1": true, "agent-2": false, "Agent-1": false, "agent-1 ": false, "": false} {
+		if err := tok.CheckClient(client); (err == nil) != ok || err != nil && !errors.Is(err, token.ErrWrongClient) {
+			t.Errorf("CheckClient(%q) = %v", client, err)
+		}
+	}
+	tok.ClientID = ""
+	if err := tok.CheckClient(""); !errors.Is(err, token.ErrWrongClient) {
+		t.Errorf("an unbound token matched the empty client")
+	}
+}
+
+func TestCovers(t *testing.T) {
+	cases := []struct {
+		grants []string
+		perm   string
+		want   bool
+	}{
+		{[]string{"fs.read"}, "fs.read", true},
+		{[]string{"fs.read"}, "fs.write", false},
+		{[]string{"fs.read"}, "fs.read.x", false},
+		{[]string{"fs.*"}, "fs.read", true},
+		{[]string{"fs.*"}, "fs.read.x", true},
+		{[]string{"fs.*"}, "fsx.read", false},
+		{[]string{"fs.*"}, "fs", false},
+		{[]string{"fs.*"}, "fs.", false},
+		{[]string{"fs.*"}, "FS.read", false},
+		{[]string{"FS.*"}, "fs.read", false},
+		{[]string{"fs.read.*"}, "fs.read", false},
+		{[]string{"fs.read.*"}, "fs.read.x", true},
+		{[]string{"app.terminal.*"}, "app.terminal.execute", true},
+		{[]string{"app.terminal.*"}, "app.terminals.execute", false},
+		{[]string{"*"}, "fs.read", false},
+		{[]string{".*"}, "fs.read", false},
+		{[]string{"*.*"}, "fs.read", false},
+		{[]string{"fs.*.*"}, "fs.read.x", false},
+		{[]string{"fs*"}, "fs.read", false},
+		{[]string{"fs.**"}, "fs.read", false},
+		{[]string{"fs..*"}, "fs..read", false},
+		{[]string{"fs.*"}, "fs..read", false},
+		{[]string{"fs.*"}, "fs.read ", false},
+		{[]string{"fs.*"}, "fs.read\x00", false},
+		{[]string{"fs.*"}, "fs.*", false},
+		{[]string{""}, "", false},
+		{nil, "fs.read", false},
+		{[]string{"fs.read", "app.*"}, "app.x.y", true},
+	}
+	for _, c := range cases {
+		if got := token.Covers(c.grants, c.perm); got != c.want {
+			t.Errorf("Covers(%q, %q) = %v, want %v", c.grants, c.perm, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,89 @@
+package token
+
+import (
+	"container/list"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// Verifier checks wire forms against capgate's public key and remembers the tokens it has
+// verified, so that an agent calling many times with one token costs one signature check.
+// The cache is keyed by the SHA-256 of the whole wire form: any other string, however it
+// differs, has another key and is parsed and verified afresh. It holds only tokens whose
+// signature verified, and it answers only whether the signature verified: time, client,
+// uses and revocation are checked on every call by the caller.
+//
+// A Verifier is safe for concurrent use. The zero Verifier is not usable; use NewVerifier.
+type Verifier struct {
+	pub ed25519.PublicKey
+
+	mu    sync.Mutex
+	size  int
+	order *list.List // of *entry, most recently used first
+	index map[[sha256.Size]byte]*list.Element
+
+	sigChecks atomic.Int64 // signature checks done, for tests
+}
+
+type entry struct {
+	key [sha256.Size]byte
+	tok Token
+}
+
+// NewVerifier returns a Verifier for pub keeping up to cacheSize verified tokens; zero or less
+// means DefaultCacheSize, and more than MaxCacheSize means MaxCacheSize. A pub that is not
+// 32 bytes makes every Verify fail with ErrBadSignature.
+func NewVerifier(pub ed25519.PublicKey, cacheSize int) *Verifier {
+	if cacheSize <= 0 {
+		cacheSize = DefaultCacheSize
+	}
+	cacheSize = min(cacheSize, MaxCacheSize)
+	return &Verifier{
+		pub:   slices.Clone(pub),
+		size:  cacheSize,
+		order: list.New(),
+		index: make(map[[sha256.Size]byte]*list.Element),
+	}
+}
+
+// Verify parses wire strictly (see Parse) and checks its signature, and returns the token.
+// Errors wrap ErrMalformed or ErrBadSignature. The returned token shares nothing with the
+// cache; the caller may change it.
+func (v *Verifier) Verify(wire string) (Token, error) {
+	if len(wire) > MaxWireBytes {
+		return Token{}, malformed("longer than MaxWireBytes")
+	}
+	key := sha256.Sum256([]byte(wire))
+	v.mu.Lock()
+	if el, ok := v.index[key]; ok {
+		v.order.MoveToFront(el)
+		t := el.Value.(*entry).tok.Clone()
+		v.mu.Unlock()
+		return t, nil
+	}
+	v.mu.Unlock()
+
+	t, msg, err := parse(wire)
+	if err != nil {
+		return Token{}, err
+	}
+	v.sigChecks.Add(1)
+	if !verifySignature(v.pub, t, msg) {
+		return Token{}, ErrBadSignature
+	}
+
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if _, ok := v.index[key]; !ok {
+		v.index[key] = v.order.PushFront(&entry{key: key, tok: t.Clone()})
+		for v.order.Len() > v.size {
+			last := v.order.Back()
+			v.order.Remove(last)
+			delete(v.index, last.Value.(*entry).key)
+		}
+	}
+	return t, nil
+}
