@@ -1,0 +1,254 @@
+// Package ipc is the token document's IPC envelope, the wire form agents use to call capgate
+// over HTTP (POST /v1/ipc) and over the unix socket: a header and a body, llm_request in and
+// llm_response out, with the document's success, error and error-code shapes.
+package ipc
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/capgate/capgate/internal/jcs"
+)
+
+// Limits of one envelope. A call's params are small JSON; anything larger is an attack or a bug.
+const (
+	// MaxEnvelopeBytes bounds a request envelope read from the wire.
+	MaxEnvelopeBytes = 1 << 20
+	// MaxDepth bounds the nesting of a request envelope.
+	MaxDepth = 32
+	// MaxFieldBytes bounds each string of the header and body (a signed token is a few KiB).
+	MaxFieldBytes = 16 << 10
+)
+
+// The header values of the token document.
+const (
+	MsgRequest  = "llm_request"
+	MsgResponse = "llm_response"
+	Version     = "1.0"
+)
+
+// The actions of a request body.
+const (
+	ActionExecute           = "execute"
+	ActionQuery             = "query"
+	ActionRequestCapability = "request_capability"
+	ActionUndo              = "undo"
+)
+
+// Header is the envelope's header.
+type Header struct {
+	MsgType   string `json:"msg_type"`
+	Version   string `json:"version"`
+	RequestID string `json:"request_id"`
+	Timestamp int64  `json:"timestamp"` // Unix seconds
+}
+
+// Body is a request's body.
+type Body struct {
+	Action          string          `json:"action"`
+	App             string          `json:"app"`
+	Method          string          `json:"method"`
+	Params          json.RawMessage `json:"params,omitempty"` // canonical JSON of an object
+	CapabilityToken string          `json:"capability_token,omitempty"`
+	UndoToken       string          `json:"undo_token,omitempty"` // for undo
+}
+
+// Request is an llm_request envelope.
+type Request struct {
+	Header Header `json:"header"`
+	Body   Body   `json:"body"`
+}
+
+// Response is an llm_response envelope.
+type Response struct {
+	Header Header       `json:"header"`
+	Body   ResponseBody `json:"body"`
+}
+
+// ResponseBody is a success ({"status": "success", "result": ...}) or an error
+// ({"status": "error", "error_code", "error_message", "details"}). capgate adds the undo token
+// of a reversible call, the remedy of a compensable one, and the consent request a call waits on.
+type ResponseBody struct {
+	Status       string          `json:"status"` // "success" or "error"
+	Result       json.RawMessage `json:"result,omitempty"`
+	ErrorCode    string          `json:"error_code,omitempty"`
+	ErrorMessage string          `json:"error_message,omitempty"`
+	Details      map[string]any  `json:"details,omitempty"`
+	UndoToken    string          `json:"undo_token,omitempty"`
+	UndoUntil    int64           `json:"undo_until,omitempty"` // Unix milliseconds
+	Compensation string          `json:"compensation,omitempty"`
+	Consent      *ConsentRef     `json:"consent,omitempty"`
+}
+
+// ConsentRef points the person to the request waiting for their answer.
+type ConsentRef struct {
+	ID  string `json:"id"`
+	URL string `json:"url,omitempty"`
+}
+
+// CodeInvalidRequest is the code of an envelope that does not parse or breaks a rule.
+const CodeInvalidRequest = "INVALID_REQUEST"
+
+// Problem is why an envelope was refused: where and which rule, never the value.
+type Problem struct {
+	Path string `json:"path"`
+	Rule string `json:"rule"`
+}
+
+// RequestError is returned by ParseRequest. RequestID is set when it could be read, so the
+// error response can carry it.
+type RequestError struct {
+	RequestID string
+	Problems  []Problem
+}
+
+func (e *RequestError) Error() string {
+	s := "ipc: invalid request"
+	for i, p := range e.Problems {
+		if i == 0 {
+			s += ": "
+		} else {
+			s += "; "
+		}
+		if p.Path != "" {
+			s += p.Path + ": "
+		}
+		s += p.Rule
+	}
+	return s
+}
+
+var (
+	requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
+	appPattern       = regexp.MustCompile(`^[a-z][a-z0-9._-]{0,252}$`)
+	methodPattern    = regexp.MustCompile(`^[a-z][a-z0-9_.]{0,511}$`)
+	tokenPattern     = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+)
+
+var (
+	envelopeFields = map[string]bool{"header": true, "body": true}
+	headerFields   = map[string]bool{"msg_type": true, "version": true, "request_id": true, "timestamp": true}
+	bodyFields     = map[string]bool{"action": true, "app": true, "method": true, "params": true, "capability_token": true, "undo_token": true}
+)
+
+// ParseRequest reads an llm_request envelope strictly: duplicate members, unknown members,
+// invalid UTF-8 and lone surrogates are refused, as are values that break the grammar of their
+// field. Params are kept as their canonical JSON, so what is checked is what runs.
+func ParseRequest(data []byte) (Request, error) {
+	if len(data) > MaxEnvelopeBytes {
+		return Request{}, &RequestError{Problems: []Problem{{Rule: fmt.Sprintf("larger than %d bytes", MaxEnvelopeBytes)}}}
+	}
+	root, err := jcs.Parse(data, &jcs.Options{MaxDepth: MaxDepth, MaxBytes: MaxEnvelopeBytes})
+	if err != nil {
+		p := Problem{Rule: "not valid JSON"}
+		if se, ok := err.(*jcs.SyntaxError); ok {
+			p = Problem{Path: se.Path, Rule: se.Rule}
+		}
+		return Request{}, &RequestError{Problems: []Problem{p}}
+	}
+	var r Request
+	var ps []Problem
+	bad := func(path, rule string) { ps = append(ps, Problem{Path: path, Rule: rule}) }
+	obj := func(v jcs.Value, path string, known map[string]bool) bool {
+		if v.Kind != jcs.Object {
+			bad(path, "must be an object")
+			return false
+		}
+		for _, m := range v.Members {
+			if !known[m.Name] {
+				bad(path, "has a member the envelope does not define")
+			}
+		}
+		return true
+	}
+	str := func(v jcs.Value, name, path string, pattern *regexp.Regexp, required bool) string {
+		m, ok := v.Get(name)
+		switch {
+		case !ok:
+			if required {
+				bad(path, "required")
+			}
+			return ""
+		case m.Kind != jcs.String:
+			bad(path, "must be a string")
+			return ""
+		case len(m.Str) > MaxFieldBytes:
+			bad(path, fmt.Sprintf("longer than %d bytes", MaxFieldBytes))
+			return ""
+		case pattern != nil && !pattern.MatchString(m.Str):
+			bad(path, "does not match "+pattern.String())
+			return ""
+		}
+		return m.Str
+	}
+	if !obj(root, "", envelopeFields) {
+		return Request{}, &RequestError{Problems: ps}
+	}
+	if h, ok := root.Get("header"); !ok {
+		bad("header", "required")
+	} else if obj(h, "header", headerFields) {
+		r.Header.RequestID = str(h, "request_id", "header.request_id", requestIDPattern, true)
+		if str(h, "msg_type", "header.msg_type", nil, true) != MsgRequest {
+			bad("header.msg_type", `must be "llm_request"`)
+		}
+		if str(h, "version", "header.version", nil, true) != Version {
+			bad("header.version", `must be "1.0"`)
+		}
+		if ts, ok := h.Get("timestamp"); ok {
+			if ts.Kind != jcs.Number || ts.Float < 0 || ts.Float != float64(int64(ts.Float)) {
+				bad("header.timestamp", "must be Unix seconds")
+			} else {
+				r.Header.Timestamp = int64(ts.Float)
+			}
+		}
+	}
+	b, ok := root.Get("body")
+	if !ok {
+		bad("body", "required")
+	} else if obj(b, "body", bodyFields) {
+		r.Body.Action = str(b, "action", "body.action", nil, true)
+		switch r.Body.Action {
+		case ActionExecute, ActionQuery:
+			r.Body.App = str(b, "app", "body.app", appPattern, true)
+			r.Body.Method = str(b, "method", "body.method", methodPattern, true)
+		case ActionUndo:
+			r.Body.UndoToken = str(b, "undo_token", "body.undo_token", tokenPattern, true)
+		case ActionRequestCapability:
+			bad("body.action", "request_capability goes to POST /v1/capabilities/request")
+		case "":
+		default:
+			bad("body.action", "must be execute, query or undo")
+		}
+		r.Body.CapabilityToken = str(b, "capability_token", "body.capability_token", tokenPattern, false)
+		if p, ok := b.Get("params"); ok {
+			if p.Kind != jcs.Object {
+				bad("body.params", "must be an object")
+			} else if c, err := p.AppendCanonical(nil); err == nil {
+				r.Body.Params = c
+			}
+		} else {
+			r.Body.Params = json.RawMessage("{}")
+		}
+	}
+	if len(ps) > 0 {
+		return Request{}, &RequestError{RequestID: r.Header.RequestID, Problems: ps}
+	}
+	return r, nil
+}
+
+// Success returns the response to req with result.
+func Success(requestID string, now time.Time, result json.RawMessage) Response {
+	return Response{Header: responseHeader(requestID, now), Body: ResponseBody{Status: "success", Result: result}}
+}
+
+// Error returns an error response. The message is plain words for the agent; it must not hold
+// a token, a key or a param value.
+func Error(requestID string, now time.Time, code, message string, details map[string]any) Response {
+	return Response{Header: responseHeader(requestID, now), Body: ResponseBody{Status: "error", ErrorCode: code, ErrorMessage: message, Details: details}}
+}
+
+func responseHeader(requestID string, now time.Time) Header {
+	return Header{MsgType: MsgResponse, Version: Version, RequestID: requestID, Timestamp: now.Unix()}
+}
