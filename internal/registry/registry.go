@@ -1,0 +1,218 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/manifest"
+)
+
+// Registry is the apps capgate knows and their capabilities, indexed. It is safe for
+// concurrent use: lookups read an immutable snapshot through an atomic pointer and never
+// wait; writes (Register, SetEnabled, Remove, Reload) are serialized, go to the store first,
+// and publish a new snapshot only when the store accepted them.
+type Registry struct {
+	store store.Apps
+	keys  manifest.KeySource
+	mu    sync.Mutex // serializes writes, so that the snapshot follows the store's order
+	snap  atomic.Pointer[snapshot]
+	now   func() time.Time
+}
+
+// New returns a registry of every app in s, each manifest parsed and verified again against
+// keys: one that no longer verifies (its key is no longer trusted, say) comes back at Tier 2
+// with the reason, and one that no longer parses or passes the format's rules is skipped and
+// listed by Skipped. A nil keys trusts no key, so every app is Tier 2. New fails only when
+// the store cannot be read.
+func New(ctx context.Context, s store.Apps, keys manifest.KeySource) (*Registry, error) {
+	if s == nil {
+		return nil, errors.New("registry: nil store")
+	}
+	r := &Registry{store: s, keys: keys, now: time.Now}
+	r.snap.Store(build(map[string]*App{}, nil))
+	if err := r.Reload(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Reload replaces the registry's view with the store's, verifying every manifest again as
+// New does: for writes made through another Registry on the same store (another replica),
+// and for a change of the trusted keys. On error the view is unchanged.
+func (r *Registry) Reload(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	recs, err := r.store.ListApps(ctx)
+	if err != nil {
+		return fmt.Errorf("registry: load apps: %w", err)
+	}
+	apps := make(map[string]*App, len(recs))
+	var skipped []Skipped
+	for _, rec := range recs {
+		a, err := r.load(rec)
+		if err != nil {
+			skipped = append(skipped, Skipped{AppID: rec.AppID, Err: err})
+			continue
+		}
+		apps[a.ID] = a
+	}
+	slices.SortFunc(skipped, func(a, b Skipped) int { return strings.Compare(a.AppID, b.AppID) })
+	r.snap.Store(build(apps, skipped))
+	return nil
+}
+
+// load parses and verifies a stored app's manifest.
+func (r *Registry) load(rec store.App) (*App, error) {
+	doc, err := manifest.Parse(rec.Manifest)
+	if err != nil {
+		return nil, err
+	}
+	if ps := doc.Validate(); len(ps) > 0 {
+		return nil, ps
+	}
+	if doc.Manifest().AppID != rec.AppID {
+		return nil, ErrStoredAppMismatch
+	}
+	v := manifest.Verify(doc, r.keys)
+	return &App{
+		ID: rec.AppID, Alias: rec.Alias, Tier: v.Tier, Reason: v.Reason, Detail: v.Detail,
+		Enabled: rec.Enabled, Doc: doc,
+	}, nil
+}
+
+// Register verifies an app's manifest and stores it: data is its JSON, or its YAML when yaml
+// is set. A manifest that does not parse or breaks the format's rules is refused with
+// manifest.Problems, and nothing is stored. One that verifies against a trusted key of its
+// app_id is Tier 1; any other is Tier 2 with the reason, and usable as such.
+//
+// alias is the app's short name for the IPC "app" field; it must match
+// ^[a-z][a-z0-9_-]{0,31}$ (ErrInvalidAlias) and be no other app's (ErrAliasTaken). "" keeps
+// the alias of an app already registered under this app_id, and for a new app means the last
+// label of its app_id ("terminal" for "org.capgate.terminal").
+//
+// Registering an app_id again replaces the app with the new version, keeping whether it is
+// enabled (a new app is enabled); its capabilities are re-indexed at once. The returned App
+// is a copy.
+func (r *Registry) Register(ctx context.Context, data []byte, yaml bool, alias string) (App, error) {
+	doc, err := parse(data, yaml)
+	if err != nil {
+		return App{}, err
+	}
+	if ps := doc.Validate(); len(ps) > 0 {
+		return App{}, ps
+	}
+	v := manifest.Verify(doc, r.keys)
+	id := doc.Manifest().AppID
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	enabled := true
+	prev, err := r.store.GetApp(ctx, id)
+	switch {
+	case err == nil:
+		enabled = prev.Enabled
+		if alias == "" {
+			alias = prev.Alias
+		}
+	case !errors.Is(err, store.ErrNotFound):
+		return App{}, fmt.Errorf("registry: register: %w", err)
+	}
+	if alias == "" {
+		alias = defaultAlias(id)
+		if err := checkAlias(alias); err != nil {
+			return App{}, fmt.Errorf("registry: register: the last label of the app_id is no alias, give one: %w", err)
+		}
+	}
+	if err := checkAlias(alias); err != nil {
+		return App{}, fmt.Errorf("registry: register: alias: %w", err)
+	}
+	old := r.snap.Load()
+	if other, ok := old.aliases[alias]; ok && other.ID != id {
+		return App{}, fmt.Errorf("registry: register: alias: %w", ErrAliasTaken)
+	}
+	a := &App{
+		ID: id, Alias: alias, Tier: v.Tier, Reason: v.Reason, Detail: v.Detail,
+		Enabled: enabled, Doc: doc,
+	}
+	err = r.store.PutApp(ctx, store.App{
+		AppID: id, Alias: alias, Tier: int(v.Tier), Reason: string(v.Reason),
+		Manifest: doc.Raw(), Enabled: enabled, Updated: r.now(),
+	})
+	if errors.Is(err, store.ErrExists) {
+		return App{}, fmt.Errorf("registry: register: alias: %w: %w", ErrAliasTaken, err)
+	}
+	if err != nil {
+		return App{}, fmt.Errorf("registry: register: %w", err)
+	}
+	r.snap.Store(old.with(id, func(apps map[string]*App) { apps[id] = a }))
+	return *a, nil
+}
+
+// parse reads a manifest's JSON or YAML, turning a syntax error into the one problem it is,
+// so that every refused manifest is manifest.Problems.
+func parse(data []byte, yaml bool) (*manifest.Document, error) {
+	var doc *manifest.Document
+	var err error
+	if yaml {
+		doc, err = manifest.ParseYAML(data)
+	} else {
+		doc, err = manifest.Parse(data)
+	}
+	if err != nil {
+		var se *manifest.SyntaxError
+		if errors.As(err, &se) {
+			return nil, manifest.Problems{se.Problem()}
+		}
+		return nil, fmt.Errorf("registry: register: %w", err)
+	}
+	return doc, nil
+}
+
+// SetEnabled enables or disables an app. Disabling hides its capabilities from Capability,
+// Method, ByPermission and Covered; App and List still show it, with Enabled false. An app
+// the store does not hold is ErrNotFound.
+func (r *Registry) SetEnabled(ctx context.Context, appID string, enabled bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.store.SetAppEnabled(ctx, appID, enabled); err != nil {
+		return storeError("set enabled", err)
+	}
+	old := r.snap.Load()
+	cur, ok := old.apps[appID]
+	if !ok || cur.Enabled == enabled {
+		// Not indexed (skipped at load, or written by another replica): the store holds the
+		// change and Reload will pick it up.
+		return nil
+	}
+	next := *cur
+	next.Enabled = enabled
+	r.snap.Store(old.with(appID, func(apps map[string]*App) { apps[appID] = &next }))
+	return nil
+}
+
+// Remove deletes an app and its capabilities. An app the store does not hold is
+// ErrNotFound. The app's state in the store is kept.
+func (r *Registry) Remove(ctx context.Context, appID string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.store.DeleteApp(ctx, appID); err != nil {
+		return storeError("remove", err)
+	}
+	old := r.snap.Load()
+	r.snap.Store(old.with(appID, func(apps map[string]*App) { delete(apps, appID) }))
+	return nil
+}
+
+func storeError(op string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("registry: %s: %w: %w", op, ErrNotFound, err)
+	}
+	return fmt.Errorf("registry: %s: %w", op, err)
+}

@@ -1,0 +1,205 @@
+package registry
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/capgate/capgate/internal/token"
+	"github.com/capgate/capgate/manifest"
+)
+
+// snapshot is one immutable state of the registry with every index built. A write builds a
+// new snapshot from the old one's apps and swaps it in whole; nothing in a published snapshot
+// changes afterwards, so readers need no lock.
+type snapshot struct {
+	apps    map[string]*App // by ID
+	aliases map[string]*App // by Alias
+	list    []*App          // ordered by ID
+	caps    []Capability    // every app's, enabled or not, ordered by capability id
+	byID    map[string]int  // capability id → index in caps
+	byPerm  map[string][]int
+	// methods maps an app id and an action to the index in caps of the one capability of that
+	// app with that action, or ambiguous when more than one has it.
+	methods map[string]map[string]int
+	skipped []Skipped // ordered by AppID
+}
+
+const ambiguous = -1
+
+// build indexes apps, which the new snapshot owns from now on.
+func build(apps map[string]*App, skipped []Skipped) *snapshot {
+	s := &snapshot{
+		apps:    apps,
+		aliases: make(map[string]*App, len(apps)),
+		list:    make([]*App, 0, len(apps)),
+		byID:    map[string]int{},
+		byPerm:  map[string][]int{},
+		methods: make(map[string]map[string]int, len(apps)),
+		skipped: skipped,
+	}
+	for _, a := range apps {
+		s.list = append(s.list, a)
+		if a.Alias != "" {
+			s.aliases[a.Alias] = a
+		}
+	}
+	slices.SortFunc(s.list, func(a, b *App) int { return strings.Compare(a.ID, b.ID) })
+	for _, a := range s.list {
+		m := a.Doc.Manifest()
+		for i := range m.Capabilities {
+			c := &m.Capabilities[i]
+			s.caps = append(s.caps, Capability{
+				App:     a,
+				Cap:     c,
+				Params:  a.Doc.ParametersSchema(c.ID),
+				Returns: a.Doc.ReturnsSchema(c.ID),
+			})
+		}
+	}
+	slices.SortFunc(s.caps, func(a, b Capability) int { return strings.Compare(a.Cap.ID, b.Cap.ID) })
+	for i, c := range s.caps {
+		s.byID[c.Cap.ID] = i
+		s.byPerm[c.Cap.Permission] = append(s.byPerm[c.Cap.Permission], i)
+		acts := s.methods[c.App.ID]
+		if acts == nil {
+			acts = map[string]int{}
+			s.methods[c.App.ID] = acts
+		}
+		act := action(c.Cap.ID)
+		if _, dup := acts[act]; dup {
+			acts[act] = ambiguous
+		} else {
+			acts[act] = i
+		}
+	}
+	return s
+}
+
+// with returns a new snapshot: this one's apps with change applied to a copy of the app map,
+// and appID no longer among the skipped.
+func (s *snapshot) with(appID string, change func(apps map[string]*App)) *snapshot {
+	apps := make(map[string]*App, len(s.apps)+1)
+	for id, a := range s.apps {
+		apps[id] = a
+	}
+	change(apps)
+	skipped := slices.DeleteFunc(slices.Clone(s.skipped), func(k Skipped) bool { return k.AppID == appID })
+	return build(apps, skipped)
+}
+
+// App returns the app with the id or alias, enabled or not. Ids hold dots and aliases never
+// do, so one name never means two apps.
+func (r *Registry) App(idOrAlias string) (*App, bool) {
+	s := r.snap.Load()
+	if a, ok := s.apps[idOrAlias]; ok {
+		return a, true
+	}
+	a, ok := s.aliases[idOrAlias]
+	return a, ok
+}
+
+// List returns every app, enabled or not, ordered by ID. The slice is the caller's.
+func (r *Registry) List() []*App {
+	return slices.Clone(r.snap.Load().list)
+}
+
+// Skipped returns the stored apps the last load could not index, ordered by app id, less
+// those registered or removed since. The slice is the caller's.
+func (r *Registry) Skipped() []Skipped {
+	return slices.Clone(r.snap.Load().skipped)
+}
+
+// Capability returns the capability with the id, if its app is enabled.
+func (r *Registry) Capability(id string) (Capability, bool) {
+	s := r.snap.Load()
+	i, ok := s.byID[id]
+	if !ok || !s.caps[i].App.Enabled {
+		return Capability{}, false
+	}
+	return s.caps[i], true
+}
+
+// Method resolves an IPC address: app is an app's alias or id, method the action of one of
+// its capabilities (the last part of the capability's id), or the capability's full id. It
+// reports false when the app is unknown or disabled, when it has no such capability, and
+// when two of its capabilities share the action under different domains: an ambiguous
+// action never picks one, and the caller must name the full id.
+func (r *Registry) Method(app, method string) (Capability, bool) {
+	s := r.snap.Load()
+	a, ok := s.apps[app]
+	if !ok {
+		a, ok = s.aliases[app]
+	}
+	if !ok || !a.Enabled {
+		return Capability{}, false
+	}
+	if strings.Contains(method, ".") {
+		i, ok := s.byID[method]
+		if !ok || s.caps[i].App != a {
+			return Capability{}, false
+		}
+		return s.caps[i], true
+	}
+	i, ok := s.methods[a.ID][method]
+	if !ok || i == ambiguous {
+		return Capability{}, false
+	}
+	return s.caps[i], true
+}
+
+// ByPermission returns every capability of an enabled app whose permission (its id when it
+// declares none) equals permission, ordered by capability id. The slice is the caller's.
+func (r *Registry) ByPermission(permission string) []Capability {
+	s := r.snap.Load()
+	var out []Capability
+	for _, i := range s.byPerm[permission] {
+		if s.caps[i].App.Enabled {
+			out = append(out, s.caps[i])
+		}
+	}
+	return out
+}
+
+// Covered returns every capability of an enabled app whose permission the grants cover, as
+// token.Covers decides ("fs.*" covers fs.read and fs.write.x), ordered by capability id. The
+// slice is the caller's.
+func (r *Registry) Covered(grants []string) []Capability {
+	if len(grants) == 0 {
+		return nil
+	}
+	s := r.snap.Load()
+	var out []Capability
+	for _, c := range s.caps {
+		if c.App.Enabled && token.Covers(grants, c.Cap.Permission) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// RiskOf returns the highest risk among the capabilities that grant covers, "" when it
+// covers none. It counts the capabilities of disabled apps too: consent to issue a token
+// must hold for what the token could do once an app is enabled again.
+func (r *Registry) RiskOf(grant string) manifest.Risk {
+	s := r.snap.Load()
+	grants := []string{grant}
+	var worst manifest.Risk
+	for _, c := range s.caps {
+		if token.Covers(grants, c.Cap.Permission) && riskRank(c.Cap.Risk) > riskRank(worst) {
+			worst = c.Cap.Risk
+		}
+	}
+	return worst
+}
+
+// riskRank orders risks: "" below low < medium < high. An unknown risk ranks above high, so
+// that it is never taken for a lesser one.
+func riskRank(r manifest.Risk) int {
+	if r == "" {
+		return -1
+	}
+	if i := slices.Index(manifest.Risks, r); i >= 0 {
+		return i
+	}
+	return len(manifest.Risks)
+}
