@@ -1,0 +1,109 @@
+package policy
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/capgate/capgate/internal/token"
+	"github.com/capgate/capgate/manifest"
+)
+
+// What explanations may repeat of their input. Only names that parse as what they claim to be,
+// and words from closed lists, are repeated; anything else is replaced by a placeholder, so
+// that a token, a key or a param value planted in a field of the input never reaches a person
+// or an agent through an explanation.
+
+// capabilityName is id when it is a well-formed capability id.
+func capabilityName(id string) string {
+	if _, err := manifest.ParseCapabilityID(id); err != nil {
+		return "the capability (its id is not well formed)"
+	}
+	return id
+}
+
+// permissionName is p when it is a well-formed permission.
+func permissionName(p string) string {
+	if _, err := manifest.ParsePermission(p); err != nil {
+		return "(a permission that is not well formed)"
+	}
+	return p
+}
+
+// fieldPath is p when it looks like a field path: at most MaxFieldPathBytes of ASCII
+// letters, digits and the punctuation of JSON pointers and index paths (/ . [ ] _ -).
+func fieldPath(p string) string {
+	if p == "" || len(p) > MaxFieldPathBytes {
+		return "(a field)"
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			strings.IndexByte("/.[]_-", c) >= 0) {
+			return "(a field)"
+		}
+	}
+	return p
+}
+
+// fieldPaths lists at most MaxListedProblems field paths and counts the rest.
+func fieldPaths(ps []string) string {
+	var b strings.Builder
+	for i, p := range ps {
+		if i == MaxListedProblems {
+			b.WriteString(" and ")
+			b.WriteString(strconv.Itoa(len(ps) - i))
+			b.WriteString(" more")
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(fieldPath(p))
+	}
+	return b.String()
+}
+
+// constraintRules are the rules token.Constraints.Check reports.
+var constraintRules = []string{
+	token.RuleAllowedPaths, token.RuleAllowedCommands, token.RuleDeniedCommands,
+	token.RuleDeniedPatterns, token.RuleCondition, token.RuleCommandParam,
+	token.ErrCommandEmpty.Error(), token.ErrCommandText.Error(), token.ErrCommandQuote.Error(),
+	token.ErrCommandOperator.Error(), token.ErrCommandExpansion.Error(),
+	token.ErrCommandShellGlob.Error(), token.ErrCommandTooMany.Error(),
+	token.ErrCommandWrapper.Error(), token.ErrCommandTooNested.Error(),
+}
+
+// constraintRule is rule when it is one that Check reports, else "".
+func constraintRule(rule string) string {
+	for _, r := range constraintRules {
+		if rule == r {
+			return r
+		}
+	}
+	return ""
+}
+
+// tokenErrors are the errors of package token that say why a token is not valid.
+var tokenErrors = []error{
+	token.ErrMalformed, token.ErrBadSignature, token.ErrWrongClient, token.ErrNotYetValid,
+	token.ErrExpired, token.ErrInvalid,
+}
+
+// invalidReason is the text of the token error reason starts with (without whatever the
+// error was wrapped with), or "" when it starts with none.
+func invalidReason(reason string) string {
+	for _, e := range tokenErrors {
+		if t := e.Error(); reason == t || strings.HasPrefix(reason, t+":") {
+			return t
+		}
+	}
+	return ""
+}
+
+// trustWord is the name of a known auth level, or a placeholder.
+func trustWord(a manifest.AuthLevel) string {
+	if a.Valid() {
+		return string(a)
+	}
+	return "(an unknown level)"
+}
