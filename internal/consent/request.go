@@ -1,0 +1,215 @@
+package consent
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Kinds of request, store.Consent.Kind.
+const (
+	KindToken  = "token"  // issuing a token that needs the person's consent
+	KindCall   = "call"   // one call
+	KindCommit = "commit" // the delayed-commit window of an allowed irreversible call
+)
+
+// Reversibility values, as the capability declares them.
+const (
+	Reversible   = "reversible"   // undone without side effects: shown as "Undo"
+	Compensable  = "compensable"  // made good with time and cost: shown as the remedy's name
+	Irreversible = "irreversible" // shown as "cannot be undone"
+)
+
+// Autonomy is the mandate autonomy Approve with remember records.
+const AutonomyActIfAgreed = "act_if_agreed"
+
+// Request is what the person sees when asked: who asks, the capability in plain words, its
+// params shown safely, the risk, side effects and reversibility, the reason and audit tag.
+// It is kept as JSON in store.Consent.Payload; the expiry is the record's Expires.
+//
+// Params are passed already redacted and canonical by the broker; a Request has no field
+// for a client key or a token, and none may be added: the payload is shown and listed.
+//
+// Text fields are valid UTF-8 without control characters (Summary, Reason and Wording may
+// hold line breaks) and without bidirectional overrides, so that what the agent writes
+// cannot repaint the terminal or reorder what the person reads.
+//
+// Evolution: fields may be added, with omitempty, never renamed or given a new meaning.
+type Request struct {
+	ClientID     string          `json:"client_id"`
+	ClientName   string          `json:"client_name,omitempty"`
+	Kind         string          `json:"kind"` // KindToken, KindCall or KindCommit
+	CapabilityID string          `json:"capability_id,omitempty"`
+	Permission   string          `json:"permission,omitempty"`
+	Summary      string          `json:"summary,omitempty"` // the capability in plain words
+	Params       json.RawMessage `json:"params,omitempty"`  // redacted, canonical JSON
+	Risk         string          `json:"risk,omitempty"`
+	SideEffects  string          `json:"side_effects,omitempty"`
+	// Reversibility is Reversible, Compensable or Irreversible; empty is recorded as
+	// Irreversible (an undeclared value is treated as irreversible).
+	Reversibility string `json:"reversibility"`
+	Remedy        string `json:"remedy,omitempty"` // Compensable: the remedy's name, e.g. "Request refund"
+	Reason        string `json:"reason,omitempty"` // the agent's reason
+	AuditTag      string `json:"audit_tag,omitempty"`
+	// Grants are the permissions a token request asks for.
+	Grants []string `json:"grants,omitempty"`
+	// Wording is the exact text the person agrees to. Only a request with a Wording can be
+	// approved with remember (act_if_agreed).
+	Wording string `json:"wording,omitempty"`
+}
+
+// ReversibilityText is what the person is shown about undoing the action: "Undo" for a
+// reversible one, the remedy's name for a compensable one, and "cannot be undone"
+// otherwise, including an undeclared value and a compensable one without a remedy: when
+// in doubt the person is told the worst.
+func (r Request) ReversibilityText() string {
+	switch r.Reversibility {
+	case Reversible:
+		return "Undo"
+	case Compensable:
+		if r.Remedy != "" {
+			return r.Remedy
+		}
+	}
+	return "cannot be undone"
+}
+
+// normalize returns r with an empty Reversibility recorded as Irreversible.
+func (r Request) normalize() Request {
+	if r.Reversibility == "" {
+		r.Reversibility = Irreversible
+	}
+	if len(r.Params) == 0 {
+		r.Params = nil
+	}
+	return r
+}
+
+// validate checks r for kind (the kind the caller is creating) and returns every problem,
+// each naming its field.
+func (r Request) validate(kind string) error {
+	var errs []error
+	add := func(field, rule string) {
+		errs = append(errs, fmt.Errorf("%w: %s %s", ErrInvalidRequest, field, rule))
+	}
+	if r.Kind != kind {
+		add("kind", fmt.Sprintf("must be %q here", kind))
+	}
+	if r.ClientID == "" {
+		add("client_id", "is required")
+	}
+	switch kind {
+	case KindToken:
+		if len(r.Grants) == 0 {
+			add("grants", "are required for a token request")
+		}
+	case KindCall, KindCommit:
+		if r.Permission == "" {
+			add("permission", "is required for a "+kind+" request")
+		}
+	}
+	if len(r.Grants) > MaxGrants {
+		add("grants", "must be at most MaxGrants")
+	}
+	for i, g := range r.Grants {
+		if g == "" || !validText(g, MaxFieldBytes, false) {
+			add(fmt.Sprintf("grants[%d]", i), "must be 1 to MaxFieldBytes bytes of printable text")
+		}
+	}
+	for _, f := range []struct{ name, v string }{
+		{"client_id", r.ClientID}, {"client_name", r.ClientName}, {"capability_id", r.CapabilityID},
+		{"permission", r.Permission}, {"risk", r.Risk}, {"side_effects", r.SideEffects},
+		{"reversibility", r.Reversibility}, {"remedy", r.Remedy}, {"audit_tag", r.AuditTag},
+	} {
+		if !validText(f.v, MaxFieldBytes, false) {
+			add(f.name, "must be at most MaxFieldBytes bytes of printable text")
+		}
+	}
+	for _, f := range []struct{ name, v string }{
+		{"summary", r.Summary}, {"reason", r.Reason}, {"wording", r.Wording},
+	} {
+		if !validText(f.v, MaxTextBytes, true) {
+			add(f.name, "must be at most MaxTextBytes bytes of printable text")
+		}
+	}
+	switch r.Reversibility {
+	case "", Reversible, Compensable, Irreversible:
+	default:
+		add("reversibility", "must be reversible, compensable or irreversible")
+	}
+	if len(r.Params) > 0 && !json.Valid(r.Params) {
+		add("params", "must be JSON")
+	}
+	return errors.Join(errs...)
+}
+
+// validText reports whether s is at most max bytes of valid UTF-8 without control
+// characters (but line feeds and tabs when multiline) and without bidirectional formatting
+// characters, which could make a terminal or a page show something other than s.
+func validText(s string, max int, multiline bool) bool {
+	if len(s) > max || !utf8.ValidString(s) {
+		return false
+	}
+	for _, c := range s {
+		switch {
+		case c == '\n' || c == '\t':
+			if !multiline {
+				return false
+			}
+		case c < 0x20 || (c >= 0x7f && c < 0xa0):
+			return false
+		case c == 0x061c || c == 0x200e || c == 0x200f || (c >= 0x202a && c <= 0x202e) ||
+			(c >= 0x2066 && c <= 0x2069):
+			return false
+		}
+	}
+	return true
+}
+
+// newID returns "req_" followed by 24 hex digits from crypto/rand.
+func newID() string {
+	var b [idHexLen / 2]byte
+	rand.Read(b[:]) // never returns an error (crypto/rand, Go 1.24+)
+	return "req_" + hex.EncodeToString(b[:])
+}
+
+// ValidID reports whether id has the form of a request id: "req_" followed by 24 lowercase
+// hex digits.
+func ValidID(id string) bool {
+	hexPart, ok := strings.CutPrefix(id, "req_")
+	if !ok || len(hexPart) != idHexLen {
+		return false
+	}
+	for i := 0; i < len(hexPart); i++ {
+		c := hexPart[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkID returns ErrInvalidID, naming the operation but not the value, for a malformed id.
+func checkID(op, id string) error {
+	if !ValidID(id) {
+		return fmt.Errorf("consent: %s: %w", op, ErrInvalidID)
+	}
+	return nil
+}
+
+// checkBy validates the answerer named by the approval surface. Names starting with
+// "capgate:" are capgate's own answers (no surface, window elapsed) and cannot be given by
+// hand, so that the record tells a person's answer from capgate's.
+func checkBy(op, by string) error {
+	if by == "" || !validText(by, MaxFieldBytes, false) {
+		return fmt.Errorf("consent: %s: %w: by must be 1 to MaxFieldBytes bytes of printable text", op, ErrInvalidRequest)
+	}
+	if strings.HasPrefix(by, systemPrefix) {
+		return fmt.Errorf("consent: %s: %w: by must not start with %q", op, ErrInvalidRequest, systemPrefix)
+	}
+	return nil
+}
