@@ -107,3 +107,10 @@ func DefaultValidateParams(doc *manifest.Document, capabilityID string, params j
 	}
 	return nil
 }
+
+// Undoer is implemented by a handler whose capabilities can be undone. A capability with an
+// undo window returns an UndoToken in its Result; within the window, capgate calls Undo with
+// it, and the handler restores what the call changed, on its own data model.
+type Undoer interface {
+	Undo(ctx context.Context, capabilityID, undoToken string, ic InvocationContext) error
+}

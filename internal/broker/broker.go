@@ -1,0 +1,476 @@
+// Package broker is the way of one call: resolve the capability, check the token, validate the
+// params, check the constraints, decide, ask the person when the decision says so, wait out a
+// delayed commit, run the provider with its timeout, check its result, record every decision
+// and outcome in the audit log, and answer, with an undo token when the call can be undone.
+//
+// Nothing runs unaudited: the decision record is durable before the provider runs, and a call
+// whose record cannot be written is refused.
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/policy"
+	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/token"
+	"github.com/capgate/capgate/manifest"
+	"github.com/capgate/capgate/sdk"
+)
+
+// Codes the broker adds to policy's for what happens after the decision.
+const (
+	CodeExecutionFailed = "EXECUTION_FAILED"
+	CodeTimeout         = "TIMEOUT"
+)
+
+// Options configures a Broker. Store, Registry, Tokens, Audit and Consent are required.
+type Options struct {
+	Store    store.Store
+	Registry *registry.Registry
+	Tokens   *token.Verifier
+	Audit    *audit.Writer
+	Consent  *consent.Service
+	// Handlers are the in-process providers, by app id.
+	Handlers map[string]sdk.Handler
+	// DelayedCommit is how long an allowed irreversible call waits, cancellable (default 3 s;
+	// negative: no wait).
+	DelayedCommit time.Duration
+	// DefaultTimeout bounds a capability that declares no timeout (default 30 s).
+	DefaultTimeout time.Duration
+	// ConsentWait is how long a call waits for the person's answer before returning
+	// CONSENT_REQUIRED with the request's id (default 2 minutes).
+	ConsentWait time.Duration
+	Now         func() time.Time
+}
+
+// Broker runs calls. It is safe for concurrent use.
+type Broker struct{ o Options }
+
+// New returns a Broker.
+func New(o Options) (*Broker, error) {
+	if o.Store == nil || o.Registry == nil || o.Tokens == nil || o.Audit == nil || o.Consent == nil {
+		return nil, errors.New("broker: Store, Registry, Tokens, Audit and Consent are required")
+	}
+	if o.DelayedCommit == 0 {
+		o.DelayedCommit = 3 * time.Second
+	}
+	if o.DefaultTimeout <= 0 {
+		o.DefaultTimeout = 30 * time.Second
+	}
+	if o.ConsentWait <= 0 {
+		o.ConsentWait = 2 * time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Broker{o: o}, nil
+}
+
+// Caller is the authenticated client making the call.
+type Caller struct {
+	ClientID string
+	Name     string
+	Trust    manifest.AuthLevel
+	NeverAsk bool
+}
+
+// Request is one call.
+type Request struct {
+	RequestID string
+	Action    string          // execute or query
+	App       string          // alias or app id
+	Method    string          // the capability's action, or its full id
+	Params    json.RawMessage // canonical JSON of an object
+	Token     string          // the capability token's wire form, "" for none
+}
+
+// Result is what came of a call: the decision, and for an allowed call the provider's result.
+type Result struct {
+	Decision     policy.Decision
+	Code         string // "" on success
+	Message      string // plain words, never a param value or a token
+	Data         json.RawMessage
+	UndoToken    string
+	UndoUntil    time.Time
+	Compensation string // a compensable capability's remedy
+	ConsentID    string // the consent request asked, when the call waits on the person
+	CallID       string
+}
+
+// OK reports whether the call ran and succeeded.
+func (r Result) OK() bool { return r.Code == "" && r.Decision.Allowed() }
+
+// facts gathers what the decision needs, without side effects.
+type facts struct {
+	call     policy.Call
+	cap      registry.Capability
+	tok      token.Token
+	hasToken bool
+	params   map[string]any
+	perm     string
+}
+
+func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
+	var f facts
+	now := b.o.Now()
+	f.call.ClientTrust = caller.Trust
+	f.call.ClientNeverAsk = caller.NeverAsk
+	f.call.DelayedCommitDefault = b.o.DelayedCommit
+	if _, ok := b.o.Registry.App(req.App); ok {
+		f.call.AppFound = true
+	}
+	cap, ok := b.o.Registry.Method(req.App, req.Method)
+	if ok {
+		f.cap = cap
+		f.call.CapabilityFound, f.call.Enabled, f.call.Pinned, f.call.Working = true, cap.App.Enabled, true, true
+		f.call.Capability = *cap.Cap
+		f.call.Tier = int(cap.App.Tier)
+		f.perm = cap.Cap.Permission
+	} else if app, found := b.o.Registry.App(req.App); found && !app.Enabled {
+		f.call.CapabilityFound = true // disabled: step 1 refuses as METHOD_NOT_FOUND
+	}
+	if req.Token != "" {
+		f.call.Token.Present = true
+		tok, err := b.o.Tokens.Verify(req.Token)
+		switch {
+		case err != nil:
+			f.call.Token.InvalidReason = errText(err)
+		case tok.CheckClient(caller.ClientID) != nil:
+			f.call.Token.InvalidReason = token.ErrWrongClient.Error()
+		default:
+			f.call.Token.Valid = true
+			f.tok, f.hasToken = tok, true
+			f.call.Token.Grants = tok.Capabilities
+			f.call.Token.Constraints = tok.Constraints
+			f.call.Token.Expired = tok.CheckTime(now) != nil
+			st, err := b.o.Store.GetToken(ctx, tok.ID)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				f.call.Token.Valid, f.call.Token.InvalidReason = false, "token unknown to this gateway"
+			case err != nil:
+				f.call.Token.Valid, f.call.Token.InvalidReason = false, "token state unavailable"
+			default:
+				f.call.Token.Revoked = st.Revoked
+				f.call.Token.Exhausted = st.MaxUses > 0 && st.Uses >= st.MaxUses
+				if !st.ExpiresAt.IsZero() && !now.Before(st.ExpiresAt) {
+					f.call.Token.Expired = true
+				}
+				if tok.ConsentID != "" {
+					if c, err := b.o.Store.GetConsent(ctx, tok.ConsentID); err == nil && c.State == store.ConsentApproved {
+						f.call.Token.ConsentRecorded = true
+					}
+				}
+			}
+		}
+	}
+	if ok {
+		if cap.Params == nil {
+			f.call.ParamsProblems = []string{"params"}
+		} else if err := cap.Params.ValidateJSON(req.Params, "params"); err != nil {
+			var ps manifest.Problems
+			if errors.As(err, &ps) {
+				for _, p := range ps {
+					f.call.ParamsProblems = append(f.call.ParamsProblems, p.Path)
+				}
+			} else {
+				f.call.ParamsProblems = []string{"params"}
+			}
+		}
+		_ = json.Unmarshal(req.Params, &f.params)
+		if f.hasToken {
+			f.call.ConstraintOK, f.call.ConstraintRule = tokenConstraints(f.tok, cap, f.perm, f.params, now)
+		}
+		if m, err := b.mandate(ctx, f.perm); err == nil && m != nil {
+			f.call.Mandate = m
+		}
+	}
+	return f
+}
+
+// tokenConstraints runs the token's constraints on the params. Path params are the ones the
+// capability's parameters schema marks "format": "path" (and, by convention, "path" and
+// "paths"); the command is the "command" param.
+func tokenConstraints(t token.Token, cap registry.Capability, perm string, params map[string]any, now time.Time) (bool, string) {
+	in := token.Input{Permission: perm, Params: params, PathParams: pathParams(cap.Cap.Parameters), Now: now}
+	if _, ok := params["command"]; ok {
+		in.CommandParam = "command"
+	}
+	return t.Constraints.Check(in)
+}
+
+func pathParams(schema json.RawMessage) []string {
+	var s struct {
+		Properties map[string]struct {
+			Format string `json:"format"`
+		} `json:"properties"`
+	}
+	names := []string{"path", "paths"}
+	if json.Unmarshal(schema, &s) == nil {
+		for name, p := range s.Properties {
+			if p.Format == "path" && name != "path" && name != "paths" {
+				names = append(names, name)
+			}
+		}
+	}
+	return names
+}
+
+// mandate finds the person's standing choice for perm: an exact mandate, else the most
+// specific pattern mandate that covers it.
+func (b *Broker) mandate(ctx context.Context, perm string) (*policy.Mandate, error) {
+	ms, err := b.o.Store.ListMandates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var best *store.Mandate
+	for i := range ms {
+		m := &ms[i]
+		if m.Permission == perm || token.Covers([]string{m.Permission}, perm) {
+			if best == nil || m.Permission == perm || (best.Permission != perm && len(m.Permission) > len(best.Permission)) {
+				best = m
+			}
+		}
+	}
+	if best == nil {
+		return nil, nil
+	}
+	return &policy.Mandate{Autonomy: manifest.Autonomy(best.Autonomy), AgreedID: best.AgreedID, Wording: best.Wording, AgreedAt: best.AgreedAt}, nil
+}
+
+func errText(err error) string {
+	for _, e := range []error{token.ErrBadSignature, token.ErrMalformed} {
+		if errors.Is(err, e) {
+			return e.Error()
+		}
+	}
+	return "token not valid"
+}
+
+// Explain returns the decision a call would get and why, with no side effect: no use is
+// taken, no consent asked, nothing recorded, nothing run.
+func (b *Broker) Explain(ctx context.Context, caller Caller, req Request) policy.Decision {
+	return policy.Decide(b.gather(ctx, caller, req).call)
+}
+
+func newID(prefix string) string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// record writes an audit record; the call is refused when it cannot be written.
+func (b *Broker) record(ctx context.Context, f facts, caller Caller, req Request, callID, kind, decision, code, expl, result, consentID string, dur time.Duration) error {
+	ph, err := audit.ParamsHash(req.Params)
+	if err != nil {
+		ph = ""
+	}
+	rec := audit.Record{
+		TokenID: f.tok.ID, Action: req.Action, App: req.App, Method: req.Method, ParamsHash: ph,
+		Result: result, AuditTag: f.tok.AuditTag, Decision: decision, Code: code, Explanation: clip(expl),
+		ClientID: caller.ClientID, Permission: f.perm, CallID: callID, ConsentID: consentID,
+		DurationMS: dur.Milliseconds(), Kind: kind,
+	}
+	if f.cap.Cap != nil {
+		rec.Capability = f.cap.Cap.ID
+	}
+	_, err = b.o.Audit.Append(ctx, rec)
+	return err
+}
+
+func clip(s string) string {
+	if len(s) > 4000 {
+		return s[:4000]
+	}
+	return s
+}
+
+// Call runs one call through the whole pipeline.
+func (b *Broker) Call(ctx context.Context, caller Caller, req Request) Result {
+	if len(req.Params) == 0 {
+		req.Params = json.RawMessage("{}")
+	}
+	callID := newID("call_")
+	f := b.gather(ctx, caller, req)
+	d := policy.Decide(f.call)
+	res := Result{Decision: d, CallID: callID}
+
+	if d.Outcome == policy.Ask && !caller.NeverAsk {
+		cid, granted, denied, err := b.ask(ctx, f, caller, req, callID, d)
+		res.ConsentID = cid
+		if err != nil {
+			return b.refuse(ctx, f, caller, req, res, policy.CodeConsentRequired, "the call waits for the person's consent: "+err.Error())
+		}
+		f.call.ConsentGranted, f.call.ConsentDenied = granted, denied
+		d = policy.Decide(f.call)
+		res.Decision = d
+	}
+	if !d.Allowed() {
+		return b.refuse(ctx, f, caller, req, res, d.Code, d.Explanation)
+	}
+	if d.UseToken {
+		if _, err := b.o.Store.TakeUse(ctx, f.tok.ID, b.o.Now()); err != nil {
+			code, msg := policy.CodeInvalidToken, "the token cannot be used"
+			switch {
+			case errors.Is(err, store.ErrExhausted):
+				code, msg = policy.CodeTokenExhausted, "the token has no uses left"
+			case errors.Is(err, store.ErrExpired):
+				code, msg = policy.CodeTokenExpired, "the token has expired"
+			case errors.Is(err, store.ErrRevoked):
+				msg = "the token is revoked"
+			}
+			res.Decision.Outcome = policy.Deny
+			return b.refuse(ctx, f, caller, req, res, code, msg)
+		}
+	}
+	if err := b.record(ctx, f, caller, req, callID, "decision", string(policy.Allow), "", d.Explanation, "allowed", res.ConsentID, 0); err != nil {
+		return Result{Decision: denyDecision(), CallID: callID, Code: CodeExecutionFailed, Message: "the call was refused: its audit record could not be written"}
+	}
+	if d.DelayedCommit > 0 {
+		creq := b.consentRequest(f, caller, req, consent.KindCommit)
+		id, err := b.o.Consent.Commit(ctx, creq, d.DelayedCommit)
+		res.ConsentID = id
+		if err != nil {
+			return b.outcome(ctx, f, caller, req, res, 0, policy.CodeConsentDenied, "the person cancelled the call during its delayed-commit window")
+		}
+	}
+	return b.run(ctx, f, caller, req, res)
+}
+
+func denyDecision() policy.Decision { return policy.Decision{Outcome: policy.Deny} }
+
+func (b *Broker) consentRequest(f facts, caller Caller, req Request, kind string) consent.Request {
+	c := f.call.Capability
+	r := consent.Request{
+		ClientID: caller.ClientID, ClientName: caller.Name, Kind: kind, CapabilityID: c.ID, Permission: c.Permission,
+		Summary: c.Name, Params: req.Params, Risk: string(c.Risk), SideEffects: string(c.SideEffects),
+		Reversibility: string(c.Reversibility), AuditTag: f.tok.AuditTag,
+	}
+	if c.Compensation != "" {
+		r.Remedy = c.Compensation
+	}
+	return r
+}
+
+// ask creates a consent request for this one call and waits for the answer.
+func (b *Broker) ask(ctx context.Context, f facts, caller Caller, req Request, callID string, d policy.Decision) (id string, granted, denied bool, err error) {
+	c, err := b.o.Consent.Ask(ctx, b.consentRequest(f, caller, req, consent.KindCall))
+	if err != nil {
+		return "", false, false, err
+	}
+	_ = b.record(ctx, f, caller, req, callID, "decision", string(policy.Ask), d.Code, d.Explanation, "consent requested", c.ID, 0)
+	if c.State != store.ConsentPending {
+		return c.ID, c.State == store.ConsentApproved, c.State != store.ConsentApproved, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, b.o.ConsentWait)
+	defer cancel()
+	c, err = b.o.Consent.Wait(wctx, c.ID)
+	if err != nil {
+		return c.ID, false, false, errors.New("no answer yet")
+	}
+	return c.ID, c.State == store.ConsentApproved, c.State != store.ConsentApproved, nil
+}
+
+func (b *Broker) refuse(ctx context.Context, f facts, caller Caller, req Request, res Result, code, msg string) Result {
+	res.Code, res.Message = code, msg
+	if res.Decision.Outcome == policy.Allow {
+		res.Decision.Outcome = policy.Deny
+	}
+	outcome := string(res.Decision.Outcome)
+	if outcome == "" {
+		outcome = string(policy.Deny)
+	}
+	if err := b.record(ctx, f, caller, req, res.CallID, "decision", outcome, code, msg, "refused", res.ConsentID, 0); err != nil {
+		res.Message += " (and its audit record could not be written)"
+	}
+	return res
+}
+
+// run invokes the provider and records the outcome.
+func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, res Result) Result {
+	c := f.cap.Cap
+	h, ok := b.o.Handlers[f.cap.App.ID]
+	if !ok {
+		return b.outcome(ctx, f, caller, req, res, 0, "APP_NOT_FOUND", "the app is registered but not running")
+	}
+	timeout := b.o.DefaultTimeout
+	if c.TimeoutMS > 0 {
+		timeout = time.Duration(c.TimeoutMS) * time.Millisecond
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ic := sdk.InvocationContext{Source: sdk.SourceAgent, Timestamp: b.o.Now(), AppID: f.cap.App.ID, ClientID: caller.ClientID, CallID: res.CallID}
+	start := time.Now()
+	out, err := invoke(rctx, h, c.ID, req.Params, ic)
+	dur := time.Since(start)
+	if err == nil && rctx.Err() != nil {
+		err = rctx.Err()
+	}
+	if err != nil {
+		e := sdk.AsError(err, c.ID)
+		code := e.Code.GatewayCode()
+		msg := "the capability failed"
+		if e.Code == sdk.CodeTimeout || errors.Is(err, context.DeadlineExceeded) {
+			code, msg = CodeTimeout, fmt.Sprintf("the capability did not finish within %d ms", timeout.Milliseconds())
+		} else if e.Reason != "" {
+			msg = e.Reason
+		}
+		return b.outcome(ctx, f, caller, req, res, dur, code, msg)
+	}
+	data := out.Data
+	if len(data) == 0 {
+		data = json.RawMessage("null")
+	}
+	if f.cap.Returns != nil && len(out.Data) > 0 {
+		if err := f.cap.Returns.ValidateJSON(out.Data, "result"); err != nil {
+			return b.outcome(ctx, f, caller, req, res, dur, CodeExecutionFailed, "the capability's result breaks its declared returns schema")
+		}
+	}
+	res.Data = data
+	if c.Reversibility == manifest.Compensable && c.Compensation != "" {
+		res.Compensation = c.Compensation
+	}
+	if out.UndoToken != "" && c.UndoWindowMS != nil && *c.UndoWindowMS > 0 {
+		until := b.o.Now().Add(time.Duration(*c.UndoWindowMS) * time.Millisecond)
+		tok, err := b.saveUndo(ctx, undoRecord{AppID: f.cap.App.ID, Capability: c.ID, ClientID: caller.ClientID, HandlerToken: out.UndoToken, Until: until.UnixMilli()})
+		if err == nil {
+			res.UndoToken, res.UndoUntil = tok, until
+		}
+	}
+	return b.outcome(ctx, f, caller, req, res, dur, "", "")
+}
+
+func invoke(ctx context.Context, h sdk.Handler, id string, params json.RawMessage, ic sdk.InvocationContext) (out sdk.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = sdk.ExecutionFailed("the capability failed", false)
+		}
+	}()
+	return h.Invoke(ctx, id, params, ic)
+}
+
+func (b *Broker) outcome(ctx context.Context, f facts, caller Caller, req Request, res Result, dur time.Duration, code, msg string) Result {
+	res.Code, res.Message = code, msg
+	result := "success"
+	if code != "" {
+		result = "error"
+		res.Data = nil
+	}
+	if err := b.record(ctx, f, caller, req, res.CallID, "outcome", string(policy.Allow), code, msg, result, res.ConsentID, dur); err != nil {
+		// The provider already ran; the outcome could not be recorded. Say so: the decision
+		// record stands, and the operator sees the failure in the logs.
+		res.Message = strings.TrimSpace(res.Message + " (the outcome's audit record could not be written)")
+	}
+	return res
+}

@@ -1,0 +1,395 @@
+package broker
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/policy"
+	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/store/sqlite"
+	"github.com/capgate/capgate/internal/token"
+	"github.com/capgate/capgate/manifest"
+	"github.com/capgate/capgate/sdk"
+)
+
+const notesID = "org.example.notes"
+
+// notesManifest declares four capabilities: a public read, a destructive delete with an undo
+// window, a write, and a slow read with a short timeout.
+const notesManifest = `{"app_id":"org.example.notes","version":"1.0.0","manifest_version":"1.0","capabilities":[
+ {"id":"notes.org.example.notes.search","name":"Search notes","description":"Finds notes.","category":"TEXT_QUERY",
+  "parameters":{"type":"object","required":["query"],"properties":{"query":{"type":"string"}},"additionalProperties":false},
+  "returns":{"type":"object","properties":{"ids":{"type":"array","items":{"type":"string"}}}},"side_effects":"read","auth_level":"public"},
+ {"id":"notes.org.example.notes.delete","name":"Delete a note","description":"Deletes a note.","category":"FILE_OPERATION",
+  "parameters":{"type":"object","required":["id"],"properties":{"id":{"type":"string"}}},"returns":{"type":"object"},
+  "side_effects":"destructive","undo_window_ms":60000,"permission":"app.notes.delete"},
+ {"id":"notes.org.example.notes.write","name":"Write a note","description":"Writes a note.","category":"TEXT_INPUT",
+  "parameters":{"type":"object","required":["id","text"],"properties":{"id":{"type":"string"},"text":{"type":"string"}}},"returns":{"type":"object"},
+  "side_effects":"write","permission":"app.notes.write","undo_window_ms":60000},
+ {"id":"notes.org.example.notes.slow","name":"Slow","description":"Takes its time.","category":"STATE_QUERY",
+  "parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"read","auth_level":"public","timeout_ms":50}
+]}`
+
+// notes is a real little app on its own data model: a map of notes.
+type notes struct {
+	doc   *manifest.Document
+	mu    sync.Mutex
+	notes map[string]string
+	trash map[string]string
+}
+
+func (n *notes) Manifest() *manifest.Document { return n.doc }
+
+func (n *notes) Invoke(ctx context.Context, id string, params json.RawMessage, ic sdk.InvocationContext) (sdk.Result, error) {
+	var p struct{ Query, ID, Text string }
+	if err := json.Unmarshal(params, &p); err != nil {
+		return sdk.Result{}, sdk.InvalidParams(nil)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch id {
+	case "notes.org.example.notes.search":
+		ids := []string{}
+		for k, v := range n.notes {
+			if v == p.Query {
+				ids = append(ids, k)
+			}
+		}
+		data, _ := json.Marshal(map[string]any{"ids": ids})
+		return sdk.Result{Success: true, Data: data}, nil
+	case "notes.org.example.notes.delete":
+		v, ok := n.notes[p.ID]
+		if !ok {
+			return sdk.Result{}, sdk.ExecutionFailed("no such note", false)
+		}
+		delete(n.notes, p.ID)
+		n.trash[p.ID] = v
+		return sdk.Result{Success: true, Data: json.RawMessage(`{}`), UndoToken: "restore:" + p.ID}, nil
+	case "notes.org.example.notes.write":
+		n.notes[p.ID] = p.Text
+		return sdk.Result{Success: true, Data: json.RawMessage(`{}`)}, nil
+	case "notes.org.example.notes.slow":
+		<-ctx.Done()
+		return sdk.Result{}, ctx.Err()
+	}
+	return sdk.Result{}, sdk.NotFound(id)
+}
+
+func (n *notes) Undo(ctx context.Context, id, undoToken string, ic sdk.InvocationContext) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	key := undoToken[len("restore:"):]
+	n.notes[key] = n.trash[key]
+	delete(n.trash, key)
+	return nil
+}
+
+type trust struct{ k ed25519.PublicKey }
+
+func (t trust) Keys(string) ([]ed25519.PublicKey, error) { return []ed25519.PublicKey{t.k}, nil }
+
+type env struct {
+	b        *Broker
+	st       store.Store
+	app      *notes
+	key      ed25519.PrivateKey // capgate's own key: tokens and checkpoints
+	consents *consent.Service
+	writer   *audit.Writer
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "capgate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	appPub, appKey, _ := ed25519.GenerateKey(nil)
+	doc, err := manifest.Load([]byte(notesManifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := manifest.Sign(doc, appKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry.New(ctx, st, trust{appPub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := reg.Register(ctx, signed, false, "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, key, _ := ed25519.GenerateKey(nil)
+	w := audit.NewWriter(st, &audit.Options{CheckpointKey: key, CheckpointEvery: 16})
+	t.Cleanup(func() { w.Close() })
+	cs := consent.New(st, &consent.Options{Surface: true, TTL: time.Minute, Poll: 10 * time.Millisecond})
+	n := &notes{doc: app.Doc, notes: map[string]string{"1": "milk", "2": "bread"}, trash: map[string]string{}}
+	b, err := New(Options{Store: st, Registry: reg, Tokens: token.NewVerifier(pub, 64), Audit: w, Consent: cs,
+		Handlers: map[string]sdk.Handler{notesID: n}, DelayedCommit: -1, ConsentWait: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{b: b, st: st, app: n, key: key, consents: cs, writer: w}
+	t.Cleanup(func() { e.verifyAudit(t, pub) })
+	return e
+}
+
+func (e *env) verifyAudit(t *testing.T, pub ed25519.PublicKey) {
+	if err := e.writer.Close(); err != nil {
+		t.Errorf("closing the audit writer: %v", err)
+	}
+	r, err := audit.Verify(context.Background(), e.st, pub)
+	if err != nil || !r.OK() {
+		t.Errorf("audit verify: %+v %v", r, err)
+	}
+}
+
+// issue signs a token for client with grants and records its state.
+func (e *env) issue(t *testing.T, client string, grants []string, maxUses int64, ttl time.Duration, key ed25519.PrivateKey) string {
+	t.Helper()
+	now := time.Now()
+	tok := token.Token{ID: token.NewID(), IssuedAt: now.Unix() - 3600, ExpiresAt: now.Add(ttl).Unix(), Capabilities: grants,
+		Constraints: token.Constraints{MaxUses: maxUses}, ClientID: client, AuditTag: "test"}
+	wire, err := token.Sign(tok, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.PutToken(context.Background(), store.Token{ID: tok.ID, ClientID: client, IssuedAt: now, ExpiresAt: now.Add(ttl), MaxUses: maxUses}); err != nil {
+		t.Fatal(err)
+	}
+	return wire
+}
+
+var alice = Caller{ClientID: "cl_alice", Name: "alice", Trust: manifest.AuthUser}
+
+func call(method, params, tok string) Request {
+	return Request{RequestID: "r1", Action: "execute", App: "notes", Method: method, Params: json.RawMessage(params), Token: tok}
+}
+
+func TestPublicReadRunsWithoutToken(t *testing.T) {
+	e := newEnv(t)
+	r := e.b.Call(context.Background(), alice, call("search", `{"query":"milk"}`, ""))
+	if !r.OK() || string(r.Data) != `{"ids":["1"]}` {
+		t.Fatalf("result: %+v", r)
+	}
+}
+
+func TestErrorCodes(t *testing.T) {
+	e := newEnv(t)
+	_, otherKey, _ := ed25519.GenerateKey(nil)
+	good := e.issue(t, alice.ClientID, []string{"app.notes.*"}, 0, time.Hour, e.key)
+	expired := e.issue(t, alice.ClientID, []string{"app.notes.*"}, 0, -time.Second, e.key)
+	revoked := e.issue(t, alice.ClientID, []string{"app.notes.*"}, 0, time.Hour, e.key)
+	tok, _ := token.Parse(revoked)
+	if err := e.st.Revoke(context.Background(), tok.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	forged := e.issue(t, alice.ClientID, []string{"app.notes.*"}, 0, time.Hour, otherKey)
+	bobs := e.issue(t, "cl_bob", []string{"app.notes.*"}, 0, time.Hour, e.key)
+	narrow := e.issue(t, alice.ClientID, []string{"app.notes.read"}, 0, time.Hour, e.key)
+	pubs := e.issue(t, "cl_pub", []string{"app.notes.*"}, 0, time.Hour, e.key)
+	never := alice
+	never.NeverAsk = true
+	cases := []struct {
+		name   string
+		caller Caller
+		req    Request
+		code   string
+	}{
+		{"unknown app", alice, Request{Action: "execute", App: "mail", Method: "send", Params: json.RawMessage(`{}`)}, policy.CodeAppNotFound},
+		{"unknown method", alice, call("shred", `{}`, good), policy.CodeMethodNotFound},
+		{"forged token", alice, call("write", `{"id":"3","text":"x"}`, forged), policy.CodeInvalidToken},
+		{"tampered token", alice, call("write", `{"id":"3","text":"x"}`, good[:len(good)-2]+"AA"), policy.CodeInvalidToken},
+		{"other client's token", alice, call("write", `{"id":"3","text":"x"}`, bobs), policy.CodeInvalidToken},
+		{"revoked token", alice, call("write", `{"id":"3","text":"x"}`, revoked), policy.CodeInvalidToken},
+		{"expired token", alice, call("write", `{"id":"3","text":"x"}`, expired), policy.CodeTokenExpired},
+		{"bad params", alice, call("write", `{"id":3}`, good), policy.CodeInvalidRequest},
+		{"not covered", alice, call("write", `{"id":"3","text":"x"}`, narrow), policy.CodeCapabilityDenied},
+		{"no token, never ask", never, call("write", `{"id":"3","text":"x"}`, ""), policy.CodeCapabilityDenied},
+		{"public caller, user capability", Caller{ClientID: "cl_pub", Trust: manifest.AuthPublic}, call("write", `{"id":"3","text":"x"}`, pubs), policy.CodePermissionDenied},
+		{"timeout", alice, call("slow", `{}`, ""), CodeTimeout},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.b.Call(context.Background(), tc.caller, tc.req)
+			if r.OK() || r.Code != tc.code {
+				t.Fatalf("code %q, want %q (%+v)", r.Code, tc.code, r)
+			}
+		})
+	}
+	if _, ok := e.app.notes["3"]; ok {
+		t.Fatal("a refused write ran")
+	}
+	r := e.b.Call(context.Background(), alice, call("write", `{"id":"3","text":"x"}`, good))
+	if !r.OK() || e.app.notes["3"] != "x" {
+		t.Fatalf("allowed write: %+v", r)
+	}
+}
+
+func TestExactlyMaxUsesUnderConcurrency(t *testing.T) {
+	e := newEnv(t)
+	wire := e.issue(t, alice.ClientID, []string{"app.notes.write"}, 10, time.Hour, e.key)
+	var ok, exhausted atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < 64; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := e.b.Call(context.Background(), alice, call("write", `{"id":"c","text":"x"}`, wire))
+			switch {
+			case r.OK():
+				ok.Add(1)
+			case r.Code == policy.CodeTokenExhausted:
+				exhausted.Add(1)
+			default:
+				t.Errorf("unexpected: %+v", r)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != 10 || exhausted.Load() != 54 {
+		t.Fatalf("%d successes, %d exhausted", ok.Load(), exhausted.Load())
+	}
+}
+
+func TestExplainHasNoSideEffect(t *testing.T) {
+	e := newEnv(t)
+	wire := e.issue(t, alice.ClientID, []string{"app.notes.write"}, 1, time.Hour, e.key)
+	for i := 0; i < 3; i++ {
+		if d := e.b.Explain(context.Background(), alice, call("write", `{"id":"e","text":"x"}`, wire)); !d.Allowed() {
+			t.Fatalf("explain: %+v", d)
+		}
+	}
+	if _, ok := e.app.notes["e"]; ok {
+		t.Fatal("explain ran the call")
+	}
+	if r := e.b.Call(context.Background(), alice, call("write", `{"id":"e","text":"x"}`, wire)); !r.OK() {
+		t.Fatalf("the one use was spent by explain: %+v", r)
+	}
+}
+
+// answer answers the first pending request as soon as it appears.
+func (e *env) answer(t *testing.T, approve bool) {
+	go func() {
+		for i := 0; i < 500; i++ {
+			cs, _ := e.consents.List(context.Background(), store.ConsentPending)
+			if len(cs) > 0 {
+				var err error
+				if approve {
+					err = e.consents.Approve(context.Background(), cs[0].ID, "person", false)
+				} else {
+					err = e.consents.Deny(context.Background(), cs[0].ID, "person")
+				}
+				if err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Error("no consent request appeared")
+	}()
+}
+
+func TestConsentAndUndo(t *testing.T) {
+	e := newEnv(t)
+	wire := e.issue(t, alice.ClientID, []string{"app.notes.delete"}, 0, time.Hour, e.key)
+
+	// A destructive call by a user client whose token carries no recorded consent asks.
+	e.answer(t, false)
+	r := e.b.Call(context.Background(), alice, call("delete", `{"id":"1"}`, wire))
+	if r.OK() || r.Code != policy.CodeConsentDenied || r.ConsentID == "" {
+		t.Fatalf("denied: %+v", r)
+	}
+	if _, ok := e.app.notes["1"]; !ok {
+		t.Fatal("a denied delete ran")
+	}
+
+	e.answer(t, true)
+	r = e.b.Call(context.Background(), alice, call("delete", `{"id":"1"}`, wire))
+	if !r.OK() || r.UndoToken == "" {
+		t.Fatalf("approved: %+v", r)
+	}
+	if _, ok := e.app.notes["1"]; ok {
+		t.Fatal("the approved delete did not run")
+	}
+
+	// Another client cannot undo it; the caller can, once.
+	bob := Caller{ClientID: "cl_bob", Trust: manifest.AuthUser}
+	if err := e.b.Undo(context.Background(), bob, r.UndoToken); !errors.Is(err, ErrUndoClient) {
+		t.Fatalf("bob's undo: %v", err)
+	}
+	if err := e.b.Undo(context.Background(), alice, r.UndoToken); err != nil {
+		t.Fatal(err)
+	}
+	if e.app.notes["1"] != "milk" {
+		t.Fatal("undo did not restore the note")
+	}
+	if err := e.b.Undo(context.Background(), alice, r.UndoToken); !errors.Is(err, ErrUndoUnknown) {
+		t.Fatalf("second undo: %v", err)
+	}
+}
+
+func TestUndoWindowPasses(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.b.o.Now = func() time.Time { return now }
+	wire := e.issue(t, alice.ClientID, []string{"app.notes.delete"}, 0, time.Hour, e.key)
+	e.answer(t, true)
+	r := e.b.Call(context.Background(), alice, call("delete", `{"id":"2"}`, wire))
+	if !r.OK() {
+		t.Fatalf("delete: %+v", r)
+	}
+	now = now.Add(61 * time.Second)
+	if err := e.b.Undo(context.Background(), alice, r.UndoToken); !errors.Is(err, ErrUndoExpired) {
+		t.Fatalf("late undo: %v", err)
+	}
+}
+
+func TestExecutionFailed(t *testing.T) {
+	e := newEnv(t)
+	wire := e.issue(t, alice.ClientID, []string{"app.notes.delete"}, 0, time.Hour, e.key)
+	e.answer(t, true)
+	r := e.b.Call(context.Background(), alice, call("delete", `{"id":"nope"}`, wire))
+	if r.OK() || r.Code != CodeExecutionFailed || r.Message != "no such note" {
+		t.Fatalf("result: %+v", r)
+	}
+}
+
+// failingAudit is the real store whose audit appends fail, as on a full disk.
+type failingAudit struct{ store.Store }
+
+func (failingAudit) AppendAudit(context.Context, []store.AuditEntry) error {
+	return errors.New("disk full")
+}
+
+// Nothing runs unaudited: a call whose record cannot be written is refused.
+func TestUnauditedCallIsRefused(t *testing.T) {
+	e := newEnv(t)
+	w := audit.NewWriter(failingAudit{e.st}, nil)
+	defer w.Close()
+	o := e.b.o
+	o.Audit = w
+	b, _ := New(o)
+	wire := e.issue(t, alice.ClientID, []string{"app.notes.write"}, 0, time.Hour, e.key)
+	r := b.Call(context.Background(), alice, call("write", `{"id":"w","text":"x"}`, wire))
+	if r.OK() || r.Code != CodeExecutionFailed {
+		t.Fatalf("result: %+v", r)
+	}
+	if _, ran := e.app.notes["w"]; ran {
+		t.Fatal("the call ran without its audit record")
+	}
+}
