@@ -9,6 +9,7 @@ package broker
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -40,6 +41,9 @@ type Options struct {
 	Tokens   *token.Verifier
 	Audit    *audit.Writer
 	Consent  *consent.Service
+	// TokenKey is capgate's own key: it signs the tokens it issues (Tokens verifies them with
+	// its public half). Required to issue tokens.
+	TokenKey ed25519.PrivateKey
 	// Handlers are the in-process providers, by app id.
 	Handlers map[string]sdk.Handler
 	// DelayedCommit is how long an allowed irreversible call waits, cancellable (default 3 s;

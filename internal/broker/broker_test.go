@@ -393,3 +393,38 @@ func TestUnauditedCallIsRefused(t *testing.T) {
 		t.Fatal("the call ran without its audit record")
 	}
 }
+
+func TestRequestCapability(t *testing.T) {
+	e := newEnv(t)
+	e.b.o.TokenKey = e.key
+	ctx := context.Background()
+	// A low-risk read needs no consent.
+	iss, err := e.b.RequestCapability(ctx, alice, CapabilityRequest{Capabilities: []string{"notes.org.example.notes.search"}, Duration: 60, MaxUses: 2, Reason: "find milk"})
+	if err != nil || iss.ConsentID != "" {
+		t.Fatalf("low risk: %+v %v", iss, err)
+	}
+	for i, want := range []bool{true, true, false} {
+		r := e.b.Call(ctx, alice, call("search", `{"query":"milk"}`, iss.Wire))
+		if r.OK() != want {
+			t.Fatalf("use %d: %+v", i+1, r)
+		}
+	}
+	// A destructive grant needs the person: denied, then approved; the approved token
+	// carries the consent, so its destructive calls run without asking again.
+	e.answer(t, false)
+	if _, err := e.b.RequestCapability(ctx, alice, CapabilityRequest{Capabilities: []string{"app.notes.delete"}, Duration: 60, Reason: "tidy"}); !errors.Is(err, ErrIssueDenied) {
+		t.Fatalf("denied request: %v", err)
+	}
+	e.answer(t, true)
+	iss, err = e.b.RequestCapability(ctx, alice, CapabilityRequest{Capabilities: []string{"app.notes.delete"}, Duration: 60, Reason: "tidy"})
+	if err != nil || iss.ConsentID == "" {
+		t.Fatalf("approved request: %+v %v", iss, err)
+	}
+	r := e.b.Call(ctx, alice, call("delete", `{"id":"2"}`, iss.Wire))
+	if !r.OK() || r.ConsentID != "" {
+		t.Fatalf("delete with a consented token: %+v", r)
+	}
+	if _, err := e.b.RequestCapability(ctx, alice, CapabilityRequest{Capabilities: []string{"*"}, Duration: 60}); !errors.Is(err, ErrIssueInvalid) {
+		t.Fatalf("a grant of everything: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -86,4 +87,11 @@ func (v *Verifier) Verify(wire string) (Token, error) {
 		}
 	}
 	return t, nil
+}
+
+// WireHash is the hash under which a token's wire form is known: "sha256:" and the lowercase
+// hex of its SHA-256. The store keeps it, never the token.
+func WireHash(wire string) string {
+	sum := sha256.Sum256([]byte(wire))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }

@@ -1,0 +1,102 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/policy"
+	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/token"
+)
+
+// CapabilityRequest is request_capability: what an agent asks to be allowed, for how long,
+// how many times, why, and under which constraints.
+type CapabilityRequest struct {
+	Capabilities []string          `json:"capabilities"`
+	Duration     int64             `json:"duration"` // seconds
+	MaxUses      int64             `json:"max_uses"`
+	Reason       string            `json:"reason"`
+	Constraints  token.Constraints `json:"-"`
+}
+
+// Issued is a token handed to the agent.
+type Issued struct {
+	Wire      string    `json:"token"`
+	ID        string    `json:"token_id"`
+	ExpiresAt time.Time `json:"expires_at"`
+	ConsentID string    `json:"consent_id,omitempty"`
+}
+
+// Issue errors.
+var (
+	ErrIssueInvalid = errors.New("invalid capability request")
+	ErrIssueDenied  = errors.New("the person did not approve the request")
+	ErrIssuePending = errors.New("the request waits for the person's consent")
+)
+
+// RequestCapability issues a token for caller, after the person's consent where the grants
+// need it (medium- or high-risk permissions and the always-consent ones). It blocks up to
+// ConsentWait for the answer, and returns ErrIssuePending with the request's id when none came.
+func (b *Broker) RequestCapability(ctx context.Context, caller Caller, r CapabilityRequest) (Issued, error) {
+	now := b.o.Now()
+	if r.Duration <= 0 {
+		return Issued{}, fmt.Errorf("%w: duration must be positive seconds", ErrIssueInvalid)
+	}
+	t := token.Token{
+		ID: token.NewID(), Version: token.Version, Issuer: token.Issuer, IssuedAt: now.Unix(), ExpiresAt: now.Unix() + r.Duration,
+		Capabilities: r.Capabilities, Constraints: r.Constraints, AuditTag: r.Reason, ClientID: caller.ClientID,
+	}
+	t.Constraints.MaxUses = r.MaxUses
+	if err := token.Validate(t); err != nil {
+		return Issued{}, fmt.Errorf("%w: %w", ErrIssueInvalid, err)
+	}
+	rec := audit.Record{Action: "request_capability", ClientID: caller.ClientID, TokenID: t.ID, AuditTag: clip(r.Reason), Kind: "decision"}
+	if policy.NeedsConsentToIssue(r.Capabilities, b.o.Registry.RiskOf) {
+		if caller.NeverAsk {
+			rec.Decision, rec.Code, rec.Result = "deny", policy.CodeConsentRequired, "refused"
+			_, _ = b.o.Audit.Append(ctx, rec)
+			return Issued{}, fmt.Errorf("%w: the client is set never to ask", ErrIssueDenied)
+		}
+		c, err := b.o.Consent.Ask(ctx, consent.Request{
+			ClientID: caller.ClientID, ClientName: caller.Name, Kind: consent.KindToken, Grants: r.Capabilities,
+			Reason: r.Reason, AuditTag: r.Reason, Summary: "issue a capability token",
+			Reversibility: consent.Irreversible,
+		})
+		if err != nil {
+			return Issued{}, err
+		}
+		t.ConsentID = c.ID
+		rec.ConsentID = c.ID
+		if c.State == store.ConsentPending {
+			wctx, cancel := context.WithTimeout(ctx, b.o.ConsentWait)
+			c, err = b.o.Consent.Wait(wctx, c.ID)
+			cancel()
+			if err != nil {
+				return Issued{ConsentID: t.ConsentID}, ErrIssuePending
+			}
+		}
+		if c.State != store.ConsentApproved {
+			rec.Decision, rec.Code, rec.Result = "deny", policy.CodeConsentDenied, "refused"
+			_, _ = b.o.Audit.Append(ctx, rec)
+			return Issued{ConsentID: t.ConsentID}, ErrIssueDenied
+		}
+	}
+	wire, err := token.Sign(t, b.o.TokenKey)
+	if err != nil {
+		return Issued{}, err
+	}
+	rec.Decision, rec.Result = "allow", "issued"
+	if _, err := b.o.Audit.Append(ctx, rec); err != nil {
+		return Issued{}, errors.New("the token was not issued: its audit record could not be written")
+	}
+	st := store.Token{ID: t.ID, ClientID: t.ClientID, IssuedAt: time.Unix(t.IssuedAt, 0), ExpiresAt: time.Unix(t.ExpiresAt, 0),
+		MaxUses: t.Constraints.MaxUses, AuditTag: t.AuditTag, Hash: token.WireHash(wire)}
+	if err := b.o.Store.PutToken(ctx, st); err != nil {
+		return Issued{}, err
+	}
+	return Issued{Wire: wire, ID: t.ID, ExpiresAt: time.Unix(t.ExpiresAt, 0), ConsentID: t.ConsentID}, nil
+}
