@@ -252,3 +252,8 @@ func Error(requestID string, now time.Time, code, message string, details map[st
 func responseHeader(requestID string, now time.Time) Header {
 	return Header{MsgType: MsgResponse, Version: Version, RequestID: requestID, Timestamp: now.Unix()}
 }
+
+// jcsCheck parses data strictly (duplicate members, invalid UTF-8, lone surrogates refused).
+func jcsCheck(data []byte) (jcs.Value, error) {
+	return jcs.Parse(data, &jcs.Options{MaxDepth: MaxDepth, MaxBytes: MaxEnvelopeBytes})
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startServe runs `capgate serve` as a real child process on a free loopback port and returns
+// its URL; the server is stopped with SIGTERM at the end of the test, which must be graceful.
+func startServe(t *testing.T, data string) string {
+	t.Helper()
+	cmd := exec.Command(binary, "serve", "--data", data, "--listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	url := ""
+	for lines.Scan() {
+		if u, ok := strings.CutPrefix(lines.Text(), "capgate serving on http://"); ok {
+			url = "http://" + u
+		}
+		if strings.HasPrefix(lines.Text(), "add an agent with:") {
+			break
+		}
+	}
+	if url == "" {
+		cmd.Process.Kill()
+		t.Fatal("serve did not say where it listens")
+	}
+	rest := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(out); rest <- string(b) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve exited with %v", err)
+			}
+			if s := <-rest; !strings.Contains(s, "capgate stopped") {
+				t.Errorf("serve did not stop gracefully: %q", s)
+			}
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Error("serve did not stop on SIGTERM")
+		}
+	})
+	return url
+}
+
+func TestServeEndToEnd(t *testing.T) {
+	data := t.TempDir()
+	url := startServe(t, data)
+	trusted := filepath.Join(t.TempDir(), "trusted")
+	if err := os.MkdirAll(trusted, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	r := capgate(t, "", nil, "client", "add", "agent", "--data", data)
+	mustCode(t, r, 0)
+	key := strings.TrimSpace(r.stdout)
+	if !strings.HasPrefix(key, "cgk_") || strings.Contains(key, "\n") {
+		t.Fatalf("client add printed %q", r.stdout)
+	}
+	mustCode(t, capgate(t, "", nil, "client", "add", "agent", "--data", data), 1)
+	env := []string{"CAPGATE_SERVER=" + url, "CAPGATE_CLIENT_KEY=" + key}
+
+	// An unknown key is refused.
+	req, _ := http.NewRequest("GET", url+"/v1/capabilities", nil)
+	req.Header.Set("Authorization", "Bearer cgk_nope")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("unknown key: %v %v", resp, err)
+	}
+
+	// Register the example notes manifest (Tier 1 with its trusted key).
+	r = capgate(t, "", nil, "app", "register", "../../examples/notes/manifest.json", "--data", data, "--trusted-dir", "../../examples/trusted")
+	mustCode(t, r, 0)
+	if !strings.Contains(r.stdout, "Tier 1") {
+		t.Fatalf("register: %s", r.stdout)
+	}
+	// The server sees it within its reload interval.
+	var caps struct{ Capabilities []struct{ ID string } }
+	for i := 0; i < 50; i++ {
+		req, _ := http.NewRequest("GET", url+"/v1/capabilities", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		json.NewDecoder(resp.Body).Decode(&caps)
+		resp.Body.Close()
+		if len(caps.Capabilities) > 0 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if len(caps.Capabilities) == 0 {
+		t.Fatal("the registered app's capabilities are not listed")
+	}
+	for _, c := range caps.Capabilities {
+		if c.ID == "sync.org.example.notes.publish" {
+			t.Error("a privileged capability is listed for a user client")
+		}
+	}
+
+	// A low-risk token needs no consent.
+	r = capgate(t, "", env, "token", "request", "--capabilities", "app.notes.read", "--max-uses", "3", "--duration", "10m", "--reason", "find notes")
+	mustCode(t, r, 0)
+	tok := strings.TrimSpace(r.stdout)
+	if !strings.HasPrefix(tok, "cgt1.") {
+		t.Fatalf("token request printed %q", r.stdout)
+	}
+
+	// A destructive one waits for the person, who approves it from the CLI.
+	got := make(chan result, 1)
+	go func() {
+		got <- capgate(t, "", env, "token", "request", "--capabilities", "app.notes.delete", "--duration", "10m", "--reason", "tidy up")
+	}()
+	id := ""
+	for i := 0; i < 100 && id == ""; i++ {
+		l := capgate(t, "", nil, "approvals", "list", "--json", "--data", data)
+		var pending []struct{ ID string }
+		json.Unmarshal([]byte(l.stdout), &pending)
+		if len(pending) > 0 {
+			id = pending[0].ID
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if id == "" {
+		t.Fatal("no pending request appeared")
+	}
+	mustCode(t, capgate(t, "", nil, "approvals", "approve", id, "--data", data), 0)
+	if r := <-got; r.code != 0 || !strings.HasPrefix(strings.TrimSpace(r.stdout), "cgt1.") {
+		t.Fatalf("approved token request: %+v", r)
+	}
+
+	// The app has no in-process handler in this binary yet: the call is refused as not running,
+	// and a call without a covering token is refused before that.
+	r = capgate(t, "", env, "call", "notes", "search", "--params", `{"query":"milk"}`, "--token", tok, "--json")
+	mustCode(t, r, 1)
+	if !strings.Contains(r.stdout, `"error_code": "APP_NOT_FOUND"`) {
+		t.Fatalf("call: %s", r.stdout)
+	}
+	r = capgate(t, "", env, "call", "notes", "search", "--params", `{"query":5}`, "--token", tok, "--json")
+	if !strings.Contains(r.stdout, `"error_code": "INVALID_REQUEST"`) {
+		t.Fatalf("bad params: %s", r.stdout)
+	}
+	mustCode(t, capgate(t, "", nil, "token", "revoke", tok, "--data", data), 0)
+	r = capgate(t, "", env, "call", "notes", "search", "--params", `{"query":"milk"}`, "--token", tok, "--json")
+	if !strings.Contains(r.stdout, `"error_code": "INVALID_TOKEN"`) {
+		t.Fatalf("revoked token: %s", r.stdout)
+	}
+	mustCode(t, capgate(t, "", nil, "audit", "verify", "--data", data), 0)
+}

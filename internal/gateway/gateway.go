@@ -1,0 +1,233 @@
+// Package gateway assembles capgate's gateway from its parts (store, registry, tokens, consent,
+// audit, broker, IPC API) and runs it: `capgate serve`. It owns the data folder's layout and the
+// gateway's own key, and shuts down gracefully: it stops accepting, drains calls in flight and
+// signs a final audit checkpoint.
+package gateway
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/broker"
+	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/ipc"
+	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/store/sqlite"
+	"github.com/capgate/capgate/internal/token"
+	"github.com/capgate/capgate/keys"
+	"github.com/capgate/capgate/manifest"
+	"github.com/capgate/capgate/sdk"
+)
+
+// The data folder's files.
+const (
+	DBFile     = "capgate.db"
+	KeyFile    = "capgate.key"  // the gateway's own Ed25519 seed: signs tokens and checkpoints
+	AuditFile  = "audit.jsonl"  // the audit log's JSON-lines mirror
+	SocketFile = "capgate.sock" // the unix socket, when no other path is given
+)
+
+// Config of a gateway. The zero Config (with DataDir set) serves on 127.0.0.1:7766 and the
+// data folder's socket.
+type Config struct {
+	DataDir    string
+	Listen     string // TCP address; "" means DefaultListen; "-" disables TCP
+	Socket     string // unix socket path; "" means DataDir/capgate.sock; "-" disables it
+	TrustedDir string // trusted app keys
+	Handlers   map[string]sdk.Handler
+	Logger     *slog.Logger
+}
+
+// DefaultListen is loopback only: the gateway is not exposed to the network by default.
+const DefaultListen = "127.0.0.1:7766"
+
+// Gateway is an open gateway.
+type Gateway struct {
+	cfg      Config
+	Store    store.Store
+	Registry *registry.Registry
+	Broker   *broker.Broker
+	Consent  *consent.Service
+	Audit    *audit.Writer
+	Key      ed25519.PrivateKey
+	log      *slog.Logger
+}
+
+// Open opens (creating on first use) the data folder, the store and the gateway's key, and
+// assembles the parts.
+func Open(ctx context.Context, cfg Config) (*Gateway, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("gateway: no data folder")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("gateway: data folder: %w", err)
+	}
+	key, err := LoadOrCreateKey(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, DBFile))
+	if err != nil {
+		return nil, fmt.Errorf("gateway: store: %w", err)
+	}
+	g := &Gateway{cfg: cfg, Store: st, Key: key, log: cfg.Logger}
+	var trust manifest.KeySource
+	if cfg.TrustedDir != "" {
+		trust = keys.TrustStore{Dir: cfg.TrustedDir}
+	}
+	if g.Registry, err = registry.New(ctx, st, trust); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("gateway: registry: %w", err)
+	}
+	g.Audit = audit.NewWriter(st, &audit.Options{CheckpointKey: key, CheckpointEvery: 1000, CheckpointInterval: time.Minute,
+		MirrorPath: filepath.Join(cfg.DataDir, AuditFile), Logger: cfg.Logger})
+	g.Consent = consent.New(st, &consent.Options{Surface: true})
+	g.Broker, err = broker.New(broker.Options{Store: st, Registry: g.Registry, Tokens: token.NewVerifier(key.Public().(ed25519.PublicKey), 4096),
+		Audit: g.Audit, Consent: g.Consent, Handlers: cfg.Handlers, TokenKey: key})
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// LoadOrCreateKey reads the gateway's key from the data folder, creating it on first use.
+func LoadOrCreateKey(dataDir string) (ed25519.PrivateKey, error) {
+	path := filepath.Join(dataDir, KeyFile)
+	k, err := keys.LoadPrivateKey(path)
+	if err == nil {
+		return k, nil
+	}
+	if _, statErr := os.Lstat(path); statErr == nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	k, err = keys.Generate()
+	if err != nil {
+		return nil, err
+	}
+	if err := keys.WritePrivateKey(path, k, false); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	return k, nil
+}
+
+// PublicKey is the gateway's public key: verifies its tokens and audit checkpoints.
+func (g *Gateway) PublicKey() ed25519.PublicKey { return g.Key.Public().(ed25519.PublicKey) }
+
+// Handler is the HTTP API.
+func (g *Gateway) Handler() http.Handler {
+	s := &ipc.Server{Broker: g.Broker, Clients: g.Store, Registry: g.Registry, Logger: g.log}
+	return s.Handler()
+}
+
+// Serve listens as configured and serves until ctx is done, then shuts down gracefully. ready
+// is called with the addresses once listening.
+func (g *Gateway) Serve(ctx context.Context, ready func(tcp, socket string)) error {
+	h := g.Handler()
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ConnContext: ipc.ConnContext}
+	var lns []net.Listener
+	tcpAddr, sockPath := "", ""
+	if g.cfg.Listen != "-" {
+		addr := g.cfg.Listen
+		if addr == "" {
+			addr = DefaultListen
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("gateway: listen %s: %w", addr, err)
+		}
+		lns = append(lns, ln)
+		tcpAddr = ln.Addr().String()
+	}
+	if g.cfg.Socket != "-" {
+		sockPath = g.cfg.Socket
+		if sockPath == "" {
+			sockPath = filepath.Join(g.cfg.DataDir, SocketFile)
+		}
+		_ = os.Remove(sockPath) // a socket left by a crash
+		ln, err := net.Listen("unix", sockPath)
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			return fmt.Errorf("gateway: socket %s: %w", sockPath, err)
+		}
+		if err := os.Chmod(sockPath, 0o660); err != nil {
+			ln.Close()
+			return err
+		}
+		lns = append(lns, ln)
+	}
+	errc := make(chan error, len(lns))
+	for _, ln := range lns {
+		go func() { errc <- srv.Serve(ln) }()
+	}
+	sweepCtx, stopSweep := context.WithCancel(context.Background())
+	go g.sweep(sweepCtx)
+	if ready != nil {
+		ready(tcpAddr, sockPath)
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	stopSweep()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if serr := srv.Shutdown(shutdownCtx); serr != nil && err == nil {
+		err = serr
+	}
+	if sockPath != "" {
+		_ = os.Remove(sockPath)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// sweep expires unanswered consent requests and reloads the registry, so that apps registered
+// by another process (capgate app register, another replica) are seen within seconds.
+func (g *Gateway) sweep(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := g.Consent.Sweep(ctx); err != nil && ctx.Err() == nil {
+				g.log.Warn("consent sweep failed", "err", err)
+			}
+			if err := g.Registry.Reload(ctx); err != nil && ctx.Err() == nil {
+				g.log.Warn("registry reload failed", "err", err)
+			}
+		}
+	}
+}
+
+// Close flushes the audit log, signs a final checkpoint and closes the store.
+func (g *Gateway) Close() error {
+	var errs []error
+	if g.Audit != nil {
+		errs = append(errs, g.Audit.Close())
+	}
+	if g.Store != nil {
+		errs = append(errs, g.Store.Close())
+	}
+	return errors.Join(errs...)
+}

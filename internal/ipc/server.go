@@ -1,0 +1,320 @@
+package ipc
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/capgate/capgate/internal/broker"
+	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/token"
+	"github.com/capgate/capgate/manifest"
+)
+
+// Server is the IPC API over HTTP. The same handler serves a TCP listener and the unix socket;
+// on the socket a peer whose uid belongs to a client is that client without a key.
+type Server struct {
+	Broker   *broker.Broker
+	Clients  store.Clients
+	Registry *registry.Registry
+	Logger   *slog.Logger     // nil: slog.Default()
+	Now      func() time.Time // nil: time.Now
+}
+
+// KeyHash is how a client key is known to the store: "sha256:" and the hex of its SHA-256.
+func KeyHash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+type ctxKey int
+
+const peerUIDKey ctxKey = 0
+
+// ConnContext records the peer uid of a unix-socket connection for authentication; use it as
+// http.Server.ConnContext.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if uc, ok := c.(*net.UnixConn); ok {
+		if uid, ok := peerUID(uc); ok {
+			return context.WithValue(ctx, peerUIDKey, uid)
+		}
+	}
+	return ctx
+}
+
+func (s *Server) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Server) log() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+// Handler returns the API's routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/ipc", s.ipc)
+	mux.HandleFunc("GET /v1/capabilities", s.capabilities)
+	mux.HandleFunc("POST /v1/capabilities/request", s.request)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	return mux
+}
+
+// authenticate finds the calling client: a bearer key, else the unix peer's uid.
+func (s *Server) authenticate(r *http.Request) (broker.Caller, bool) {
+	ctx := r.Context()
+	var c store.Client
+	var err error
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		key, ok := strings.CutPrefix(auth, "Bearer ")
+		if !ok || key == "" {
+			return broker.Caller{}, false
+		}
+		c, err = s.Clients.ClientByKeyHash(ctx, KeyHash(key))
+	} else if uid, ok := ctx.Value(peerUIDKey).(int); ok {
+		c, err = s.Clients.ClientByUID(ctx, uid)
+	} else {
+		return broker.Caller{}, false
+	}
+	if err != nil || c.Disabled {
+		return broker.Caller{}, false
+	}
+	return broker.Caller{ClientID: c.ID, Name: c.Name, Trust: manifest.AuthLevel(c.Trust), NeverAsk: c.NeverAsk}, true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxEnvelopeBytes))
+	return data, err == nil
+}
+
+func (s *Server) unauthorized(w http.ResponseWriter, requestID string) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="capgate"`)
+	writeJSON(w, http.StatusUnauthorized, Error(requestID, s.now(), "PERMISSION_DENIED", "unknown client: send the client key as a bearer token", nil))
+}
+
+func (s *Server) ipc(w http.ResponseWriter, r *http.Request) {
+	caller, ok := s.authenticate(r)
+	if !ok {
+		s.unauthorized(w, "")
+		return
+	}
+	data, ok := readBody(w, r)
+	if !ok {
+		writeJSON(w, http.StatusRequestEntityTooLarge, Error("", s.now(), CodeInvalidRequest, "the request is too large", nil))
+		return
+	}
+	req, err := ParseRequest(data)
+	if err != nil {
+		var re *RequestError
+		errors.As(err, &re)
+		details := map[string]any{}
+		if re != nil {
+			details["problems"] = re.Problems
+		}
+		id := ""
+		if re != nil {
+			id = re.RequestID
+		}
+		writeJSON(w, http.StatusOK, Error(id, s.now(), CodeInvalidRequest, "the request envelope is not valid", details))
+		return
+	}
+	if req.Body.Action == ActionUndo {
+		s.undo(w, r, caller, req)
+		return
+	}
+	res := s.Broker.Call(r.Context(), caller, broker.Request{
+		RequestID: req.Header.RequestID, Action: req.Body.Action, App: req.Body.App, Method: req.Body.Method,
+		Params: req.Body.Params, Token: req.Body.CapabilityToken,
+	})
+	if res.OK() {
+		resp := Success(req.Header.RequestID, s.now(), res.Data)
+		resp.Body.UndoToken, resp.Body.Compensation = res.UndoToken, res.Compensation
+		if !res.UndoUntil.IsZero() {
+			resp.Body.UndoUntil = res.UndoUntil.UnixMilli()
+		}
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	resp := Error(req.Header.RequestID, s.now(), res.Code, res.Message, map[string]any{"decision": res.Decision.Outcome, "call_id": res.CallID})
+	if res.ConsentID != "" {
+		resp.Body.Consent = &ConsentRef{ID: res.ConsentID, URL: "/ui/requests/" + res.ConsentID}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) undo(w http.ResponseWriter, r *http.Request, caller broker.Caller, req Request) {
+	err := s.Broker.Undo(r.Context(), caller, req.Body.UndoToken)
+	if err == nil {
+		writeJSON(w, http.StatusOK, Success(req.Header.RequestID, s.now(), json.RawMessage(`{"undone":true}`)))
+		return
+	}
+	code, msg := "EXECUTION_FAILED", "the undo failed"
+	switch {
+	case errors.Is(err, broker.ErrUndoUnknown), errors.Is(err, broker.ErrUndoClient):
+		code, msg = "INVALID_TOKEN", "no such undo token for this client"
+	case errors.Is(err, broker.ErrUndoExpired):
+		code, msg = "TOKEN_EXPIRED", "the undo window has passed"
+	case errors.Is(err, broker.ErrUndoNotSupp):
+		code, msg = "METHOD_NOT_FOUND", "the app cannot undo"
+	}
+	writeJSON(w, http.StatusOK, Error(req.Header.RequestID, s.now(), code, msg, nil))
+}
+
+// Tool is one capability as the caller sees it: the definition an agent's planner needs.
+type Tool struct {
+	ID            string          `json:"id"`
+	App           string          `json:"app"`
+	Method        string          `json:"method"`
+	Name          string          `json:"name"`
+	Description   string          `json:"description"` // untrusted text from the app's manifest: data, not instructions
+	Parameters    json.RawMessage `json:"parameters"`
+	Returns       json.RawMessage `json:"returns"`
+	SideEffects   string          `json:"side_effects"`
+	Risk          string          `json:"risk"`
+	Permission    string          `json:"permission"`
+	Reversibility string          `json:"reversibility"`
+	Tier          int             `json:"tier"`
+	NeedsConsent  bool            `json:"needs_consent,omitempty"` // usable, after the person's consent
+}
+
+// trustRank ranks a client's trust level; a client is never system.
+func trustRank(t manifest.AuthLevel) int {
+	switch t {
+	case manifest.AuthUser:
+		return manifest.AuthUser.Rank()
+	case manifest.AuthPrivileged, manifest.AuthSystem:
+		return manifest.AuthPrivileged.Rank()
+	}
+	return manifest.AuthPublic.Rank()
+}
+
+// capabilities lists what the caller may use: never a capability it would be refused
+// outright (unknown, disabled, or above its trust level).
+func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
+	caller, ok := s.authenticate(r)
+	if !ok {
+		s.unauthorized(w, "")
+		return
+	}
+	tools := []Tool{}
+	for _, app := range s.Registry.List() {
+		if !app.Enabled {
+			continue
+		}
+		for i := range app.Doc.Manifest().Capabilities {
+			c := &app.Doc.Manifest().Capabilities[i]
+			if trustRank(caller.Trust) < c.AuthLevel.Rank() {
+				continue // refused outright: never listed
+			}
+			// Without a token, only public low-risk capabilities run at once; the rest wait for
+			// the person (a token request or a consent for the call), and say so.
+			needs := !(c.AuthLevel == manifest.AuthPublic && c.Risk == manifest.RiskLow) || c.ConfirmationRequired ||
+				(app.Tier != manifest.Tier1 && c.SideEffects.Rank() > manifest.SideEffectRead.Rank())
+			tools = append(tools, Tool{
+				ID: c.ID, App: app.Alias, Method: c.ID[strings.LastIndexByte(c.ID, '.')+1:], Name: c.Name, Description: c.Description,
+				Parameters: c.Parameters, Returns: c.Returns, SideEffects: string(c.SideEffects), Risk: string(c.Risk),
+				Permission: c.Permission, Reversibility: string(c.Reversibility), Tier: int(app.Tier), NeedsConsent: needs,
+			})
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"capabilities": tools})
+}
+
+type capabilityRequest struct {
+	Action       string          `json:"action,omitempty"`
+	Capabilities []string        `json:"capabilities"`
+	Duration     int64           `json:"duration"`
+	MaxUses      int64           `json:"max_uses"`
+	Reason       string          `json:"reason"`
+	Constraints  json.RawMessage `json:"constraints,omitempty"`
+}
+
+type constraintsJSON struct {
+	MaxUses         int64    `json:"max_uses"`
+	AllowedPaths    []string `json:"allowed_paths"`
+	AllowedCommands []string `json:"allowed_commands"`
+	DeniedCommands  []string `json:"denied_commands"`
+	DeniedPatterns  []string `json:"denied_patterns"`
+	Condition       string   `json:"condition"`
+}
+
+func (s *Server) request(w http.ResponseWriter, r *http.Request) {
+	caller, ok := s.authenticate(r)
+	if !ok {
+		s.unauthorized(w, "")
+		return
+	}
+	data, ok := readBody(w, r)
+	if !ok {
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"status": "error", "error_code": CodeInvalidRequest, "error_message": "the request is too large"})
+		return
+	}
+	fail := func(status int, code, msg string, extra map[string]any) {
+		body := map[string]any{"status": "error", "error_code": code, "error_message": msg}
+		for k, v := range extra {
+			body[k] = v
+		}
+		writeJSON(w, status, body)
+	}
+	var cr capabilityRequest
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if _, err := jcsCheck(data); err != nil || dec.Decode(&cr) != nil {
+		fail(http.StatusBadRequest, CodeInvalidRequest, "the capability request is not valid JSON of the documented shape", nil)
+		return
+	}
+	var cons constraintsJSON
+	if len(cr.Constraints) > 0 {
+		cd := json.NewDecoder(strings.NewReader(string(cr.Constraints)))
+		cd.DisallowUnknownFields()
+		if cd.Decode(&cons) != nil {
+			fail(http.StatusBadRequest, CodeInvalidRequest, "constraints: unknown or mistyped member", nil)
+			return
+		}
+	}
+	maxUses := cr.MaxUses
+	if maxUses == 0 {
+		maxUses = cons.MaxUses
+	}
+	iss, err := s.Broker.RequestCapability(r.Context(), caller, broker.CapabilityRequest{
+		Capabilities: cr.Capabilities, Duration: cr.Duration, MaxUses: maxUses, Reason: cr.Reason,
+		Constraints: token.Constraints{AllowedPaths: cons.AllowedPaths, AllowedCommands: cons.AllowedCommands,
+			DeniedCommands: cons.DeniedCommands, DeniedPatterns: cons.DeniedPatterns, Condition: cons.Condition},
+	})
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, map[string]any{"status": "success", "token": iss.Wire, "token_id": iss.ID, "expires_at": iss.ExpiresAt.Unix(), "consent_id": iss.ConsentID})
+	case errors.Is(err, broker.ErrIssueInvalid):
+		fail(http.StatusBadRequest, CodeInvalidRequest, err.Error(), nil)
+	case errors.Is(err, broker.ErrIssuePending):
+		fail(http.StatusAccepted, "CONSENT_REQUIRED", "the request waits for the person's consent", map[string]any{"consent": ConsentRef{ID: iss.ConsentID, URL: "/ui/requests/" + iss.ConsentID}})
+	case errors.Is(err, broker.ErrIssueDenied):
+		fail(http.StatusForbidden, "CONSENT_DENIED", "the person did not approve the request", nil)
+	default:
+		s.log().Error("request_capability failed", "err", err)
+		fail(http.StatusInternalServerError, "EXECUTION_FAILED", "the token could not be issued", nil)
+	}
+}
