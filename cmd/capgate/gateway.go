@@ -219,8 +219,10 @@ func newTokenCmd(g *globals) *cobra.Command {
 				return err
 			}
 			var r struct {
-				Status, Token, ErrorCode, ErrorMessage string
-				Consent                                *ipc.ConsentRef
+				Token        string          `json:"token"`
+				ErrorCode    string          `json:"error_code"`
+				ErrorMessage string          `json:"error_message"`
+				Consent      *ipc.ConsentRef `json:"consent"`
 			}
 			_ = json.Unmarshal(out, &r)
 			if status != http.StatusOK || r.Token == "" {
@@ -350,6 +352,36 @@ Exit 0 on success, 1 when the gateway refuses or the capability fails.`,
 	cmd.Flags().StringVar(&params, "params", "", "params JSON object")
 	cmd.Flags().StringVar(&tok, "token", "", "capability token")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the response envelope")
+	return cmd
+}
+
+func newUndoCmd() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "undo UNDO_TOKEN",
+		Short: "Undo a call within its undo window",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			env := map[string]any{"header": map[string]any{"msg_type": ipc.MsgRequest, "version": ipc.Version,
+				"request_id": fmt.Sprintf("req_cli_%d", time.Now().UnixNano()), "timestamp": time.Now().Unix()},
+				"body": map[string]any{"action": "undo", "undo_token": args[0]}}
+			b, _ := json.Marshal(env)
+			_, out, err := cf.do("POST", "/v1/ipc", b)
+			if err != nil {
+				return err
+			}
+			var resp ipc.Response
+			if err := json.Unmarshal(out, &resp); err != nil {
+				return &exitError{code: exitNo, err: errors.New("the gateway's answer is not an envelope")}
+			}
+			if resp.Body.Status != "success" {
+				return &exitError{code: exitNo, err: fmt.Errorf("%s: %s", resp.Body.ErrorCode, resp.Body.ErrorMessage)}
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "undone")
+			return nil
+		},
+	}
+	cf.register(cmd)
 	return cmd
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -106,12 +107,12 @@ func TestServeEndToEnd(t *testing.T) {
 		}
 		json.NewDecoder(resp.Body).Decode(&caps)
 		resp.Body.Close()
-		if len(caps.Capabilities) > 0 {
+		if slices.ContainsFunc(caps.Capabilities, func(c struct{ ID string }) bool { return strings.HasPrefix(c.ID, "notes.") }) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if len(caps.Capabilities) == 0 {
+	if !slices.ContainsFunc(caps.Capabilities, func(c struct{ ID string }) bool { return strings.HasPrefix(c.ID, "notes.") }) {
 		t.Fatal("the registered app's capabilities are not listed")
 	}
 	for _, c := range caps.Capabilities {
@@ -168,4 +169,78 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Fatalf("revoked token: %s", r.stdout)
 	}
 	mustCode(t, capgate(t, "", nil, "audit", "verify", "--data", data), 0)
+}
+
+// waitPending returns the id of the first pending consent request.
+func waitPending(t *testing.T, data string) string {
+	t.Helper()
+	for i := 0; i < 100; i++ {
+		l := capgate(t, "", nil, "approvals", "list", "--json", "--data", data)
+		var pending []struct{ ID string }
+		json.Unmarshal([]byte(l.stdout), &pending)
+		if len(pending) > 0 {
+			return pending[0].ID
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("no pending request appeared")
+	return ""
+}
+
+// TestServeSettingsFlow is the README's walk-through with the built-in Settings app: an
+// allowed call, a denied call, an approved call, its undo, and an intact audit log.
+func TestServeSettingsFlow(t *testing.T) {
+	data := t.TempDir()
+	url := startServe(t, data)
+	key := strings.TrimSpace(capgate(t, "", nil, "client", "add", "agent", "--data", data).stdout)
+	env := []string{"CAPGATE_SERVER=" + url, "CAPGATE_CLIENT_KEY=" + key}
+
+	r := capgate(t, "", env, "token", "request", "--capabilities", "system.settings.read", "--max-uses", "5", "--duration", "10m", "--reason", "check the theme")
+	mustCode(t, r, 0)
+	read := strings.TrimSpace(r.stdout)
+	r = capgate(t, "", env, "call", "settings", "get_setting", "--params", `{"category":"appearance","key":"theme"}`, "--token", read)
+	mustCode(t, r, 0)
+	if !strings.Contains(r.stdout, `"value":"dark"`) {
+		t.Fatalf("allowed call: %s", r.stdout)
+	}
+	r = capgate(t, "", env, "call", "settings", "set_setting", "--params", `{"category":"appearance","key":"theme","value":"light"}`, "--token", read, "--json")
+	mustCode(t, r, 1)
+	if !strings.Contains(r.stdout, `"error_code": "CAPABILITY_DENIED"`) {
+		t.Fatalf("denied call: %s", r.stdout)
+	}
+
+	got := make(chan result, 1)
+	go func() {
+		got <- capgate(t, "", env, "token", "request", "--capabilities", "system.settings.write", "--max-uses", "2", "--duration", "10m", "--reason", "switch to light")
+	}()
+	mustCode(t, capgate(t, "", nil, "approvals", "approve", waitPending(t, data), "--data", data), 0)
+	w := <-got
+	mustCode(t, w, 0)
+	write := strings.TrimSpace(w.stdout)
+	r = capgate(t, "", env, "call", "settings", "set_setting", "--params", `{"category":"appearance","key":"theme","value":"light"}`, "--token", write, "--json")
+	mustCode(t, r, 0)
+	var resp struct {
+		Body struct {
+			Result    struct{ PreviousValue, NewValue string } `json:"result"`
+			UndoToken string                                   `json:"undo_token"`
+		} `json:"body"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &resp); err != nil || resp.Body.UndoToken == "" {
+		t.Fatalf("approved call: %s", r.stdout)
+	}
+	mustCode(t, capgate(t, "", env, "undo", resp.Body.UndoToken), 0)
+	r = capgate(t, "", env, "call", "settings", "get_setting", "--params", `{"category":"appearance","key":"theme"}`, "--token", read)
+	if !strings.Contains(r.stdout, `"value":"dark"`) {
+		t.Fatalf("after undo: %s", r.stdout)
+	}
+	mustCode(t, capgate(t, "", env, "undo", resp.Body.UndoToken), 1)
+	r = capgate(t, "", env, "call", "settings", "set_setting", "--params", `{"category":"display","key":"brightness","value":400}`, "--token", write, "--json")
+	if !strings.Contains(r.stdout, `"error_code": "INVALID_REQUEST"`) {
+		t.Fatalf("out-of-domain value: %s", r.stdout)
+	}
+	r = capgate(t, "", nil, "audit", "verify", "--data", data)
+	mustCode(t, r, 0)
+	if !strings.Contains(r.stdout, "intact") {
+		t.Fatalf("audit verify: %s", r.stdout)
+	}
 }

@@ -25,7 +25,6 @@ import (
 	"github.com/capgate/capgate/internal/store/sqlite"
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/keys"
-	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
 )
 
@@ -84,19 +83,31 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: store: %w", err)
 	}
 	g := &Gateway{cfg: cfg, Store: st, Key: key, log: cfg.Logger}
-	var trust manifest.KeySource
+	trust := keySources{keys.TrustStore{Dir: filepath.Join(cfg.DataDir, LocalTrustDir)}}
 	if cfg.TrustedDir != "" {
-		trust = keys.TrustStore{Dir: cfg.TrustedDir}
+		trust = append(trust, keys.TrustStore{Dir: cfg.TrustedDir})
 	}
 	if g.Registry, err = registry.New(ctx, st, trust); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("gateway: registry: %w", err)
 	}
+	builtins, err := registerBuiltins(ctx, cfg.DataDir, g.Registry, st)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	handlers := map[string]sdk.Handler{}
+	for id, h := range builtins {
+		handlers[id] = h
+	}
+	for id, h := range cfg.Handlers {
+		handlers[id] = h
+	}
 	g.Audit = audit.NewWriter(st, &audit.Options{CheckpointKey: key, CheckpointEvery: 1000, CheckpointInterval: time.Minute,
 		MirrorPath: filepath.Join(cfg.DataDir, AuditFile), Logger: cfg.Logger})
 	g.Consent = consent.New(st, &consent.Options{Surface: true})
 	g.Broker, err = broker.New(broker.Options{Store: st, Registry: g.Registry, Tokens: token.NewVerifier(key.Public().(ed25519.PublicKey), 4096),
-		Audit: g.Audit, Consent: g.Consent, Handlers: cfg.Handlers, TokenKey: key})
+		Audit: g.Audit, Consent: g.Consent, Handlers: handlers, TokenKey: key})
 	if err != nil {
 		g.Close()
 		return nil, err
@@ -106,7 +117,10 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 
 // LoadOrCreateKey reads the gateway's key from the data folder, creating it on first use.
 func LoadOrCreateKey(dataDir string) (ed25519.PrivateKey, error) {
-	path := filepath.Join(dataDir, KeyFile)
+	return loadOrCreate(filepath.Join(dataDir, KeyFile))
+}
+
+func loadOrCreate(path string) (ed25519.PrivateKey, error) {
 	k, err := keys.LoadPrivateKey(path)
 	if err == nil {
 		return k, nil
