@@ -215,7 +215,7 @@ func TestBenchManifest(t *testing.T) {
 	mustCode(t, capgate(t, "", nil, "bench", "manifest", "--caps", "0"), 2)
 }
 
-// TestReadmeMainCommand runs the first command of the README: verifying the bundled example.
+// TestReadmeMainCommand runs the README's manifest example: verifying the bundled example.
 func TestReadmeMainCommand(t *testing.T) {
 	r := capgate(t, "", nil, "manifest", "verify", "--trusted-dir", "../../examples/trusted", "../../examples/notes/manifest.json")
 	mustCode(t, r, 0)
