@@ -355,6 +355,66 @@ Exit 0 on success, 1 when the gateway refuses or the capability fails.`,
 	return cmd
 }
 
+func newExplainCmd() *cobra.Command {
+	var cf clientFlags
+	var params, tok string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "explain APP METHOD [--params JSON] [--token TOKEN] [--json]",
+		Short: "Show what a call would get and why, with no side effect",
+		Long: `Ask the gateway what a call would get (allow, ask, handoff or deny, with its code) and why,
+step by step, without taking a use of the token, asking anyone, recording or running anything.`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if params == "" {
+				params = "{}"
+			}
+			if !json.Valid([]byte(params)) {
+				return usageErr("--params: not JSON")
+			}
+			body := map[string]any{"action": "execute", "app": args[0], "method": args[1], "params": json.RawMessage(params)}
+			if tok != "" {
+				body["capability_token"] = tok
+			}
+			env := map[string]any{"header": map[string]any{"msg_type": ipc.MsgRequest, "version": ipc.Version,
+				"request_id": fmt.Sprintf("req_cli_%d", time.Now().UnixNano()), "timestamp": time.Now().Unix()}, "body": body}
+			b, _ := json.Marshal(env)
+			status, out, err := cf.do("POST", "/v1/explain", b)
+			if err != nil {
+				return err
+			}
+			var d struct {
+				Outcome     string   `json:"outcome"`
+				Code        string   `json:"code"`
+				Explanation string   `json:"explanation"`
+				Step        int      `json:"step"`
+				Trace       []string `json:"trace"`
+			}
+			if status != http.StatusOK || json.Unmarshal(out, &d) != nil {
+				return &exitError{code: exitNo, err: fmt.Errorf("the gateway refused the question (HTTP %d)", status)}
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(w, d)
+			}
+			fmt.Fprintf(w, "%s", d.Outcome)
+			if d.Code != "" {
+				fmt.Fprintf(w, " (%s)", d.Code)
+			}
+			fmt.Fprintf(w, ": %s\n", d.Explanation)
+			for _, line := range d.Trace {
+				fmt.Fprintf(w, "  %s\n", line)
+			}
+			return nil
+		},
+	}
+	cf.register(cmd)
+	cmd.Flags().StringVar(&params, "params", "", "params JSON object")
+	cmd.Flags().StringVar(&tok, "token", "", "capability token")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
 func newUndoCmd() *cobra.Command {
 	var cf clientFlags
 	cmd := &cobra.Command{
@@ -511,7 +571,66 @@ func newAuditCmd(g *globals) *cobra.Command {
 	}
 	verify.Flags().StringVar(&data, "data", "", "data folder")
 	verify.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
-	cmd.AddCommand(verify)
+
+	var n int
+	tail := &cobra.Command{
+		Use:   "tail [-n N] [--json] [--data DIR]",
+		Short: "Print the last records of the audit log",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := g.dataDir(data)
+			if err != nil {
+				return err
+			}
+			ctx := context.Background()
+			st, err := openStore(ctx, dir)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			entries, err := audit.Tail(ctx, st, n)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(w, entries)
+			}
+			for _, e := range entries {
+				r := e.Record
+				fmt.Fprintf(w, "%d  %s  %-8s %-7s %-18s client %s  %s %s/%s  %s\n", e.Seq, time.Unix(r.Timestamp, 0).UTC().Format(time.RFC3339),
+					r.Kind, r.Decision, orNone(r.Code), orNone(r.ClientID), r.Action, orNone(r.App), orNone(r.Method), r.Result)
+			}
+			return nil
+		},
+	}
+	tail.Flags().IntVarP(&n, "lines", "n", 20, "how many records")
+	tail.Flags().StringVar(&data, "data", "", "data folder")
+	tail.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+
+	var from, to int64
+	export := &cobra.Command{
+		Use:   "export [--from SEQ] [--to SEQ] [--data DIR]",
+		Short: "Write the audit log as JSON lines (seq, prev_hash, hash, at, record)",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := g.dataDir(data)
+			if err != nil {
+				return err
+			}
+			ctx := context.Background()
+			st, err := openStore(ctx, dir)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			return audit.Export(ctx, st, cmd.OutOrStdout(), from, to)
+		},
+	}
+	export.Flags().Int64Var(&from, "from", 1, "first record")
+	export.Flags().Int64Var(&to, "to", 0, "last record (0: the end)")
+	export.Flags().StringVar(&data, "data", "", "data folder")
+	cmd.AddCommand(verify, tail, export)
 	return cmd
 }
 

@@ -91,7 +91,7 @@ Exit codes: 0 success, 1 a check that says no, 2 a usage error.`,
 	}
 	root.PersistentFlags().StringVar(&g.config, "config", "", "configuration file (default $CAPGATE_CONFIG, else $XDG_CONFIG_HOME/capgate/config.yaml)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%w", err) })
-	root.AddCommand(newServeCmd(g), newClientCmd(g), newAppCmd(g), newTokenCmd(g), newCallCmd(), newUndoCmd(), newApprovalsCmd(g), newAuditCmd(g),
+	root.AddCommand(newServeCmd(g), newClientCmd(g), newAppCmd(g), newTokenCmd(g), newCallCmd(), newExplainCmd(), newUndoCmd(), newApprovalsCmd(g), newAuditCmd(g),
 		newManifestCmd(g), newPluginCmd(g), newPolicyCmd(g), newCanonCmd(), newKeygenCmd(), newBenchCmd())
 	return root
 }

@@ -211,7 +211,7 @@ func TestServeSettingsFlow(t *testing.T) {
 
 	got := make(chan result, 1)
 	go func() {
-		got <- capgate(t, "", env, "token", "request", "--capabilities", "system.settings.write", "--max-uses", "2", "--duration", "10m", "--reason", "switch to light")
+		got <- capgate(t, "", env, "token", "request", "--capabilities", "system.settings.write", "--max-uses", "2", "--duration", "10m", "--reason", "switch the theme")
 	}()
 	mustCode(t, capgate(t, "", nil, "approvals", "approve", waitPending(t, data), "--data", data), 0)
 	w := <-got
@@ -242,5 +242,33 @@ func TestServeSettingsFlow(t *testing.T) {
 	mustCode(t, r, 0)
 	if !strings.Contains(r.stdout, "intact") {
 		t.Fatalf("audit verify: %s", r.stdout)
+	}
+
+	// explain says why, and changes nothing: the write token has one use left after it.
+	r = capgate(t, "", env, "explain", "settings", "set_setting", "--params", `{"category":"appearance","key":"theme","value":"ocean"}`, "--token", read)
+	mustCode(t, r, 0)
+	if !strings.HasPrefix(r.stdout, "deny (CAPABILITY_DENIED)") || !strings.Contains(r.stdout, "step 5") {
+		t.Fatalf("explain: %s", r.stdout)
+	}
+	r = capgate(t, "", nil, "audit", "tail", "-n", "3", "--data", data)
+	mustCode(t, r, 0)
+	if strings.Count(r.stdout, "\n") != 3 {
+		t.Fatalf("audit tail: %s", r.stdout)
+	}
+	r = capgate(t, "", nil, "audit", "export", "--data", data)
+	mustCode(t, r, 0)
+	if !strings.Contains(r.stdout, `"prev_hash"`) || strings.Contains(r.stdout, "light") {
+		t.Fatalf("audit export (params must appear only as a hash): %s", r.stdout[:min(len(r.stdout), 400)])
+	}
+	mresp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	for _, want := range []string{`capgate_calls_total{code="",decision="allow"}`, `capgate_calls_total{code="CAPABILITY_DENIED",decision="deny"}`, "capgate_call_duration_seconds_bucket", "capgate_consents_pending 0"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 }

@@ -55,6 +55,9 @@ type Options struct {
 	// CONSENT_REQUIRED with the request's id (default 2 minutes).
 	ConsentWait time.Duration
 	Now         func() time.Time
+	// Observe, when set, is told of every finished call: its outcome, its code ("" for
+	// success) and how long it took. The gateway feeds its metrics from it.
+	Observe func(outcome, code string, took time.Duration)
 }
 
 // Broker runs calls. It is safe for concurrent use.
@@ -302,6 +305,19 @@ func clip(s string) string {
 
 // Call runs one call through the whole pipeline.
 func (b *Broker) Call(ctx context.Context, caller Caller, req Request) Result {
+	start := time.Now()
+	res := b.call(ctx, caller, req)
+	if b.o.Observe != nil {
+		outcome := string(res.Decision.Outcome)
+		if outcome == "" {
+			outcome = string(policy.Deny)
+		}
+		b.o.Observe(outcome, res.Code, time.Since(start))
+	}
+	return res
+}
+
+func (b *Broker) call(ctx context.Context, caller Caller, req Request) Result {
 	if len(req.Params) == 0 {
 		req.Params = json.RawMessage("{}")
 	}

@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/consent"
@@ -60,6 +62,7 @@ type Gateway struct {
 	Audit    *audit.Writer
 	Key      ed25519.PrivateKey
 	log      *slog.Logger
+	metrics  *metrics
 }
 
 // Open opens (creating on first use) the data folder, the store and the gateway's key, and
@@ -106,8 +109,9 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	g.Audit = audit.NewWriter(st, &audit.Options{CheckpointKey: key, CheckpointEvery: 1000, CheckpointInterval: time.Minute,
 		MirrorPath: filepath.Join(cfg.DataDir, AuditFile), Logger: cfg.Logger})
 	g.Consent = consent.New(st, &consent.Options{Surface: true})
+	g.metrics = newMetrics(st)
 	g.Broker, err = broker.New(broker.Options{Store: st, Registry: g.Registry, Tokens: token.NewVerifier(key.Public().(ed25519.PublicKey), 4096),
-		Audit: g.Audit, Consent: g.Consent, Handlers: handlers, TokenKey: key})
+		Audit: g.Audit, Consent: g.Consent, Handlers: handlers, TokenKey: key, Observe: g.metrics.observe})
 	if err != nil {
 		g.Close()
 		return nil, err
@@ -141,10 +145,13 @@ func loadOrCreate(path string) (ed25519.PrivateKey, error) {
 // PublicKey is the gateway's public key: verifies its tokens and audit checkpoints.
 func (g *Gateway) PublicKey() ed25519.PublicKey { return g.Key.Public().(ed25519.PublicKey) }
 
-// Handler is the HTTP API.
+// Handler is the HTTP API, with Prometheus metrics at /metrics.
 func (g *Gateway) Handler() http.Handler {
 	s := &ipc.Server{Broker: g.Broker, Clients: g.Store, Registry: g.Registry, Logger: g.log}
-	return s.Handler()
+	mux := http.NewServeMux()
+	mux.Handle("/", s.Handler())
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{}))
+	return mux
 }
 
 // Serve listens as configured and serves until ctx is done, then shuts down gracefully. ready

@@ -71,6 +71,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/ipc", s.ipc)
 	mux.HandleFunc("GET /v1/capabilities", s.capabilities)
 	mux.HandleFunc("POST /v1/capabilities/request", s.request)
+	mux.HandleFunc("POST /v1/explain", s.explain)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	return mux
 }
@@ -163,6 +164,29 @@ func (s *Server) ipc(w http.ResponseWriter, r *http.Request) {
 		resp.Body.Consent = &ConsentRef{ID: res.ConsentID, URL: "/ui/requests/" + res.ConsentID}
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// explain answers what a call would get and why, with no side effect: no use taken, no
+// consent asked, nothing recorded, nothing run.
+func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
+	caller, ok := s.authenticate(r)
+	if !ok {
+		s.unauthorized(w, "")
+		return
+	}
+	data, ok := readBody(w, r)
+	if !ok {
+		writeJSON(w, http.StatusRequestEntityTooLarge, Error("", s.now(), CodeInvalidRequest, "the request is too large", nil))
+		return
+	}
+	req, err := ParseRequest(data)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, Error("", s.now(), CodeInvalidRequest, "the request envelope is not valid", nil))
+		return
+	}
+	d := s.Broker.Explain(r.Context(), caller, broker.Request{RequestID: req.Header.RequestID, Action: req.Body.Action,
+		App: req.Body.App, Method: req.Body.Method, Params: req.Body.Params, Token: req.Body.CapabilityToken})
+	writeJSON(w, http.StatusOK, map[string]any{"outcome": d.Outcome, "code": d.Code, "explanation": d.Explanation, "step": d.Step, "trace": d.Trace})
 }
 
 func (s *Server) undo(w http.ResponseWriter, r *http.Request, caller broker.Caller, req Request) {
