@@ -104,6 +104,10 @@ at most 2 µs; at least 10,000 calls/s end to end with p99 under 2 ms.`,
 			fmt.Fprintf(w, "%-32s %12d\n", "audit records", r.AuditRecords)
 			fmt.Fprintf(w, "%-32s %12.1f\n", "audit records per commit", r.RecordsPerBatch)
 			fmt.Fprintf(w, "%-32s %12.2f\n", "decision, cached token (µs)", r.DecisionUS)
+			fmt.Fprintf(w, "%-32s %12d\n", "delayed-commit window (ms)", r.DelayedCommitMS)
+			if opts.WithoutDelayedCommitUnsafe {
+				fmt.Fprintln(w, "served without delayed-commit windows: not the gateway as shipped")
+			}
 			if r.FirstError != "" {
 				fmt.Fprintf(w, "first error: %s\n", r.FirstError)
 			}
@@ -113,6 +117,8 @@ at most 2 µs; at least 10,000 calls/s end to end with p99 under 2 ms.`,
 	}
 	cmd.Flags().DurationVar(&opts.Duration, "duration", 5*time.Second, "how long to drive calls")
 	cmd.Flags().IntVar(&opts.Workers, "workers", 32, "concurrent keep-alive HTTP clients")
+	cmd.Flags().BoolVar(&opts.WithoutDelayedCommitUnsafe, "without-delayed-commit-unsafe", false,
+		"serve with a broker that gives no call a delayed-commit window (measures the rest of the path)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }

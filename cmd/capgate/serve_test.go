@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -271,4 +273,101 @@ func TestServeSettingsFlow(t *testing.T) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
+}
+
+// TestKillDashNineUnderLoad kills the server with SIGKILL while agents call it, restarts it on
+// the same data, and checks that the audit log is intact and holds a record of every call that
+// was acknowledged.
+func TestKillDashNineUnderLoad(t *testing.T) {
+	data := t.TempDir()
+	cmd := exec.Command(binary, "serve", "--data", data, "--listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	url := ""
+	for sc.Scan() {
+		if u, ok := strings.CutPrefix(sc.Text(), "capgate serving on http://"); ok {
+			url = "http://" + u
+			break
+		}
+	}
+	go io.Copy(io.Discard, out)
+	key := strings.TrimSpace(capgate(t, "", nil, "client", "add", "agent", "--data", data).stdout)
+	env := []string{"CAPGATE_SERVER=" + url, "CAPGATE_CLIENT_KEY=" + key}
+	tr := capgate(t, "", env, "token", "request", "--capabilities", "system.settings.read", "--duration", "10m")
+	mustCode(t, tr, 0)
+	tok := strings.TrimSpace(tr.stdout)
+
+	body := `{"header":{"msg_type":"llm_request","version":"1.0","request_id":"load"},"body":{"action":"query","app":"settings","method":"get_setting","params":{"category":"sound","key":"master_volume"},"capability_token":"` + tok + `"}}`
+	{
+		req, _ := http.NewRequest("POST", url+"/v1/ipc", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("first call: %v (url %q, token %d bytes)", err, url, len(tok))
+		}
+		resp.Body.Close()
+	}
+	var acked atomic.Int64
+	var firstErr atomic.Pointer[[]byte]
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := &http.Client{Timeout: 5 * time.Second}
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				req, _ := http.NewRequest("POST", url+"/v1/ipc", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+key)
+				resp, err := client.Do(req)
+				if err != nil {
+					if e := []byte(err.Error()); firstErr.CompareAndSwap(nil, &e) {
+						t.Logf("a call failed: %v", err)
+					}
+					continue // the server is gone: not acknowledged
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if strings.Contains(string(b), `"status":"success"`) {
+					acked.Add(1)
+				} else if firstErr.CompareAndSwap(nil, &b) {
+					t.Logf("a call was refused: %s", b)
+				}
+			}
+		}()
+	}
+	time.Sleep(1500 * time.Millisecond)
+	cmd.Process.Kill() // SIGKILL mid-load
+	cmd.Wait()
+	close(stop)
+	wg.Wait()
+	if acked.Load() == 0 {
+		t.Fatal("no call was acknowledged before the kill")
+	}
+
+	// Restart on the same data: it must come up, and the log must hold every acknowledged call.
+	startServe(t, data)
+	r := capgate(t, "", nil, "audit", "verify", "--data", data)
+	mustCode(t, r, 0)
+	r = capgate(t, "", nil, "audit", "export", "--data", data)
+	recorded := 0
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if strings.Contains(line, `"kind":"outcome"`) && strings.Contains(line, `"result":"success"`) && strings.Contains(line, `"method":"get_setting"`) {
+			recorded++
+		}
+	}
+	if int64(recorded) < acked.Load() {
+		t.Fatalf("%d calls acknowledged, %d recorded", acked.Load(), recorded)
+	}
+	t.Logf("%d calls acknowledged before SIGKILL, %d recorded", acked.Load(), recorded)
 }

@@ -38,8 +38,9 @@ import (
 //     for the call (outcome ask, CONSENT_REQUIRED), or, when the client is set never to ask, a
 //     deny with CONSENT_REQUIRED. handoff: outcome handoff, HANDOFF; nothing runs, whatever
 //     the person approved.
-//  8. An allowed call that is irreversible waits Call.DelayedCommitDefault before it runs
-//     (none when that is zero). An allowed call under a token takes one of its uses
+//  8. An allowed call that is irreversible and changes something (side effects above read)
+//     waits Call.DelayedCommitDefault before it runs (none when that is zero): a read has no
+//     effect to take back, so there is nothing to commit. An allowed call under a token takes one of its uses
 //     (Decision.UseToken).
 func Decide(c Call) Decision {
 	cp := withDefaults(c.Capability)
@@ -186,7 +187,7 @@ func Decide(c Call) Decision {
 	}
 
 	// Step 8.
-	if cp.Reversibility == manifest.Irreversible && c.DelayedCommitDefault > 0 {
+	if cp.Reversibility == manifest.Irreversible && cp.SideEffects.Rank() > manifest.SideEffectRead.Rank() && c.DelayedCommitDefault > 0 {
 		d.DelayedCommit = c.DelayedCommitDefault
 		d.Step = 8
 		wait := "it is irreversible, so it waits " + d.DelayedCommit.String() + ", in which the person can cancel it"

@@ -1,0 +1,330 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/capgate/capgate/internal/apps/settings"
+	"github.com/capgate/capgate/internal/broker"
+	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/ipc"
+	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/token"
+	"github.com/capgate/capgate/manifest"
+	"github.com/capgate/capgate/sdk"
+)
+
+// Limits of a gateway run: it stops by itself, whatever it is asked.
+const (
+	// MaxGatewayDuration bounds the load phase.
+	MaxGatewayDuration = 5 * time.Minute
+	// MaxGatewayWorkers bounds the concurrent HTTP clients; each holds one keep-alive
+	// connection.
+	MaxGatewayWorkers = 1024
+	// gatewayCallTimeout bounds one HTTP call, so a stuck gateway cannot hold the run.
+	gatewayCallTimeout = 10 * time.Second
+	// decisionRuns is how many Broker.Explain calls the decision median is taken over.
+	decisionRuns = 5000
+)
+
+// GatewayOptions configures Gateway. The zero value runs 32 workers for 5 seconds.
+type GatewayOptions struct {
+	Duration time.Duration // the load phase; 0 means 5 s, at most MaxGatewayDuration
+	Workers  int           // concurrent keep-alive HTTP clients; 0 means 32, at most MaxGatewayWorkers
+	// WithoutDelayedCommitUnsafe serves the gateway with a broker that gives no allowed
+	// irreversible call a delayed-commit window, to measure the rest of the path. The Settings
+	// app's get_setting declares no reversibility, so as shipped every call of it waits the
+	// broker's default window (3 s). Everything else is the gateway's own: store, registry,
+	// audit writer, consent service, keys and the Settings app on the same state.
+	WithoutDelayedCommitUnsafe bool
+}
+
+// GatewayReport is what a gateway run measured: real calls of the Settings app's get_setting
+// with a capability token, through the IPC API over loopback HTTP, each with its durable audit
+// records, and the decision alone (Broker.Explain with the token in the verifier's cache).
+type GatewayReport struct {
+	Workers     int     `json:"workers"`
+	DurationS   float64 `json:"duration_s"` // the load phase as measured
+	Calls       int64   `json:"calls"`      // calls answered with success
+	Errors      int64   `json:"errors"`     // transport failures and error answers
+	CallsPerSec float64 `json:"calls_per_sec"`
+	P50MS       float64 `json:"p50_ms"`
+	P99MS       float64 `json:"p99_ms"`
+	MaxMS       float64 `json:"max_ms"`
+	// AuditRecords is how many audit records the gateway made durable in the run (two a call:
+	// the decision and the outcome, plus the token's issue); RecordsPerBatch is how many shared
+	// one store transaction (group commit).
+	AuditRecords    int64   `json:"audit_records"`
+	RecordsPerBatch float64 `json:"audit_records_per_batch"`
+	// DecisionUS is the median of Broker.Explain with the cached token, measured after the
+	// load phase on the same gateway.
+	DecisionUS   float64 `json:"decision_us"`
+	DecisionRuns int     `json:"decision_runs"`
+	// DelayedCommitMS is the delayed-commit window the decision gives each call; every call
+	// waits it out before it runs.
+	DelayedCommitMS int64  `json:"delayed_commit_ms"`
+	FirstError      string `json:"first_error,omitempty"`
+}
+
+// Gateway opens a gateway in a temporary data folder, serves it on 127.0.0.1 (an ephemeral
+// port), adds a user client with a random key, issues it a token for system.settings.read with
+// no use limit, and drives POST /v1/ipc get_setting calls from opts.Workers keep-alive HTTP
+// clients for opts.Duration. Then it times the decision alone. The data folder is removed.
+func Gateway(opts GatewayOptions) (GatewayReport, error) {
+	if opts.Duration <= 0 {
+		opts.Duration = 5 * time.Second
+	}
+	opts.Duration = min(opts.Duration, MaxGatewayDuration)
+	if opts.Workers <= 0 {
+		opts.Workers = 32
+	}
+	opts.Workers = min(opts.Workers, MaxGatewayWorkers)
+
+	dir, err := os.MkdirTemp("", "capgate-bench-")
+	if err != nil {
+		return GatewayReport{}, err
+	}
+	defer os.RemoveAll(dir)
+	// The whole run is bounded: setup, the load phase, the decision runs and shutdown.
+	ctx, cancel := context.WithTimeout(context.Background(), opts.Duration+2*time.Minute)
+	defer cancel()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	g, err := gateway.Open(ctx, gateway.Config{DataDir: dir, Listen: "127.0.0.1:0", Socket: "-", Logger: quiet})
+	if err != nil {
+		return GatewayReport{}, err
+	}
+	defer g.Close()
+	if opts.WithoutDelayedCommitUnsafe {
+		if err := withoutDelayedCommit(g); err != nil {
+			return GatewayReport{}, err
+		}
+	}
+
+	key, caller, err := addClient(ctx, g.Store)
+	if err != nil {
+		return GatewayReport{}, err
+	}
+	issued, err := g.Broker.RequestCapability(ctx, caller, broker.CapabilityRequest{
+		Capabilities: []string{"system.settings.read"}, Duration: 3600, Reason: "capgate bench gateway",
+	})
+	if err != nil {
+		return GatewayReport{}, fmt.Errorf("bench: issue the token: %w", err)
+	}
+
+	serveCtx, stop := context.WithCancel(ctx)
+	addrc := make(chan string, 1)
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(serveCtx, func(tcp, _ string) { addrc <- tcp }) }()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-served:
+		stop()
+		return GatewayReport{}, fmt.Errorf("bench: serve: %w", err)
+	}
+	r, err := drive(ctx, "http://"+addr+"/v1/ipc", key, issued.Wire, opts)
+	stop()
+	if serr := <-served; err == nil && serr != nil {
+		err = fmt.Errorf("bench: serve: %w", serr)
+	}
+	if err != nil {
+		return GatewayReport{}, err
+	}
+	st := g.Audit.Stats()
+	r.AuditRecords = st.Records
+	if st.Batches > 0 {
+		r.RecordsPerBatch = float64(st.Records) / float64(st.Batches)
+	}
+
+	req := broker.Request{RequestID: "bench", Action: ipc.ActionQuery, App: "settings", Method: "get_setting",
+		Params: json.RawMessage(`{"category":"display","key":"brightness"}`), Token: issued.Wire}
+	ds := make([]time.Duration, 0, decisionRuns)
+	for range decisionRuns {
+		start := time.Now()
+		d := g.Broker.Explain(ctx, caller, req)
+		ds = append(ds, time.Since(start))
+		if !d.Allowed() {
+			return GatewayReport{}, fmt.Errorf("bench: the decision was %s %s: %s", d.Outcome, d.Code, d.Explanation)
+		}
+	}
+	r.DecisionUS, r.DecisionRuns = median(ds), len(ds)
+	r.DelayedCommitMS = g.Broker.Explain(ctx, caller, req).DelayedCommit.Milliseconds()
+	return r, nil
+}
+
+// withoutDelayedCommit replaces the gateway's broker with one of the same parts that gives no
+// call a delayed-commit window. Serve builds its handler on g.Broker.
+func withoutDelayedCommit(g *gateway.Gateway) error {
+	app, ok := g.Registry.App(settings.AppID)
+	if !ok {
+		return errors.New("bench: the Settings app is not registered")
+	}
+	b, err := broker.New(broker.Options{Store: g.Store, Registry: g.Registry, Tokens: token.NewVerifier(g.PublicKey(), 4096),
+		Audit: g.Audit, Consent: g.Consent, TokenKey: g.Key, DelayedCommit: -1,
+		Handlers: map[string]sdk.Handler{settings.AppID: settings.New(app.Doc, settingsState{g.Store})}})
+	if err != nil {
+		return err
+	}
+	g.Broker = b
+	return nil
+}
+
+// settingsState keeps the Settings app's values in the store, as the gateway does.
+type settingsState struct{ s store.State }
+
+func (st settingsState) Get(ctx context.Context, key string) ([]byte, error) {
+	v, err := st.s.GetState(ctx, settings.AppID, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, settings.ErrUnset
+	}
+	return v, err
+}
+
+func (st settingsState) Put(ctx context.Context, key string, value []byte) error {
+	return st.s.PutState(ctx, settings.AppID, key, value)
+}
+
+// addClient adds a user client with a random key, as `capgate client add` does.
+func addClient(ctx context.Context, st store.Clients) (string, broker.Caller, error) {
+	var raw [32]byte
+	var id [9]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", broker.Caller{}, err
+	}
+	if _, err := rand.Read(id[:]); err != nil {
+		return "", broker.Caller{}, err
+	}
+	key := "cgk_" + base64.RawURLEncoding.EncodeToString(raw[:])
+	c := store.Client{ID: "cl_" + base64.RawURLEncoding.EncodeToString(id[:]), Name: "bench", KeyHash: ipc.KeyHash(key),
+		Trust: string(manifest.AuthUser), Created: time.Now()}
+	if err := st.PutClient(ctx, c); err != nil {
+		return "", broker.Caller{}, fmt.Errorf("bench: add the client: %w", err)
+	}
+	return key, broker.Caller{ClientID: c.ID, Name: c.Name, Trust: manifest.AuthUser}, nil
+}
+
+// workerResult is one worker's latencies of successful calls, its errors and its first error.
+type workerResult struct {
+	lat    []time.Duration
+	errors int64
+	first  error
+}
+
+// drive runs the load phase: each worker sends get_setting calls on its own keep-alive
+// connection until the deadline.
+func drive(ctx context.Context, url, key, tok string, opts GatewayOptions) (GatewayReport, error) {
+	tr := &http.Transport{MaxIdleConns: opts.Workers, MaxIdleConnsPerHost: opts.Workers, IdleConnTimeout: time.Minute,
+		DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: gatewayCallTimeout}
+	results := make([]workerResult, opts.Workers)
+	start := time.Now()
+	deadline := start.Add(opts.Duration)
+	var wg sync.WaitGroup
+	for w := range opts.Workers {
+		wg.Go(func() {
+			res := &results[w]
+			res.lat = make([]time.Duration, 0, 4096)
+			for i := 0; ctx.Err() == nil && time.Now().Before(deadline); i++ {
+				body := envelope("b"+strconv.Itoa(w)+"-"+strconv.Itoa(i), tok)
+				t0 := time.Now()
+				err := callOnce(ctx, client, url, key, body)
+				el := time.Since(t0)
+				if err != nil {
+					res.errors++
+					if res.first == nil {
+						res.first = err
+					}
+					continue
+				}
+				res.lat = append(res.lat, el)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	r := GatewayReport{Workers: opts.Workers, DurationS: elapsed.Seconds()}
+	var all []time.Duration
+	var first error
+	for _, res := range results {
+		all = append(all, res.lat...)
+		r.Errors += res.errors
+		if first == nil {
+			first = res.first
+		}
+	}
+	if first != nil {
+		r.FirstError = first.Error()
+	}
+	r.Calls = int64(len(all))
+	if r.Calls == 0 {
+		if first == nil {
+			first = errors.New("no call finished")
+		}
+		return r, fmt.Errorf("bench: no call succeeded: %w", first)
+	}
+	r.CallsPerSec = float64(r.Calls) / elapsed.Seconds()
+	slices.Sort(all)
+	ms := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+	r.P50MS, r.P99MS, r.MaxMS = ms(all[len(all)/2]), ms(all[min(len(all)-1, len(all)*99/100)]), ms(all[len(all)-1])
+	return r, nil
+}
+
+// envelope is an llm_request for settings.get_setting under tok.
+func envelope(requestID, tok string) []byte {
+	b := make([]byte, 0, 256+len(tok))
+	b = append(b, `{"header":{"msg_type":"llm_request","version":"1.0","request_id":"`...)
+	b = append(b, requestID...)
+	b = append(b, `"},"body":{"action":"query","app":"settings","method":"get_setting","params":{"category":"display","key":"brightness"},"capability_token":"`...)
+	b = append(b, tok...)
+	b = append(b, `"}}`...)
+	return b
+}
+
+// callOnce posts one call and checks that it succeeded.
+func callOnce(ctx context.Context, client *http.Client, url, key string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, ipc.MaxEnvelopeBytes))
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP status %d", resp.StatusCode)
+	}
+	var out struct {
+		Body struct {
+			Status    string `json:"status"`
+			ErrorCode string `json:"error_code"`
+		} `json:"body"`
+	}
+	if err := json.Unmarshal(data, &out); err != nil {
+		return fmt.Errorf("the answer is not JSON: %w", err)
+	}
+	if out.Body.Status != "success" {
+		return fmt.Errorf("the call failed: %s", out.Body.ErrorCode)
+	}
+	return nil
+}

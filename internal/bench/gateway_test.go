@@ -1,0 +1,44 @@
+package bench
+
+import (
+	"testing"
+	"time"
+)
+
+// TestGateway runs a short load phase, as shipped and without delayed-commit windows, and
+// checks each report is sane; it asserts no speed.
+func TestGateway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens a gateway and serves it on loopback")
+	}
+	for _, tc := range []struct {
+		name   string
+		unsafe bool
+	}{{"as shipped", false}, {"without delayed commit", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Gateway(GatewayOptions{Duration: 300 * time.Millisecond, Workers: 4, WithoutDelayedCommitUnsafe: tc.unsafe})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Workers != 4 {
+				t.Errorf("workers = %d, want 4", r.Workers)
+			}
+			if r.Calls <= 0 || r.Errors != 0 {
+				t.Fatalf("calls = %d, errors = %d (first: %s)", r.Calls, r.Errors, r.FirstError)
+			}
+			if r.CallsPerSec <= 0 || r.P50MS <= 0 || r.P50MS > r.P99MS || r.P99MS > r.MaxMS {
+				t.Errorf("figures out of order: %+v", r)
+			}
+			// Every call is recorded: a decision and an outcome each, plus the token's issue.
+			if r.AuditRecords < 2*r.Calls+1 {
+				t.Errorf("audit records = %d for %d calls, want at least %d", r.AuditRecords, r.Calls, 2*r.Calls+1)
+			}
+			if r.DecisionUS <= 0 || r.DecisionRuns == 0 {
+				t.Errorf("decision = %v µs over %d runs", r.DecisionUS, r.DecisionRuns)
+			}
+			if tc.unsafe && r.DelayedCommitMS != 0 {
+				t.Errorf("delayed commit = %d ms without delayed commit", r.DelayedCommitMS)
+			}
+		})
+	}
+}
