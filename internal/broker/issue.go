@@ -36,6 +36,8 @@ var (
 	ErrIssueInvalid = errors.New("invalid capability request")
 	ErrIssueDenied  = errors.New("the person did not approve the request")
 	ErrIssuePending = errors.New("the request waits for the person's consent")
+	// ErrIssueNeverAsk: the grants need consent and the client is set never to ask.
+	ErrIssueNeverAsk = errors.New("the grants need the person's consent and the client is set never to ask")
 )
 
 // RequestCapability issues a token for caller, after the person's consent where the grants
@@ -59,7 +61,7 @@ func (b *Broker) RequestCapability(ctx context.Context, caller Caller, r Capabil
 		if caller.NeverAsk {
 			rec.Decision, rec.Code, rec.Result = "deny", policy.CodeConsentRequired, "refused"
 			_, _ = b.o.Audit.Append(ctx, rec)
-			return Issued{}, fmt.Errorf("%w: the client is set never to ask", ErrIssueDenied)
+			return Issued{}, ErrIssueNeverAsk
 		}
 		c, err := b.o.Consent.Ask(ctx, consent.Request{
 			ClientID: caller.ClientID, ClientName: caller.Name, Kind: consent.KindToken, Grants: r.Capabilities,

@@ -218,6 +218,9 @@ func ParseRequest(data []byte) (Request, error) {
 		case ActionRequestCapability:
 			bad("body.action", "request_capability goes to POST /v1/capabilities/request")
 		case "":
+			if _, present := b.Get("action"); present {
+				bad("body.action", "must not be empty")
+			}
 		default:
 			bad("body.action", "must be execute, query or undo")
 		}

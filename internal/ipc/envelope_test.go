@@ -88,3 +88,11 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	})
 }
+
+func TestEmptyActionRefused(t *testing.T) {
+	_, err := ParseRequest([]byte(strings.Replace(valid, `"action":"execute"`, `"action":""`, 1)))
+	var re *RequestError
+	if !errors.As(err, &re) || re.Problems[0].Path != "body.action" {
+		t.Fatalf("empty action: %v", err)
+	}
+}

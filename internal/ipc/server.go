@@ -82,8 +82,9 @@ func (s *Server) authenticate(r *http.Request) (broker.Caller, bool) {
 	var c store.Client
 	var err error
 	if auth := r.Header.Get("Authorization"); auth != "" {
-		key, ok := strings.CutPrefix(auth, "Bearer ")
-		if !ok || key == "" {
+		// The scheme name is case-insensitive (RFC 7235); the key is not.
+		scheme, key, ok := strings.Cut(auth, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || key == "" {
 			return broker.Caller{}, false
 		}
 		c, err = s.Clients.ClientByKeyHash(ctx, KeyHash(key))
@@ -335,6 +336,8 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, CodeInvalidRequest, err.Error(), nil)
 	case errors.Is(err, broker.ErrIssuePending):
 		fail(http.StatusAccepted, "CONSENT_REQUIRED", "the request waits for the person's consent", map[string]any{"consent": ConsentRef{ID: iss.ConsentID, URL: "/ui/requests/" + iss.ConsentID}})
+	case errors.Is(err, broker.ErrIssueNeverAsk):
+		fail(http.StatusForbidden, "CONSENT_REQUIRED", "the grants need the person's consent and this client is set never to ask", nil)
 	case errors.Is(err, broker.ErrIssueDenied):
 		fail(http.StatusForbidden, "CONSENT_DENIED", "the person did not approve the request", nil)
 	default:
