@@ -339,7 +339,11 @@ func (b *Broker) call(ctx context.Context, caller Caller, req Request) Result {
 	if !d.Allowed() {
 		return b.refuse(ctx, f, caller, req, res, d.Code, d.Explanation)
 	}
-	if d.UseToken {
+	// A use is taken atomically, in the store, when the call is allowed. A root token with no
+	// use limit has nothing to count (its revocation and expiry were read for the decision),
+	// so it skips that durable write; a derived token always takes one, since its uses count
+	// against every ancestor.
+	if d.UseToken && (f.tok.Constraints.MaxUses > 0 || f.tok.ParentID != "") {
 		if _, err := b.o.Store.TakeUse(ctx, f.tok.ID, b.o.Now()); err != nil {
 			code, msg := policy.CodeInvalidToken, "the token cannot be used"
 			switch {
