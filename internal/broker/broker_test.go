@@ -36,6 +36,12 @@ const notesManifest = `{"app_id":"org.example.notes","version":"1.0.0","manifest
  {"id":"notes.org.example.notes.write","name":"Write a note","description":"Writes a note.","category":"TEXT_INPUT",
   "parameters":{"type":"object","required":["id","text"],"properties":{"id":{"type":"string"},"text":{"type":"string"}}},"returns":{"type":"object"},
   "side_effects":"write","permission":"app.notes.write","undo_window_ms":60000},
+ {"id":"notes.org.example.notes.publish","name":"Publish","description":"Publishes a note; cannot be taken back.","category":"COMMUNICATION",
+  "parameters":{"type":"object","required":["id"],"properties":{"id":{"type":"string"}}},"returns":{"type":"object"},
+  "side_effects":"write","permission":"app.notes.publish"},
+ {"id":"notes.org.example.notes.run","name":"Run","description":"Runs a command over the notes.","category":"SYSTEM",
+  "parameters":{"type":"object","required":["command"],"properties":{"command":{"type":"string"},"path":{"type":"string"}}},"returns":{"type":"object"},
+  "side_effects":"read","permission":"app.notes.run"},
  {"id":"notes.org.example.notes.slow","name":"Slow","description":"Takes its time.","category":"STATE_QUERY",
   "parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"read","auth_level":"public","timeout_ms":50}
 ]}`
@@ -77,6 +83,12 @@ func (n *notes) Invoke(ctx context.Context, id string, params json.RawMessage, i
 		return sdk.Result{Success: true, Data: json.RawMessage(`{}`), UndoToken: "restore:" + p.ID}, nil
 	case "notes.org.example.notes.write":
 		n.notes[p.ID] = p.Text
+		return sdk.Result{Success: true, Data: json.RawMessage(`{}`)}, nil
+	case "notes.org.example.notes.publish":
+		n.notes["published:"+p.ID] = n.notes[p.ID]
+		return sdk.Result{Success: true, Data: json.RawMessage(`{}`)}, nil
+	case "notes.org.example.notes.run":
+		n.notes["ran"] = "yes"
 		return sdk.Result{Success: true, Data: json.RawMessage(`{}`)}, nil
 	case "notes.org.example.notes.slow":
 		<-ctx.Done()
@@ -426,5 +438,69 @@ func TestRequestCapability(t *testing.T) {
 	}
 	if _, err := e.b.RequestCapability(ctx, alice, CapabilityRequest{Capabilities: []string{"*"}, Duration: 60}); !errors.Is(err, ErrIssueInvalid) {
 		t.Fatalf("a grant of everything: %v", err)
+	}
+}
+
+// An irreversible call waits out its delayed-commit window, in which the person can cancel it.
+func TestDelayedCommitCancel(t *testing.T) {
+	e := newEnv(t)
+	e.b.o.DelayedCommit = 2 * time.Second
+	wire := e.issue(t, alice.ClientID, []string{"app.notes.publish"}, 0, time.Hour, e.key)
+	go func() {
+		for i := 0; i < 200; i++ {
+			cs, _ := e.consents.List(context.Background(), store.ConsentPending)
+			for _, c := range cs {
+				if c.Kind == consent.KindCommit {
+					if err := e.consents.Cancel(context.Background(), c.ID, "person"); err != nil {
+						t.Error(err)
+					}
+					return
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	r := e.b.Call(context.Background(), alice, call("publish", `{"id":"1"}`, wire))
+	if r.OK() || r.Code != policy.CodeConsentDenied {
+		t.Fatalf("cancelled commit: %+v", r)
+	}
+	if _, ran := e.app.notes["published:1"]; ran {
+		t.Fatal("a cancelled call ran")
+	}
+	// Not cancelled: it runs after the window.
+	e.b.o.DelayedCommit = 50 * time.Millisecond
+	if r := e.b.Call(context.Background(), alice, call("publish", `{"id":"2"}`, wire)); !r.OK() || r.Decision.DelayedCommit == 0 {
+		t.Fatalf("committed: %+v", r)
+	}
+}
+
+// Constraints are checked on what will run, whatever its spelling.
+func TestConstraintBypassesRefused(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	tok := token.Token{ID: token.NewID(), IssuedAt: now.Unix() - 60, ExpiresAt: now.Add(time.Hour).Unix(), Capabilities: []string{"app.notes.run"},
+		Constraints: token.Constraints{DeniedCommands: []string{"rm -rf"}, AllowedPaths: []string{"/srv/notes/**"}}, ClientID: alice.ClientID}
+	wire, err := token.Sign(tok, e.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.PutToken(context.Background(), store.Token{ID: tok.ID, ClientID: alice.ClientID, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, params := range []string{
+		`{"command":"rm -rf /"}`, `{"command":"rm -fr /"}`, `{"command":"/bin/rm -r -f /"}`, `{"command":"sudo rm -rf /"}`,
+		`{"command":"env X=1 rm --recursive --force /"}`, `{"command":"sh -c 'rm -rf /'"}`, `{"command":"ls; rm -rf /"}`,
+		`{"command":"ls","path":"/srv/notes/../../etc/passwd"}`, `{"command":"ls","path":"/etc/passwd"}`,
+	} {
+		r := e.b.Call(context.Background(), alice, call("run", params, wire))
+		if r.OK() || r.Code != policy.CodeCapabilityDenied {
+			t.Errorf("%s: %+v", params, r)
+		}
+	}
+	if _, ran := e.app.notes["ran"]; ran {
+		t.Fatal("a refused command ran")
+	}
+	if r := e.b.Call(context.Background(), alice, call("run", `{"command":"ls -l","path":"/srv/notes/a"}`, wire)); !r.OK() {
+		t.Fatalf("allowed command: %+v", r)
 	}
 }
