@@ -244,11 +244,32 @@ func newTokenCmd(g *globals) *cobra.Command {
 	req.Flags().StringVar(&cons, "constraints", "", `constraints JSON, e.g. {"allowed_paths":["/home/me/*"]}`)
 
 	var data string
+	var rcf clientFlags
 	revoke := &cobra.Command{
-		Use:   "revoke TOKEN [--data DIR]",
+		Use:   "revoke TOKEN [--server URL --client-key KEY | --data DIR]",
 		Short: "Revoke a token (its wire form or its id) and every token derived from it",
-		Args:  exactArgs(1),
+		Long: `Revoke a token and every token derived from it. With a client key (--client-key or
+$CAPGATE_CLIENT_KEY) the gateway revokes one of that client's own tokens; without one, capgate
+revokes any token directly in the data folder's store, as the operator or the person.`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if data == "" && config.Resolve(rcf.key, "CAPGATE_CLIENT_KEY", "", "") != "" {
+				b, _ := json.Marshal(map[string]string{"token": args[0]})
+				status, out, err := rcf.do("POST", "/v1/tokens/revoke", b)
+				if err != nil {
+					return err
+				}
+				var r struct {
+					TokenID      string `json:"token_id"`
+					ErrorMessage string `json:"error_message"`
+				}
+				_ = json.Unmarshal(out, &r)
+				if status != http.StatusOK {
+					return &exitError{code: exitNo, err: errors.New(r.ErrorMessage)}
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "revoked %s\n", r.TokenID)
+				return nil
+			}
 			dir, err := g.dataDir(data)
 			if err != nil {
 				return err
@@ -273,7 +294,8 @@ func newTokenCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	revoke.Flags().StringVar(&data, "data", "", "data folder")
+	revoke.Flags().StringVar(&data, "data", "", "data folder (revoke directly in the store)")
+	rcf.register(revoke)
 	cmd.AddCommand(req, revoke)
 	return cmd
 }

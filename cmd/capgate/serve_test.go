@@ -165,7 +165,10 @@ func TestServeEndToEnd(t *testing.T) {
 	if !strings.Contains(r.stdout, `"error_code": "INVALID_REQUEST"`) {
 		t.Fatalf("bad params: %s", r.stdout)
 	}
-	mustCode(t, capgate(t, "", nil, "token", "revoke", tok, "--data", data), 0)
+	// The client revokes its own token through the gateway; another client cannot.
+	other := strings.TrimSpace(capgate(t, "", nil, "client", "add", "other", "--data", data).stdout)
+	mustCode(t, capgate(t, "", []string{"CAPGATE_SERVER=" + url, "CAPGATE_CLIENT_KEY=" + other}, "token", "revoke", tok), 1)
+	mustCode(t, capgate(t, "", env, "token", "revoke", tok), 0)
 	r = capgate(t, "", env, "call", "notes", "search", "--params", `{"query":"milk"}`, "--token", tok, "--json")
 	if !strings.Contains(r.stdout, `"error_code": "INVALID_TOKEN"`) {
 		t.Fatalf("revoked token: %s", r.stdout)

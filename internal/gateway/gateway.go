@@ -147,7 +147,7 @@ func (g *Gateway) PublicKey() ed25519.PublicKey { return g.Key.Public().(ed25519
 
 // Handler is the HTTP API, with Prometheus metrics at /metrics.
 func (g *Gateway) Handler() http.Handler {
-	s := &ipc.Server{Broker: g.Broker, Clients: g.Store, Registry: g.Registry, Logger: g.log}
+	s := &ipc.Server{Broker: g.Broker, Clients: g.Store, Tokens: g.Store, Registry: g.Registry, Logger: g.log}
 	mux := http.NewServeMux()
 	mux.Handle("/", s.Handler())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{}))

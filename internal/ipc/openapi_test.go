@@ -25,6 +25,7 @@ import (
 var apiRoutes = []string{
 	"POST /v1/ipc",
 	"POST /v1/explain",
+	"POST /v1/tokens/revoke",
 	"GET /v1/capabilities",
 	"POST /v1/capabilities/request",
 	"GET /healthz",

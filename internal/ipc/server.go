@@ -25,6 +25,7 @@ import (
 type Server struct {
 	Broker   *broker.Broker
 	Clients  store.Clients
+	Tokens   store.Tokens // for revocation by the token's own client
 	Registry *registry.Registry
 	Logger   *slog.Logger     // nil: slog.Default()
 	Now      func() time.Time // nil: time.Now
@@ -72,6 +73,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/capabilities", s.capabilities)
 	mux.HandleFunc("POST /v1/capabilities/request", s.request)
 	mux.HandleFunc("POST /v1/explain", s.explain)
+	mux.HandleFunc("POST /v1/tokens/revoke", s.revoke)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	return mux
 }
@@ -165,6 +167,39 @@ func (s *Server) ipc(w http.ResponseWriter, r *http.Request) {
 		resp.Body.Consent = &ConsentRef{ID: res.ConsentID, URL: "/ui/requests/" + res.ConsentID}
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// revoke revokes one of the caller's own tokens (its wire form or its id) and every token
+// derived from it. A token of another client is answered as unknown.
+func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
+	caller, ok := s.authenticate(r)
+	if !ok {
+		s.unauthorized(w, "")
+		return
+	}
+	data, ok := readBody(w, r)
+	var body struct {
+		Token string `json:"token"`
+	}
+	if !ok || json.Unmarshal(data, &body) != nil || body.Token == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"status": "error", "error_code": CodeInvalidRequest, "error_message": `the body must be {"token": "..."}`})
+		return
+	}
+	id := body.Token
+	if t, err := token.Parse(body.Token); err == nil {
+		id = t.ID
+	}
+	st, err := s.Tokens.GetToken(r.Context(), id)
+	if err != nil || st.ClientID != caller.ClientID {
+		writeJSON(w, http.StatusNotFound, map[string]any{"status": "error", "error_code": "INVALID_TOKEN", "error_message": "no such token of this client"})
+		return
+	}
+	if err := s.Tokens.Revoke(r.Context(), id, s.now()); err != nil {
+		s.log().Error("revoke failed", "err", err)
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"status": "error", "error_code": "EXECUTION_FAILED", "error_message": "the token could not be revoked"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "token_id": id})
 }
 
 // explain answers what a call would get and why, with no side effect: no use taken, no
