@@ -80,7 +80,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
-	db.SetMaxIdleConns(4)
+	// Keep enough idle connections for a busy gateway's concurrent readers: opening a SQLite
+	// connection (and applying its pragmas) costs more than the reads it serves.
+	db.SetMaxIdleConns(maxIdleConns)
 	s := &Store{db: db, writeSem: make(chan struct{}, 1)}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
@@ -110,6 +112,9 @@ func (s *Store) Close() error {
 }
 
 // write runs fn in one immediate transaction and commits it if fn returns nil.
+// maxIdleConns is how many open connections the pool keeps for reuse.
+const maxIdleConns = 32
+
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	select {
 	case s.writeSem <- struct{}{}:
