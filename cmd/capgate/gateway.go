@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
@@ -45,7 +46,7 @@ func (g *globals) dataDir(flag string) (string, error) {
 }
 
 func newServeCmd(g *globals) *cobra.Command {
-	var listen, socket, data, trusted string
+	var listen, socket, data, trusted, logLevel string
 	cmd := &cobra.Command{
 		Use:   "serve [--listen ADDR] [--socket PATH] [--data DIR]",
 		Short: "Run the gateway: the IPC API over HTTP and a unix socket",
@@ -67,9 +68,14 @@ audit checkpoint is signed.`,
 			if err != nil {
 				return err
 			}
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return usageErr("--log-level: must be debug, info, warn or error")
+			}
+			logger := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Handlers: builtinHandlers()})
+			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Handlers: builtinHandlers(), Logger: logger})
 			if err != nil {
 				return err
 			}
@@ -95,6 +101,7 @@ audit checkpoint is signed.`,
 	cmd.Flags().StringVar(&socket, "socket", "", "unix socket path (default DATA/capgate.sock; - for none)")
 	cmd.Flags().StringVar(&data, "data", "", "data folder (default $CAPGATE_DATA_DIR, else $XDG_DATA_HOME/capgate)")
 	cmd.Flags().StringVar(&trusted, "trusted-dir", "", "folder of trusted app keys (default /etc/portal/keys/trusted)")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "structured (JSON) log level on stderr: debug (one line per call), info, warn, error")
 	return cmd
 }
 

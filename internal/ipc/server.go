@@ -153,6 +153,10 @@ func (s *Server) ipc(w http.ResponseWriter, r *http.Request) {
 		RequestID: req.Header.RequestID, Action: req.Body.Action, App: req.Body.App, Method: req.Body.Method,
 		Params: req.Body.Params, Token: req.Body.CapabilityToken,
 	})
+	// One structured line per call: who, what, the decision and its code; never params or tokens.
+	s.log().LogAttrs(r.Context(), slog.LevelDebug, "call", slog.String("client", caller.ClientID), slog.String("app", req.Body.App),
+		slog.String("method", req.Body.Method), slog.String("decision", string(res.Decision.Outcome)), slog.String("code", res.Code),
+		slog.String("call_id", res.CallID))
 	if res.OK() {
 		resp := Success(req.Header.RequestID, s.now(), res.Data)
 		resp.Body.UndoToken, resp.Body.Compensation = res.UndoToken, res.Compensation
