@@ -328,6 +328,28 @@ func splitList(s string) []string {
 	return out
 }
 
+// envelope wraps a request body in the IPC header.
+func envelope(body map[string]any) []byte {
+	b, _ := json.Marshal(map[string]any{"header": map[string]any{"msg_type": ipc.MsgRequest, "version": ipc.Version,
+		"request_id": fmt.Sprintf("req_cli_%d", time.Now().UnixNano()), "timestamp": time.Now().Unix()}, "body": body})
+	return b
+}
+
+// callEnvelope is the envelope of an execute call; params must be a JSON object ("" is {}).
+func callEnvelope(app, method, params, tok string) ([]byte, error) {
+	if params == "" {
+		params = "{}"
+	}
+	if !json.Valid([]byte(params)) {
+		return nil, usageErr("--params: not JSON")
+	}
+	body := map[string]any{"action": "execute", "app": app, "method": method, "params": json.RawMessage(params)}
+	if tok != "" {
+		body["capability_token"] = tok
+	}
+	return envelope(body), nil
+}
+
 func newCallCmd() *cobra.Command {
 	var cf clientFlags
 	var params, tok string
@@ -339,19 +361,10 @@ func newCallCmd() *cobra.Command {
 Exit 0 on success, 1 when the gateway refuses or the capability fails.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if params == "" {
-				params = "{}"
+			b, err := callEnvelope(args[0], args[1], params, tok)
+			if err != nil {
+				return err
 			}
-			if !json.Valid([]byte(params)) {
-				return usageErr("--params: not JSON")
-			}
-			body := map[string]any{"action": "execute", "app": args[0], "method": args[1], "params": json.RawMessage(params)}
-			if tok != "" {
-				body["capability_token"] = tok
-			}
-			env := map[string]any{"header": map[string]any{"msg_type": ipc.MsgRequest, "version": ipc.Version,
-				"request_id": fmt.Sprintf("req_cli_%d", time.Now().UnixNano()), "timestamp": time.Now().Unix()}, "body": body}
-			b, _ := json.Marshal(env)
 			_, out, err := cf.do("POST", "/v1/ipc", b)
 			if err != nil {
 				return err
@@ -395,19 +408,10 @@ func newExplainCmd() *cobra.Command {
 step by step, without taking a use of the token, asking anyone, recording or running anything.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if params == "" {
-				params = "{}"
+			b, err := callEnvelope(args[0], args[1], params, tok)
+			if err != nil {
+				return err
 			}
-			if !json.Valid([]byte(params)) {
-				return usageErr("--params: not JSON")
-			}
-			body := map[string]any{"action": "execute", "app": args[0], "method": args[1], "params": json.RawMessage(params)}
-			if tok != "" {
-				body["capability_token"] = tok
-			}
-			env := map[string]any{"header": map[string]any{"msg_type": ipc.MsgRequest, "version": ipc.Version,
-				"request_id": fmt.Sprintf("req_cli_%d", time.Now().UnixNano()), "timestamp": time.Now().Unix()}, "body": body}
-			b, _ := json.Marshal(env)
 			status, out, err := cf.do("POST", "/v1/explain", b)
 			if err != nil {
 				return err
@@ -451,10 +455,7 @@ func newUndoCmd() *cobra.Command {
 		Short: "Undo a call within its undo window",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env := map[string]any{"header": map[string]any{"msg_type": ipc.MsgRequest, "version": ipc.Version,
-				"request_id": fmt.Sprintf("req_cli_%d", time.Now().UnixNano()), "timestamp": time.Now().Unix()},
-				"body": map[string]any{"action": "undo", "undo_token": args[0]}}
-			b, _ := json.Marshal(env)
+			b := envelope(map[string]any{"action": "undo", "undo_token": args[0]})
 			_, out, err := cf.do("POST", "/v1/ipc", b)
 			if err != nil {
 				return err
