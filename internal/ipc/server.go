@@ -109,6 +109,22 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
+// envelopeRequest authenticates the caller and reads the body of an envelope endpoint,
+// answering 401 or 413 itself when it cannot.
+func (s *Server) envelopeRequest(w http.ResponseWriter, r *http.Request) (broker.Caller, []byte, bool) {
+	caller, ok := s.authenticate(r)
+	if !ok {
+		s.unauthorized(w, "")
+		return broker.Caller{}, nil, false
+	}
+	data, ok := readBody(w, r)
+	if !ok {
+		writeJSON(w, http.StatusRequestEntityTooLarge, Error("", s.now(), CodeInvalidRequest, "the request is too large", nil))
+		return broker.Caller{}, nil, false
+	}
+	return caller, data, true
+}
+
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxEnvelopeBytes))
 	return data, err == nil
@@ -120,14 +136,8 @@ func (s *Server) unauthorized(w http.ResponseWriter, requestID string) {
 }
 
 func (s *Server) ipc(w http.ResponseWriter, r *http.Request) {
-	caller, ok := s.authenticate(r)
+	caller, data, ok := s.envelopeRequest(w, r)
 	if !ok {
-		s.unauthorized(w, "")
-		return
-	}
-	data, ok := readBody(w, r)
-	if !ok {
-		writeJSON(w, http.StatusRequestEntityTooLarge, Error("", s.now(), CodeInvalidRequest, "the request is too large", nil))
 		return
 	}
 	req, err := ParseRequest(data)
@@ -209,14 +219,8 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 // explain answers what a call would get and why, with no side effect: no use taken, no
 // consent asked, nothing recorded, nothing run.
 func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
-	caller, ok := s.authenticate(r)
+	caller, data, ok := s.envelopeRequest(w, r)
 	if !ok {
-		s.unauthorized(w, "")
-		return
-	}
-	data, ok := readBody(w, r)
-	if !ok {
-		writeJSON(w, http.StatusRequestEntityTooLarge, Error("", s.now(), CodeInvalidRequest, "the request is too large", nil))
 		return
 	}
 	req, err := ParseRequest(data)
