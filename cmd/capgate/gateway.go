@@ -541,7 +541,7 @@ a pending request, or cancel an irreversible call during its delayed-commit wind
 			if aerr != nil {
 				return &exitError{code: exitNo, err: aerr}
 			}
-			fmt.Fprintf(w, "%s: %sd\n", args[1], strings.TrimSuffix(args[0], "e"))
+			fmt.Fprintf(w, "%s: %s\n", args[1], map[string]string{"approve": "approved", "deny": "denied", "cancel": "cancelled"}[args[0]])
 			return nil
 		},
 	}

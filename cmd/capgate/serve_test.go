@@ -218,7 +218,11 @@ func TestServeSettingsFlow(t *testing.T) {
 	go func() {
 		got <- capgate(t, "", env, "token", "request", "--capabilities", "system.settings.write", "--max-uses", "2", "--duration", "10m", "--reason", "switch the theme")
 	}()
-	mustCode(t, capgate(t, "", nil, "approvals", "approve", waitPending(t, data), "--data", data), 0)
+	ar := capgate(t, "", nil, "approvals", "approve", waitPending(t, data), "--data", data)
+	mustCode(t, ar, 0)
+	if !strings.HasSuffix(strings.TrimSpace(ar.stdout), ": approved") {
+		t.Fatalf("approve said %q", ar.stdout)
+	}
 	w := <-got
 	mustCode(t, w, 0)
 	write := strings.TrimSpace(w.stdout)
