@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -75,7 +76,7 @@ audit checkpoint is signed.`,
 			logger := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Handlers: builtinHandlers(), Logger: logger})
+			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger})
 			if err != nil {
 				return err
 			}
@@ -105,8 +106,18 @@ audit checkpoint is signed.`,
 	return cmd
 }
 
-// openStore opens the data folder's store directly, beside a running gateway (SQLite in WAL
-// mode lets both work).
+// localStore opens the data folder's store directly (--data, else as configured), beside a
+// running gateway: SQLite in WAL mode lets both work.
+func (g *globals) localStore(ctx context.Context, flag string) (store.Store, string, error) {
+	dir, err := g.dataDir(flag)
+	if err != nil {
+		return nil, "", err
+	}
+	st, err := openStore(ctx, dir)
+	return st, dir, err
+}
+
+// openStore opens the store of an existing data folder.
 func openStore(ctx context.Context, dir string) (store.Store, error) {
 	if _, err := os.Stat(filepath.Join(dir, gateway.DBFile)); err != nil {
 		return nil, &exitError{code: exitNo, err: fmt.Errorf("no capgate store in %s (run capgate serve --data %s first)", dir, dir)}
@@ -277,12 +288,8 @@ revokes any token directly in the data folder's store, as the operator or the pe
 				fmt.Fprintf(cmd.OutOrStdout(), "revoked %s\n", r.TokenID)
 				return nil
 			}
-			dir, err := g.dataDir(data)
-			if err != nil {
-				return err
-			}
 			ctx := context.Background()
-			st, err := openStore(ctx, dir)
+			st, _, err := g.localStore(ctx, data)
 			if err != nil {
 				return err
 			}
@@ -491,12 +498,8 @@ a pending request, or cancel an irreversible call during its delayed-commit wind
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := g.dataDir(data)
-			if err != nil {
-				return err
-			}
 			ctx := context.Background()
-			st, err := openStore(ctx, dir)
+			st, _, err := g.localStore(ctx, data)
 			if err != nil {
 				return err
 			}
@@ -560,12 +563,8 @@ func newAuditCmd(g *globals) *cobra.Command {
 		Short: "Verify the audit log's hash chain and signed checkpoints; exit 0 only for an intact log",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := g.dataDir(data)
-			if err != nil {
-				return err
-			}
 			ctx := context.Background()
-			st, err := openStore(ctx, dir)
+			st, dir, err := g.localStore(ctx, data)
 			if err != nil {
 				return err
 			}
@@ -574,7 +573,7 @@ func newAuditCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{code: exitNo, err: err}
 			}
-			r, err := audit.Verify(ctx, st, key.Public().(manifestPub))
+			r, err := audit.Verify(ctx, st, key.Public().(ed25519.PublicKey))
 			if err != nil {
 				return &exitError{code: exitNo, err: err}
 			}
@@ -608,12 +607,8 @@ func newAuditCmd(g *globals) *cobra.Command {
 		Short: "Print the last records of the audit log",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := g.dataDir(data)
-			if err != nil {
-				return err
-			}
 			ctx := context.Background()
-			st, err := openStore(ctx, dir)
+			st, _, err := g.localStore(ctx, data)
 			if err != nil {
 				return err
 			}
@@ -644,12 +639,8 @@ func newAuditCmd(g *globals) *cobra.Command {
 		Short: "Write the audit log as JSON lines (seq, prev_hash, hash, at, record)",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := g.dataDir(data)
-			if err != nil {
-				return err
-			}
 			ctx := context.Background()
-			st, err := openStore(ctx, dir)
+			st, _, err := g.localStore(ctx, data)
 			if err != nil {
 				return err
 			}
