@@ -256,29 +256,7 @@ func joinPath(base, p string) string {
 
 // toAny converts a parsed value to the form the schema validator takes: maps, slices,
 // json.Number for numbers.
-func toAny(v jcs.Value) any {
-	switch v.Kind {
-	case jcs.Bool:
-		return v.Bool
-	case jcs.Number:
-		return json.Number(v.Num)
-	case jcs.String:
-		return v.Str
-	case jcs.Array:
-		out := make([]any, len(v.Items))
-		for i, it := range v.Items {
-			out[i] = toAny(it)
-		}
-		return out
-	case jcs.Object:
-		out := make(map[string]any, len(v.Members))
-		for _, m := range v.Members {
-			out[m.Name] = toAny(m.Value)
-		}
-		return out
-	}
-	return nil
-}
+func toAny(v jcs.Value) any { return v.Interface() }
 
 // violation says which rule of a schema a value broke, without the value.
 func violation(k jsonschema.ErrorKind) string {

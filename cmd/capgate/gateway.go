@@ -211,7 +211,7 @@ func (c *clientFlags) do(method, path string, body []byte) (int, []byte, error) 
 }
 
 func newTokenCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "token", Short: "Request and revoke capability tokens"}
+	cmd := &cobra.Command{Use: "token", Short: "Request, derive and revoke capability tokens"}
 	var cf clientFlags
 	var caps, reason, cons, duration string
 	var maxUses int64
@@ -310,7 +310,61 @@ revokes any token directly in the data folder's store, as the operator or the pe
 	}
 	revoke.Flags().StringVar(&data, "data", "", "data folder (revoke directly in the store)")
 	rcf.register(revoke)
-	cmd.AddCommand(req, revoke)
+	cmd.AddCommand(req, revoke, newTokenDeriveCmd())
+	return cmd
+}
+
+func newTokenDeriveCmd() *cobra.Command {
+	var cf clientFlags
+	var caps, reason, cons, duration string
+	var maxUses int64
+	cmd := &cobra.Command{
+		Use:   "derive TOKEN --capabilities LIST [--max-uses N] [--duration D] [--reason TEXT] [--constraints JSON]",
+		Short: "Derive a narrower token from one of this client's tokens and print it (its only line)",
+		Long: `Derive a child token from TOKEN (attenuation): it may grant only what TOKEN grants, expire
+no later, allow no more uses, and its constraints are added to TOKEN's (paths and commands
+within TOKEN's, denied lists kept). No consent is asked: the child can do nothing its parent
+cannot. Its uses count against the parent, and revoking the parent revokes it.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body := map[string]any{"token": args[0], "capabilities": splitList(caps), "max_uses": maxUses, "reason": reason}
+			if duration != "" {
+				secs, err := parseDuration(duration)
+				if err != nil {
+					return usageErr("--duration: %v", err)
+				}
+				body["duration"] = secs
+			}
+			if cons != "" {
+				if !json.Valid([]byte(cons)) {
+					return usageErr("--constraints: not JSON")
+				}
+				body["constraints"] = json.RawMessage(cons)
+			}
+			b, _ := json.Marshal(body)
+			status, out, err := cf.do("POST", "/v1/tokens/derive", b)
+			if err != nil {
+				return err
+			}
+			var r struct {
+				Token        string `json:"token"`
+				ErrorCode    string `json:"error_code"`
+				ErrorMessage string `json:"error_message"`
+			}
+			_ = json.Unmarshal(out, &r)
+			if status != http.StatusOK || r.Token == "" {
+				return &exitError{code: exitNo, err: fmt.Errorf("%s: %s", r.ErrorCode, r.ErrorMessage)}
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), r.Token)
+			return nil
+		},
+	}
+	cf.register(cmd)
+	cmd.Flags().StringVar(&caps, "capabilities", "", "comma-separated grants, each within a grant of TOKEN")
+	cmd.Flags().Int64Var(&maxUses, "max-uses", 0, "most uses (0: the parent's limit)")
+	cmd.Flags().StringVar(&duration, "duration", "", "how long the child lives (default: until the parent expires)")
+	cmd.Flags().StringVar(&reason, "reason", "", "why; recorded as the child's audit tag")
+	cmd.Flags().StringVar(&cons, "constraints", "", `constraints JSON added to the parent's, e.g. {"allowed_paths":["/home/me/docs/**"]}`)
 	return cmd
 }
 

@@ -214,6 +214,43 @@ func TestServeSettingsFlow(t *testing.T) {
 		t.Fatalf("denied call: %s", r.stdout)
 	}
 
+	// Attenuation: a child of the read token with one use works once, its use counts against
+	// the parent, a wider child is refused, and revoking the parent revokes the child.
+	r = capgate(t, "", env, "token", "derive", read, "--capabilities", "system.settings.read", "--max-uses", "1", "--duration", "5m", "--reason", "one look")
+	mustCode(t, r, 0)
+	child := strings.TrimSpace(r.stdout)
+	if !strings.HasPrefix(child, "cgt1.") || strings.Contains(child, "\n") {
+		t.Fatalf("token derive printed %q", r.stdout)
+	}
+	mustCode(t, capgate(t, "", env, "call", "settings", "get_setting", "--params", `{"category":"appearance","key":"theme"}`, "--token", child), 0)
+	r = capgate(t, "", env, "call", "settings", "get_setting", "--params", `{"category":"appearance","key":"theme"}`, "--token", child, "--json")
+	if r.code != 1 || !strings.Contains(r.stdout, `"error_code": "TOKEN_EXHAUSTED"`) {
+		t.Fatalf("child's second use: %+v", r)
+	}
+	for _, wider := range [][]string{{"--capabilities", "system.settings.*"}, {"--capabilities", "system.settings.read", "--max-uses", "9"}, {"--capabilities", "system.settings.read", "--duration", "2h"}} {
+		r = capgate(t, "", env, append([]string{"token", "derive", read}, wider...)...)
+		if r.code != 1 || !strings.Contains(r.stderr, "INVALID_REQUEST") {
+			t.Fatalf("wider child %v: %+v", wider, r)
+		}
+	}
+	r = capgate(t, "", env, "token", "derive", read, "--capabilities", "system.settings.read", "--max-uses", "1")
+	mustCode(t, r, 0)
+	child2 := strings.TrimSpace(r.stdout)
+	other := strings.TrimSpace(capgate(t, "", nil, "client", "add", "other", "--data", data).stdout)
+	r = capgate(t, "", []string{"CAPGATE_SERVER=" + url, "CAPGATE_CLIENT_KEY=" + other}, "token", "derive", read, "--capabilities", "system.settings.read")
+	if r.code != 1 || !strings.Contains(r.stderr, "INVALID_TOKEN") {
+		t.Fatalf("derive from another client's token: %+v", r)
+	}
+	parent := read
+	r = capgate(t, "", env, "token", "request", "--capabilities", "system.settings.read", "--max-uses", "5", "--duration", "10m")
+	mustCode(t, r, 0)
+	read = strings.TrimSpace(r.stdout) // the test goes on with a fresh read token
+	mustCode(t, capgate(t, "", env, "token", "revoke", parent), 0)
+	r = capgate(t, "", env, "call", "settings", "get_setting", "--params", `{"category":"appearance","key":"theme"}`, "--token", child2, "--json")
+	if r.code != 1 || !strings.Contains(r.stdout, `"error_code": "INVALID_TOKEN"`) {
+		t.Fatalf("child of a revoked parent: %+v", r)
+	}
+
 	got := make(chan result, 1)
 	go func() {
 		got <- capgate(t, "", env, "token", "request", "--capabilities", "system.settings.write", "--max-uses", "2", "--duration", "10m", "--reason", "switch the theme")

@@ -61,7 +61,10 @@ type Options struct {
 }
 
 // Broker runs calls. It is safe for concurrent use.
-type Broker struct{ o Options }
+type Broker struct {
+	o     Options
+	cache *cache
+}
 
 // New returns a Broker.
 func New(o Options) (*Broker, error) {
@@ -80,7 +83,7 @@ func New(o Options) (*Broker, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Broker{o: o}, nil
+	return &Broker{o: o, cache: newCache()}, nil
 }
 
 // Caller is the authenticated client making the call.
@@ -98,7 +101,11 @@ type Request struct {
 	App       string          // alias or app id
 	Method    string          // the capability's action, or its full id
 	Params    json.RawMessage // canonical JSON of an object
-	Token     string          // the capability token's wire form, "" for none
+	// ParamsValue, when a front has it, is Params already decoded as by encoding/json with
+	// UseNumber (the front parsed them strictly); the broker then checks it against the
+	// schema without parsing Params again. It must be the same value as Params.
+	ParamsValue any
+	Token       string // the capability token's wire form, "" for none
 }
 
 // Result is what came of a call: the decision, and for an allowed call the provider's result.
@@ -123,7 +130,6 @@ type facts struct {
 	cap      registry.Capability
 	tok      token.Token
 	hasToken bool
-	params   map[string]any
 	perm     string
 }
 
@@ -160,30 +166,26 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 			f.call.Token.Grants = tok.Capabilities
 			f.call.Token.Constraints = tok.Constraints
 			f.call.Token.Expired = tok.CheckTime(now) != nil
-			st, err := b.o.Store.GetToken(ctx, tok.ID)
+			st, err := b.tokenState(ctx, tok.ID, tok.ConsentID)
 			switch {
 			case errors.Is(err, store.ErrNotFound):
 				f.call.Token.Valid, f.call.Token.InvalidReason = false, "token unknown to this gateway"
 			case err != nil:
 				f.call.Token.Valid, f.call.Token.InvalidReason = false, "token state unavailable"
 			default:
-				f.call.Token.Revoked = st.Revoked
-				f.call.Token.Exhausted = st.MaxUses > 0 && st.Uses >= st.MaxUses
-				if !st.ExpiresAt.IsZero() && !now.Before(st.ExpiresAt) {
+				f.call.Token.Revoked = st.revoked
+				f.call.Token.Exhausted = st.maxUses > 0 && st.uses >= st.maxUses
+				if !st.expiresAt.IsZero() && !now.Before(st.expiresAt) {
 					f.call.Token.Expired = true
 				}
-				if tok.ConsentID != "" {
-					if c, err := b.o.Store.GetConsent(ctx, tok.ConsentID); err == nil && c.State == store.ConsentApproved {
-						f.call.Token.ConsentRecorded = true
-					}
-				}
+				f.call.Token.ConsentRecorded = st.consented
 			}
 		}
 	}
 	if ok {
 		if cap.Params == nil {
 			f.call.ParamsProblems = []string{"params"}
-		} else if err := cap.Params.ValidateJSON(req.Params, "params"); err != nil {
+		} else if err := validateParams(cap.Params, req); err != nil {
 			var ps manifest.Problems
 			if errors.As(err, &ps) {
 				for _, p := range ps {
@@ -193,9 +195,15 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 				f.call.ParamsProblems = []string{"params"}
 			}
 		}
-		_ = json.Unmarshal(req.Params, &f.params)
 		if f.hasToken {
-			f.call.ConstraintOK, f.call.ConstraintRule = tokenConstraints(f.tok, cap, f.perm, f.params, now)
+			// A token that constrains no param (the usual case) has nothing to check here,
+			// so the params are decoded only for one that does.
+			f.call.ConstraintOK = true
+			if f.tok.Constraints.OnParams() {
+				var params map[string]any
+				_ = json.Unmarshal(req.Params, &params)
+				f.call.ConstraintOK, f.call.ConstraintRule = tokenConstraints(f.tok, cap, f.perm, params, now)
+			}
 		}
 		if m, err := b.mandate(ctx, f.perm); err == nil && m != nil {
 			f.call.Mandate = m
@@ -235,7 +243,7 @@ func pathParams(schema json.RawMessage) []string {
 // mandate finds the person's standing choice for perm: an exact mandate, else the most
 // specific pattern mandate that covers it.
 func (b *Broker) mandate(ctx context.Context, perm string) (*policy.Mandate, error) {
-	ms, err := b.o.Store.ListMandates(ctx)
+	ms, err := b.mandates(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -267,6 +275,22 @@ func errText(err error) string {
 // taken, no consent asked, nothing recorded, nothing run.
 func (b *Broker) Explain(ctx context.Context, caller Caller, req Request) policy.Decision {
 	return policy.Decide(b.gather(ctx, caller, req).call)
+}
+
+// validateParams checks the params against the capability's schema: the decoded value a
+// front passed, else the params' text, parsed strictly.
+func validateParams(s *manifest.Schema, req Request) error {
+	if req.ParamsValue != nil {
+		return s.Validate(req.ParamsValue, "params")
+	}
+	return s.ValidateJSON(req.Params, "params")
+}
+
+// decide is the decision of the call path: Explain's, without the step-by-step trace.
+func (b *Broker) decide(ctx context.Context, caller Caller, req Request) (facts, policy.Decision) {
+	f := b.gather(ctx, caller, req)
+	f.call.NoTrace = true
+	return f, policy.Decide(f.call)
 }
 
 func newID(prefix string) string {
@@ -322,8 +346,7 @@ func (b *Broker) call(ctx context.Context, caller Caller, req Request) Result {
 		req.Params = json.RawMessage("{}")
 	}
 	callID := newID("call_")
-	f := b.gather(ctx, caller, req)
-	d := policy.Decide(f.call)
+	f, d := b.decide(ctx, caller, req)
 	res := Result{Decision: d, CallID: callID}
 
 	if d.Outcome == policy.Ask && !caller.NeverAsk {
@@ -339,12 +362,23 @@ func (b *Broker) call(ctx context.Context, caller Caller, req Request) Result {
 	if !d.Allowed() {
 		return b.refuse(ctx, f, caller, req, res, d.Code, d.Explanation)
 	}
-	// A use is taken atomically, in the store, when the call is allowed. A root token with no
-	// use limit has nothing to count (its revocation and expiry were read for the decision),
-	// so it skips that durable write; a derived token always takes one, since its uses count
-	// against every ancestor.
-	if d.UseToken && (f.tok.Constraints.MaxUses > 0 || f.tok.ParentID != "") {
-		if _, err := b.o.Store.TakeUse(ctx, f.tok.ID, b.o.Now()); err != nil {
+	// A use is taken atomically, in the store, when the call is allowed: the decision read
+	// the token's state from the cache, and the store is the authority at use. A root token
+	// with no use limit has nothing to count, so it is only checked (not revoked, not
+	// expired) by a read; a derived token always takes a use, since its uses count against
+	// every ancestor.
+	if d.UseToken {
+		var err error
+		if f.tok.Constraints.MaxUses > 0 || f.tok.ParentID != "" {
+			var n int64
+			if n, err = b.o.Store.TakeUse(ctx, f.tok.ID, b.o.Now()); err == nil {
+				b.tookUse(f.tok.ID, n)
+			}
+		} else {
+			err = b.checkAtUse(ctx, f.tok.ID, b.o.Now())
+		}
+		if err != nil {
+			b.forgetToken(f.tok.ID)
 			code, msg := policy.CodeInvalidToken, "the token cannot be used"
 			switch {
 			case errors.Is(err, store.ErrExhausted):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/capgate/capgate/internal/audit"
@@ -101,4 +102,99 @@ func (b *Broker) RequestCapability(ctx context.Context, caller Caller, r Capabil
 		return Issued{}, err
 	}
 	return Issued{Wire: wire, ID: t.ID, ExpiresAt: time.Unix(t.ExpiresAt, 0), ConsentID: t.ConsentID}, nil
+}
+
+// DeriveRequest is attenuation: the holder of a token asks for a child of it that is strictly
+// narrower, to hand to a sub-agent or a single step.
+type DeriveRequest struct {
+	Parent       string // the parent token's wire form
+	Capabilities []string
+	Duration     int64 // seconds, ending no later than the parent; 0 keeps the parent's expiry
+	MaxUses      int64 // 0 keeps the parent's limit (none when it has none)
+	Reason       string
+	Constraints  token.Constraints // added to the parent's
+}
+
+// ErrDeriveParent: the parent token is not one the caller may use now.
+var ErrDeriveParent = errors.New("the parent token cannot be used")
+
+// Derive issues a child of the caller's token, narrower in every way (token.Derive): no
+// consent is asked, since the person approved the parent and the child can do nothing the
+// parent cannot. The child's uses count against the parent, and revoking the parent
+// revokes the child. A parent that is forged, another client's, revoked, expired or used up
+// is ErrDeriveParent; a child wider than its parent is ErrIssueInvalid naming each field.
+func (b *Broker) Derive(ctx context.Context, caller Caller, r DeriveRequest) (Issued, error) {
+	now := b.o.Now()
+	parent, err := b.o.Tokens.Verify(r.Parent)
+	if err != nil {
+		return Issued{}, fmt.Errorf("%w: %s", ErrDeriveParent, errText(err))
+	}
+	if err := parent.CheckClient(caller.ClientID); err != nil {
+		return Issued{}, fmt.Errorf("%w: %s", ErrDeriveParent, token.ErrWrongClient.Error())
+	}
+	st, err := b.o.Store.GetToken(ctx, parent.ID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return Issued{}, fmt.Errorf("%w: token unknown to this gateway", ErrDeriveParent)
+	case err != nil:
+		return Issued{}, err
+	case st.Revoked:
+		return Issued{}, fmt.Errorf("%w: it is revoked", ErrDeriveParent)
+	case st.MaxUses > 0 && st.Uses >= st.MaxUses:
+		return Issued{}, fmt.Errorf("%w: it has no uses left", ErrDeriveParent)
+	case parent.CheckTime(now) != nil:
+		return Issued{}, fmt.Errorf("%w: it has expired", ErrDeriveParent)
+	}
+	if r.Duration < 0 {
+		return Issued{}, fmt.Errorf("%w: duration must be positive seconds", ErrIssueInvalid)
+	}
+	req := token.Request{Capabilities: r.Capabilities, ExpiresAt: parent.ExpiresAt, Constraints: r.Constraints, AuditTag: r.Reason}
+	if r.Duration > 0 {
+		req.ExpiresAt = now.Unix() + r.Duration // beyond the parent's expiry, token.Derive refuses it
+	}
+	// What the request leaves out, the child keeps of the parent; what it adds, it adds.
+	pc, cc := parent.Constraints, &req.Constraints
+	cc.MaxUses = r.MaxUses
+	if r.MaxUses == 0 {
+		cc.MaxUses = pc.MaxUses
+	}
+	if len(cc.AllowedPaths) == 0 {
+		cc.AllowedPaths = pc.AllowedPaths
+	}
+	if len(cc.AllowedCommands) == 0 {
+		cc.AllowedCommands = pc.AllowedCommands
+	}
+	cc.DeniedCommands = union(pc.DeniedCommands, cc.DeniedCommands)
+	cc.DeniedPatterns = union(pc.DeniedPatterns, cc.DeniedPatterns)
+	child, err := token.Derive(parent, req, now)
+	if err != nil {
+		return Issued{}, fmt.Errorf("%w: %w", ErrIssueInvalid, err)
+	}
+	wire, err := token.Sign(child, b.o.TokenKey)
+	if err != nil {
+		return Issued{}, err
+	}
+	rec := audit.Record{Action: "derive_token", ClientID: caller.ClientID, TokenID: child.ID, AuditTag: clip(child.AuditTag),
+		Kind: "decision", Decision: "allow", Result: "issued", ConsentID: child.ConsentID,
+		Explanation: "derived from token " + parent.ID}
+	if _, err := b.o.Audit.Append(ctx, rec); err != nil {
+		return Issued{}, errors.New("the token was not issued: its audit record could not be written")
+	}
+	if err := b.o.Store.PutToken(ctx, store.Token{ID: child.ID, ClientID: child.ClientID, ParentID: parent.ID,
+		IssuedAt: time.Unix(child.IssuedAt, 0), ExpiresAt: time.Unix(child.ExpiresAt, 0), MaxUses: child.Constraints.MaxUses,
+		AuditTag: child.AuditTag, Hash: token.WireHash(wire)}); err != nil {
+		return Issued{}, err
+	}
+	return Issued{Wire: wire, ID: child.ID, ExpiresAt: time.Unix(child.ExpiresAt, 0), ConsentID: child.ConsentID}, nil
+}
+
+// union is a followed by the entries of b that a lacks.
+func union(a, b []string) []string {
+	out := append([]string(nil), a...)
+	for _, x := range b {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }

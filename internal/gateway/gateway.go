@@ -47,6 +47,16 @@ type Config struct {
 	TrustedDir string // trusted app keys
 	Handlers   map[string]sdk.Handler
 	Logger     *slog.Logger
+
+	// ConsentTTL is how long a consent request waits for the person before it expires as
+	// denied (0: consent.DefaultTTL).
+	ConsentTTL time.Duration
+	// ConsentWait is how long a call or a token request waits for the answer before it
+	// returns CONSENT_REQUIRED with the request's id (0: the broker's default, 2 minutes).
+	ConsentWait time.Duration
+	// DelayedCommit is the window in which an allowed irreversible call can be cancelled
+	// (0: the broker's default, 3 s; negative: none).
+	DelayedCommit time.Duration
 }
 
 // DefaultListen is loopback only: the gateway is not exposed to the network by default.
@@ -108,11 +118,16 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	}
 	g.Audit = audit.NewWriter(st, &audit.Options{CheckpointKey: key, CheckpointEvery: 1000, CheckpointInterval: time.Minute,
 		MirrorPath: filepath.Join(cfg.DataDir, AuditFile), Logger: cfg.Logger})
-	g.Consent = consent.New(st, &consent.Options{Surface: true})
+	g.Consent = consent.New(st, &consent.Options{Surface: true, TTL: cfg.ConsentTTL})
 	g.metrics = newMetrics(st)
 	g.Broker, err = broker.New(broker.Options{Store: st, Registry: g.Registry, Tokens: token.NewVerifier(key.Public().(ed25519.PublicKey), 4096),
-		Audit: g.Audit, Consent: g.Consent, Handlers: handlers, TokenKey: key, Observe: g.metrics.observe})
+		Audit: g.Audit, Consent: g.Consent, Handlers: handlers, TokenKey: key, Observe: g.metrics.observe,
+		ConsentWait: cfg.ConsentWait, DelayedCommit: cfg.DelayedCommit})
 	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	if _, err := g.Broker.Sync(ctx); err != nil {
 		g.Close()
 		return nil, err
 	}
@@ -221,21 +236,36 @@ func (g *Gateway) Serve(ctx context.Context, ready func(tcp, socket string)) err
 	return err
 }
 
-// sweep expires unanswered consent requests and reloads the registry, so that apps registered
-// by another process (capgate app register, another replica) are seen within seconds.
+// sweep keeps the gateway in step with its store: every broker.SyncInterval it compares the
+// store's revision and, when another process revoked a token or changed a mandate, a client
+// or an app, drops the broker's caches and reloads the registry (so that apps registered by
+// capgate app register or another replica are seen within a fraction of a second); every
+// second it expires unanswered consent requests.
 func (g *Gateway) sweep(ctx context.Context) {
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(broker.SyncInterval)
 	defer t.Stop()
+	lastRev, lastSweep := int64(-1), time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-			if _, err := g.Consent.Sweep(ctx); err != nil && ctx.Err() == nil {
-				g.log.Warn("consent sweep failed", "err", err)
+		case now := <-t.C:
+			rev, err := g.Broker.Sync(ctx)
+			if err != nil && ctx.Err() == nil {
+				g.log.Warn("store revision check failed", "err", err)
 			}
-			if err := g.Registry.Reload(ctx); err != nil && ctx.Err() == nil {
-				g.log.Warn("registry reload failed", "err", err)
+			if err == nil && rev != lastRev {
+				if err := g.Registry.Reload(ctx); err != nil && ctx.Err() == nil {
+					g.log.Warn("registry reload failed", "err", err)
+				} else {
+					lastRev = rev
+				}
+			}
+			if now.Sub(lastSweep) >= time.Second {
+				lastSweep = now
+				if _, err := g.Consent.Sweep(ctx); err != nil && ctx.Err() == nil {
+					g.log.Warn("consent sweep failed", "err", err)
+				}
 			}
 		}
 	}

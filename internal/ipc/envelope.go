@@ -53,6 +53,9 @@ type Body struct {
 	Params          json.RawMessage `json:"params,omitempty"` // canonical JSON of an object
 	CapabilityToken string          `json:"capability_token,omitempty"`
 	UndoToken       string          `json:"undo_token,omitempty"` // for undo
+	// ParamsValue is Params decoded (jcs.Value.Interface), so that the broker checks them
+	// against their schema without parsing them again.
+	ParamsValue any `json:"-"`
 }
 
 // Request is an llm_request envelope.
@@ -229,7 +232,7 @@ func ParseRequest(data []byte) (Request, error) {
 			if p.Kind != jcs.Object {
 				bad("body.params", "must be an object")
 			} else if c, err := p.AppendCanonical(nil); err == nil {
-				r.Body.Params = c
+				r.Body.Params, r.Body.ParamsValue = c, p.Interface()
 			}
 		} else {
 			r.Body.Params = json.RawMessage("{}")

@@ -26,6 +26,7 @@ var apiRoutes = []string{
 	"POST /v1/ipc",
 	"POST /v1/explain",
 	"POST /v1/tokens/revoke",
+	"POST /v1/tokens/derive",
 	"GET /v1/capabilities",
 	"POST /v1/capabilities/request",
 	"GET /healthz",

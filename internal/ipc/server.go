@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/capgate/capgate/internal/broker"
@@ -29,6 +30,40 @@ type Server struct {
 	Registry *registry.Registry
 	Logger   *slog.Logger     // nil: slog.Default()
 	Now      func() time.Time // nil: time.Now
+
+	known clientCache
+}
+
+// clientCache holds the clients found by key hash, so that a call does not read the store to
+// learn who is calling. It is emptied whenever the broker's store revision moves, which every
+// change to a client raises (a key rotated, a client disabled or removed). Only clients found
+// are held: a key unknown a moment ago may belong to a client added since.
+type clientCache struct {
+	mu    sync.RWMutex
+	rev   int64
+	byKey map[string]store.Client
+}
+
+// maxCachedClients bounds the client cache; a full cache is emptied.
+const maxCachedClients = 4096
+
+func (c *clientCache) get(rev int64, keyHash string) (store.Client, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.rev != rev {
+		return store.Client{}, false
+	}
+	cl, ok := c.byKey[keyHash]
+	return cl, ok
+}
+
+func (c *clientCache) put(rev int64, keyHash string, cl store.Client) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rev != rev || c.byKey == nil || len(c.byKey) >= maxCachedClients {
+		c.rev, c.byKey = rev, map[string]store.Client{}
+	}
+	c.byKey[keyHash] = cl
 }
 
 // KeyHash is how a client key is known to the store: "sha256:" and the hex of its SHA-256.
@@ -74,6 +109,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/capabilities/request", s.request)
 	mux.HandleFunc("POST /v1/explain", s.explain)
 	mux.HandleFunc("POST /v1/tokens/revoke", s.revoke)
+	mux.HandleFunc("POST /v1/tokens/derive", s.derive)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	return mux
 }
@@ -89,7 +125,14 @@ func (s *Server) authenticate(r *http.Request) (broker.Caller, bool) {
 		if !ok || !strings.EqualFold(scheme, "Bearer") || key == "" {
 			return broker.Caller{}, false
 		}
-		c, err = s.Clients.ClientByKeyHash(ctx, KeyHash(key))
+		kh := KeyHash(key)
+		rev := s.Broker.Revision()
+		var hit bool
+		if c, hit = s.known.get(rev, kh); !hit {
+			if c, err = s.Clients.ClientByKeyHash(ctx, kh); err == nil {
+				s.known.put(rev, kh, c)
+			}
+		}
 	} else if uid, ok := ctx.Value(peerUIDKey).(int); ok {
 		c, err = s.Clients.ClientByUID(ctx, uid)
 	} else {
@@ -161,7 +204,7 @@ func (s *Server) ipc(w http.ResponseWriter, r *http.Request) {
 	}
 	res := s.Broker.Call(r.Context(), caller, broker.Request{
 		RequestID: req.Header.RequestID, Action: req.Body.Action, App: req.Body.App, Method: req.Body.Method,
-		Params: req.Body.Params, Token: req.Body.CapabilityToken,
+		Params: req.Body.Params, ParamsValue: req.Body.ParamsValue, Token: req.Body.CapabilityToken,
 	})
 	// One structured line per call: who, what, the decision and its code; never params or tokens.
 	s.log().LogAttrs(r.Context(), slog.LevelDebug, "call", slog.String("client", caller.ClientID), slog.String("app", req.Body.App),
@@ -208,7 +251,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"status": "error", "error_code": "INVALID_TOKEN", "error_message": "no such token of this client"})
 		return
 	}
-	if err := s.Tokens.Revoke(r.Context(), id, s.now()); err != nil {
+	if err := s.Broker.Revoke(r.Context(), id); err != nil {
 		s.log().Error("revoke failed", "err", err)
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"status": "error", "error_code": "EXECUTION_FAILED", "error_message": "the token could not be revoked"})
 		return
@@ -229,7 +272,7 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := s.Broker.Explain(r.Context(), caller, broker.Request{RequestID: req.Header.RequestID, Action: req.Body.Action,
-		App: req.Body.App, Method: req.Body.Method, Params: req.Body.Params, Token: req.Body.CapabilityToken})
+		App: req.Body.App, Method: req.Body.Method, Params: req.Body.Params, ParamsValue: req.Body.ParamsValue, Token: req.Body.CapabilityToken})
 	writeJSON(w, http.StatusOK, map[string]any{"outcome": d.Outcome, "code": d.Code, "explanation": d.Explanation, "step": d.Step, "trace": d.Trace})
 }
 
@@ -320,6 +363,76 @@ type capabilityRequest struct {
 	Constraints  json.RawMessage `json:"constraints,omitempty"`
 }
 
+// deriveRequest is the body of POST /v1/tokens/derive.
+type deriveRequest struct {
+	Token        string          `json:"token"`
+	Capabilities []string        `json:"capabilities"`
+	Duration     int64           `json:"duration"`
+	MaxUses      int64           `json:"max_uses"`
+	Reason       string          `json:"reason"`
+	Constraints  json.RawMessage `json:"constraints,omitempty"`
+}
+
+// derive issues a strictly narrower child of the caller's own token (attenuation).
+func (s *Server) derive(w http.ResponseWriter, r *http.Request) {
+	caller, ok := s.authenticate(r)
+	if !ok {
+		s.unauthorized(w, "")
+		return
+	}
+	fail := func(status int, code, msg string) {
+		writeJSON(w, status, map[string]any{"status": "error", "error_code": code, "error_message": msg})
+	}
+	data, ok := readBody(w, r)
+	if !ok {
+		fail(http.StatusRequestEntityTooLarge, CodeInvalidRequest, "the request is too large")
+		return
+	}
+	var dr deriveRequest
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if _, err := jcsCheck(data); err != nil || dec.Decode(&dr) != nil || dr.Token == "" {
+		fail(http.StatusBadRequest, CodeInvalidRequest, "the derive request is not valid JSON of the documented shape")
+		return
+	}
+	cons, ok := decodeConstraints(dr.Constraints)
+	if !ok {
+		fail(http.StatusBadRequest, CodeInvalidRequest, "constraints: unknown or mistyped member")
+		return
+	}
+	iss, err := s.Broker.Derive(r.Context(), caller, broker.DeriveRequest{
+		Parent: dr.Token, Capabilities: dr.Capabilities, Duration: dr.Duration, MaxUses: dr.MaxUses, Reason: dr.Reason,
+		Constraints: cons.token(),
+	})
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, map[string]any{"status": "success", "token": iss.Wire, "token_id": iss.ID, "expires_at": iss.ExpiresAt.Unix()})
+	case errors.Is(err, broker.ErrDeriveParent):
+		fail(http.StatusForbidden, "INVALID_TOKEN", err.Error())
+	case errors.Is(err, broker.ErrIssueInvalid):
+		fail(http.StatusBadRequest, CodeInvalidRequest, err.Error())
+	default:
+		s.log().Error("derive failed", "err", err)
+		fail(http.StatusInternalServerError, "EXECUTION_FAILED", "the token could not be issued")
+	}
+}
+
+// decodeConstraints reads a constraints object strictly; absent is no constraint.
+func decodeConstraints(raw json.RawMessage) (constraintsJSON, bool) {
+	var cons constraintsJSON
+	if len(raw) == 0 {
+		return cons, true
+	}
+	cd := json.NewDecoder(strings.NewReader(string(raw)))
+	cd.DisallowUnknownFields()
+	return cons, cd.Decode(&cons) == nil
+}
+
+func (c constraintsJSON) token() token.Constraints {
+	return token.Constraints{AllowedPaths: c.AllowedPaths, AllowedCommands: c.AllowedCommands,
+		DeniedCommands: c.DeniedCommands, DeniedPatterns: c.DeniedPatterns, Condition: c.Condition}
+}
+
 type constraintsJSON struct {
 	MaxUses         int64    `json:"max_uses"`
 	AllowedPaths    []string `json:"allowed_paths"`
@@ -354,14 +467,10 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, CodeInvalidRequest, "the capability request is not valid JSON of the documented shape", nil)
 		return
 	}
-	var cons constraintsJSON
-	if len(cr.Constraints) > 0 {
-		cd := json.NewDecoder(strings.NewReader(string(cr.Constraints)))
-		cd.DisallowUnknownFields()
-		if cd.Decode(&cons) != nil {
-			fail(http.StatusBadRequest, CodeInvalidRequest, "constraints: unknown or mistyped member", nil)
-			return
-		}
+	cons, ok := decodeConstraints(cr.Constraints)
+	if !ok {
+		fail(http.StatusBadRequest, CodeInvalidRequest, "constraints: unknown or mistyped member", nil)
+		return
 	}
 	maxUses := cr.MaxUses
 	if maxUses == 0 {
@@ -369,8 +478,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) {
 	}
 	iss, err := s.Broker.RequestCapability(r.Context(), caller, broker.CapabilityRequest{
 		Capabilities: cr.Capabilities, Duration: cr.Duration, MaxUses: maxUses, Reason: cr.Reason,
-		Constraints: token.Constraints{AllowedPaths: cons.AllowedPaths, AllowedCommands: cons.AllowedCommands,
-			DeniedCommands: cons.DeniedCommands, DeniedPatterns: cons.DeniedPatterns, Condition: cons.Condition},
+		Constraints: cons.token(),
 	})
 	switch {
 	case err == nil:

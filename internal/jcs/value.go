@@ -1,6 +1,9 @@
 package jcs
 
-import "strconv"
+import (
+	"encoding/json"
+	"strconv"
+)
 
 // Kind is the JSON type of a Value. The zero Kind is Null, so the zero Value
 // is JSON null.
@@ -88,4 +91,30 @@ func (v Value) Get(name string) (Value, bool) {
 		}
 	}
 	return Value{}, false
+}
+
+// Interface returns v as encoding/json with UseNumber decodes it: map[string]any, []any,
+// json.Number (the literal as received), string, bool or nil.
+func (v Value) Interface() any {
+	switch v.Kind {
+	case Bool:
+		return v.Bool
+	case Number:
+		return json.Number(v.Num)
+	case String:
+		return v.Str
+	case Array:
+		out := make([]any, len(v.Items))
+		for i, it := range v.Items {
+			out[i] = it.Interface()
+		}
+		return out
+	case Object:
+		out := make(map[string]any, len(v.Members))
+		for _, m := range v.Members {
+			out[m.Name] = m.Value.Interface()
+		}
+		return out
+	}
+	return nil
 }

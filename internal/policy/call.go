@@ -10,6 +10,10 @@ import (
 // Call is what the broker knows about one call when it asks Decide. Every bool is a fact that
 // lets the call go further, so the zero Call, and any Call that leaves a fact out, is denied.
 type Call struct {
+	// NoTrace leaves Decision.Trace empty: the call path needs the outcome, code and
+	// explanation, and only explain shows each step's finding.
+	NoTrace bool
+
 	// Step 1: does the call name something that may run?
 
 	// AppFound: the app named by the call is installed.

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/manifest"
@@ -45,7 +46,7 @@ import (
 func Decide(c Call) Decision {
 	cp := withDefaults(c.Capability)
 	id, perm := capabilityName(cp.ID), permissionName(cp.Permission)
-	var t tracer
+	t := tracer{off: c.NoTrace}
 
 	// Step 1.
 	switch {
@@ -60,7 +61,7 @@ func Decide(c Call) Decision {
 	case !c.Working:
 		return t.deny(1, CodeMethodNotFound, id+" is not working right now")
 	}
-	t.note(1, id+" is installed, enabled, pinned and working")
+	t.note(1, id, " is installed, enabled, pinned and working")
 
 	// Step 2.
 	tok := c.Token
@@ -96,7 +97,7 @@ func Decide(c Call) Decision {
 		return t.deny(4, CodePermissionDenied, fmt.Sprintf("%s needs a client trusted as %s, and this client is trusted as %s",
 			id, trustWord(cp.AuthLevel), trust))
 	}
-	t.note(4, fmt.Sprintf("the client is trusted as %s; %s needs %s", trust, id, trustWord(cp.AuthLevel)))
+	t.note(4, "the client is trusted as ", string(trust), "; ", id, " needs ", trustWord(cp.AuthLevel))
 
 	// Step 5.
 	noTokenAsks, consentToken := false, false
@@ -121,32 +122,32 @@ func Decide(c Call) Decision {
 		if consentToken {
 			consent = "issued with the person's recorded consent"
 		}
-		t.note(5, "the token covers "+perm+", "+constraints+", and was "+consent)
+		t.note(5, "the token covers ", perm, ", ", constraints, ", and was ", consent)
 	case cp.AuthLevel == manifest.AuthPublic && cp.Risk == manifest.RiskLow:
-		t.note(5, "no token: "+id+" is public and low-risk, so it needs none")
+		t.note(5, "no token: ", id, " is public and low-risk, so it needs none")
 	case c.ClientNeverAsk:
 		return t.deny(5, CodeCapabilityDenied, "no token covers the permission "+perm+", and the client is set never to ask")
 	default:
 		noTokenAsks = true
-		t.note(5, "no token covers the permission "+perm+": the person is asked about this one call")
+		t.note(5, "no token covers the permission ", perm, ": the person is asked about this one call")
 	}
 
 	// Step 6.
 	a := autonomy(cp.AutonomyCeiling)
-	t.note(6, "the ceiling of "+id+" is "+string(a))
+	t.note(6, "the ceiling of ", id, " is ", string(a))
 	if m := c.Mandate; m != nil && m.Autonomy != "" {
 		ma := autonomy(m.Autonomy)
 		if stricter(ma, a) {
 			a = ma
-			t.note(6, "the person's mandate narrows it to "+string(a))
+			t.note(6, "the person's mandate narrows it to ", string(a))
 		} else {
-			t.note(6, "the person's mandate ("+string(ma)+") does not narrow it, and cannot widen it")
+			t.note(6, "the person's mandate (", string(ma), ") does not narrow it, and cannot widen it")
 		}
 	}
 	narrow := func(why string) {
 		if stricter(manifest.AutonomyAsk, a) {
 			a = manifest.AutonomyAsk
-			t.note(6, "narrowed to ask: "+why)
+			t.note(6, "narrowed to ask: ", why)
 		}
 	}
 	if noTokenAsks {
@@ -292,11 +293,21 @@ func withDefaults(c manifest.Capability) manifest.Capability {
 }
 
 // tracer collects each step's finding.
-type tracer struct{ lines []string }
+type tracer struct {
+	off   bool
+	lines []string
+}
 
-// note records a finding of step n.
-func (t *tracer) note(n int, finding string) {
-	t.lines = append(t.lines, fmt.Sprintf("step %d: %s", n, finding))
+// note records a finding of step n (1 to 8), given in parts so that nothing is joined when
+// the trace is off.
+func (t *tracer) note(n int, finding ...string) {
+	if t.off {
+		return
+	}
+	if t.lines == nil {
+		t.lines = make([]string, 0, 8)
+	}
+	t.lines = append(t.lines, "step "+string(rune('0'+n))+": "+strings.Join(finding, ""))
 }
 
 // deny ends the decision at step n.

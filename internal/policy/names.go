@@ -3,6 +3,7 @@ package policy
 import (
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/manifest"
@@ -15,7 +16,7 @@ import (
 
 // capabilityName is id when it is a well-formed capability id.
 func capabilityName(id string) string {
-	if _, err := manifest.ParseCapabilityID(id); err != nil {
+	if !wellFormed.check("c"+id, func() bool { _, err := manifest.ParseCapabilityID(id); return err == nil }) {
 		return "the capability (its id is not well formed)"
 	}
 	return id
@@ -23,10 +24,40 @@ func capabilityName(id string) string {
 
 // permissionName is p when it is a well-formed permission.
 func permissionName(p string) string {
-	if _, err := manifest.ParsePermission(p); err != nil {
+	if !wellFormed.check("p"+p, func() bool { _, err := manifest.ParsePermission(p); return err == nil }) {
 		return "(a permission that is not well formed)"
 	}
 	return p
+}
+
+// wellFormed remembers which names parsed: every decision names its capability and
+// permission, which come from a bounded registry, and parsing them each time is a good part
+// of a decision's cost.
+var wellFormed = &memo{m: map[string]bool{}}
+
+// maxMemoNames bounds the memo; a full memo is emptied.
+const maxMemoNames = 4096
+
+type memo struct {
+	mu sync.RWMutex
+	m  map[string]bool
+}
+
+func (m *memo) check(key string, parse func() bool) bool {
+	m.mu.RLock()
+	ok, found := m.m[key]
+	m.mu.RUnlock()
+	if found {
+		return ok
+	}
+	ok = parse()
+	m.mu.Lock()
+	if len(m.m) >= maxMemoNames {
+		m.m = map[string]bool{}
+	}
+	m.m[key] = ok
+	m.mu.Unlock()
+	return ok
 }
 
 // fieldPath is p when it looks like a field path: at most MaxFieldPathBytes of ASCII

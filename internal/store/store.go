@@ -41,6 +41,11 @@ type Store interface {
 	Mandates
 	State
 	Audit
+	// Revision returns a counter that grows whenever a token is revoked or a mandate, a
+	// client or an app is put, changed or deleted, by any process sharing the store. Caches
+	// of those records compare it to know when to drop what they hold; it says nothing about
+	// use counts, consents, state or audit records, which callers read fresh.
+	Revision(ctx context.Context) (int64, error)
 	// Close releases the store. Using it afterwards is an error.
 	Close() error
 }

@@ -36,6 +36,13 @@ const (
 	RuleCommandParam    = "command: not a string"
 )
 
+// OnParams reports whether any constraint reads the call's params (paths, commands, the
+// condition); when none does, Check allows every call.
+func (c Constraints) OnParams() bool {
+	return len(c.AllowedPaths) > 0 || len(c.AllowedCommands) > 0 || len(c.DeniedCommands) > 0 ||
+		len(c.DeniedPatterns) > 0 || c.Condition != ""
+}
+
 // Check reports whether the constraints allow the call, and when they do not, which rule
 // refused (one of the Rule constants or an ErrCommand text). Check does not count uses
 // (MaxUses is the store's) and does not check the permission is covered (Covers).

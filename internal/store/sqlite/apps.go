@@ -18,7 +18,7 @@ func (s *Store) PutApp(ctx context.Context, a store.App) error {
 		return err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO apps (`+appColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)
+		_, err := s.txExec(ctx, tx, `INSERT INTO apps (`+appColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (app_id) DO UPDATE SET alias = excluded.alias, tier = excluded.tier,
 				reason = excluded.reason, manifest = excluded.manifest,
 				enabled = excluded.enabled, updated = excluded.updated`,
@@ -47,7 +47,7 @@ func (s *Store) AppByAlias(ctx context.Context, alias string) (store.App, error)
 }
 
 func (s *Store) oneApp(ctx context.Context, where string, arg any) (store.App, error) {
-	a, err := scanApp(s.db.QueryRowContext(ctx, `SELECT `+appColumns+` FROM apps `+where, arg))
+	a, err := scanApp(s.queryRow(ctx, `SELECT `+appColumns+` FROM apps `+where, arg))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.App{}, notFound("app")
 	}
@@ -59,7 +59,7 @@ func (s *Store) oneApp(ctx context.Context, where string, arg any) (store.App, e
 
 // ListApps returns every app ordered by AppID.
 func (s *Store) ListApps(ctx context.Context) ([]store.App, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+appColumns+` FROM apps ORDER BY app_id`)
+	rows, err := s.query(ctx, `SELECT `+appColumns+` FROM apps ORDER BY app_id`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list apps: %w", err)
 	}
@@ -81,7 +81,7 @@ func (s *Store) ListApps(ctx context.Context) ([]store.App, error) {
 // SetAppEnabled enables or disables an app; a missing app is ErrNotFound.
 func (s *Store) SetAppEnabled(ctx context.Context, appID string, enabled bool) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE apps SET enabled = ? WHERE app_id = ?`, b2i(enabled), appID)
+		res, err := s.txExec(ctx, tx, `UPDATE apps SET enabled = ? WHERE app_id = ?`, b2i(enabled), appID)
 		if err != nil {
 			return fmt.Errorf("sqlite: set app enabled: %w", err)
 		}
@@ -92,7 +92,7 @@ func (s *Store) SetAppEnabled(ctx context.Context, appID string, enabled bool) e
 // DeleteApp deletes an app; a missing app is ErrNotFound. The app's state is kept.
 func (s *Store) DeleteApp(ctx context.Context, appID string) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM apps WHERE app_id = ?`, appID)
+		res, err := s.txExec(ctx, tx, `DELETE FROM apps WHERE app_id = ?`, appID)
 		if err != nil {
 			return fmt.Errorf("sqlite: delete app: %w", err)
 		}

@@ -31,7 +31,7 @@ func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) err
 	return s.write(ctx, func(tx *sql.Tx) error {
 		var headSeq int64
 		var headHash string
-		err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1`).
+		err := s.txRow(ctx, tx, `SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1`).
 			Scan(&headSeq, &headHash)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("sqlite: append audit: %w", err)
@@ -77,7 +77,7 @@ func (s *Store) AuditRange(ctx context.Context, from, to int64, limit int) ([]st
 	if limit == 0 {
 		lim = -1 // SQLite: no limit
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, prev_hash, hash, at, body FROM audit_log
+	rows, err := s.query(ctx, `SELECT seq, prev_hash, hash, at, body FROM audit_log
 		WHERE seq >= ? AND (? = 0 OR seq <= ?) ORDER BY seq LIMIT ?`, from, to, to, lim)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: audit range: %w", err)
@@ -104,7 +104,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, c store.Checkpoint) error {
 		return err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO audit_checkpoints (seq, head, at, body) VALUES (?, ?, ?, ?)`,
+		_, err := s.txExec(ctx, tx, `INSERT INTO audit_checkpoints (seq, head, at, body) VALUES (?, ?, ?, ?)`,
 			c.Seq, c.Head, at, blobArg(c.Body))
 		if isUnique(err) {
 			return exists("checkpoint seq")
@@ -118,7 +118,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, c store.Checkpoint) error {
 
 // Checkpoints returns every checkpoint ordered by Seq.
 func (s *Store) Checkpoints(ctx context.Context) ([]store.Checkpoint, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, head, at, body FROM audit_checkpoints ORDER BY seq`)
+	rows, err := s.query(ctx, `SELECT seq, head, at, body FROM audit_checkpoints ORDER BY seq`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: checkpoints: %w", err)
 	}

@@ -18,7 +18,7 @@ func (s *Store) PutClient(ctx context.Context, c store.Client) error {
 		return err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO clients (`+clientColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := s.txExec(ctx, tx, `INSERT INTO clients (`+clientColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			c.ID, c.Name, c.KeyHash, c.Trust, b2i(c.NeverAsk), uidArg(c.UnixUID), created, b2i(c.Disabled))
 		if isUnique(err) {
 			return exists("client id, name, key hash or uid")
@@ -38,7 +38,7 @@ func (s *Store) UpdateClient(ctx context.Context, c store.Client) error {
 		return err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE clients SET name = ?, key_hash = ?, trust = ?,
+		res, err := s.txExec(ctx, tx, `UPDATE clients SET name = ?, key_hash = ?, trust = ?,
 				never_ask = ?, unix_uid = ?, created = ?, disabled = ? WHERE id = ?`,
 			c.Name, c.KeyHash, c.Trust, b2i(c.NeverAsk), uidArg(c.UnixUID), created, b2i(c.Disabled), c.ID)
 		if isUnique(err) {
@@ -75,7 +75,7 @@ func (s *Store) ClientByUID(ctx context.Context, uid int) (store.Client, error) 
 }
 
 func (s *Store) oneClient(ctx context.Context, where string, arg any) (store.Client, error) {
-	c, err := scanClient(s.db.QueryRowContext(ctx, `SELECT `+clientColumns+` FROM clients `+where, arg))
+	c, err := scanClient(s.queryRow(ctx, `SELECT `+clientColumns+` FROM clients `+where, arg))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Client{}, notFound("client")
 	}
@@ -87,7 +87,7 @@ func (s *Store) oneClient(ctx context.Context, where string, arg any) (store.Cli
 
 // ListClients returns every client ordered by Name.
 func (s *Store) ListClients(ctx context.Context) ([]store.Client, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+clientColumns+` FROM clients ORDER BY name`)
+	rows, err := s.query(ctx, `SELECT `+clientColumns+` FROM clients ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list clients: %w", err)
 	}

@@ -25,7 +25,7 @@ func (s *Store) PutConsent(ctx context.Context, c store.Consent) error {
 		return ts.err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO consents (`+consentColumns+`)
+		_, err := s.txExec(ctx, tx, `INSERT INTO consents (`+consentColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			c.ID, c.ClientID, c.Kind, blobArg(c.Payload), c.State, created, expires, answered,
 			c.AnsweredBy, c.Wording)
@@ -41,7 +41,7 @@ func (s *Store) PutConsent(ctx context.Context, c store.Consent) error {
 
 // GetConsent returns the consent request with the id.
 func (s *Store) GetConsent(ctx context.Context, id string) (store.Consent, error) {
-	c, err := scanConsent(s.db.QueryRowContext(ctx, `SELECT `+consentColumns+` FROM consents WHERE id = ?`, id))
+	c, err := scanConsent(s.queryRow(ctx, `SELECT `+consentColumns+` FROM consents WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Consent{}, notFound("consent")
 	}
@@ -65,7 +65,7 @@ func (s *Store) AnswerConsent(ctx context.Context, id, state, by, wording string
 	return s.write(ctx, func(tx *sql.Tx) error {
 		var cur string
 		var expires sql.NullInt64
-		err := tx.QueryRowContext(ctx, `SELECT state, expires FROM consents WHERE id = ?`, id).Scan(&cur, &expires)
+		err := s.txRow(ctx, tx, `SELECT state, expires FROM consents WHERE id = ?`, id).Scan(&cur, &expires)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("consent")
 		}
@@ -78,7 +78,7 @@ func (s *Store) AnswerConsent(ctx context.Context, id, state, by, wording string
 		if expires.Valid && atArg.Valid && atArg.Int64 >= expires.Int64 {
 			return fmt.Errorf("sqlite: answer consent: expired: %w", store.ErrConflict)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE consents SET state = ?, answered = ?, answered_by = ?,
+		if _, err := s.txExec(ctx, tx, `UPDATE consents SET state = ?, answered = ?, answered_by = ?,
 				wording = ? WHERE id = ?`, state, atArg, by, wording, id); err != nil {
 			return fmt.Errorf("sqlite: answer consent: %w", err)
 		}
@@ -98,7 +98,7 @@ func (s *Store) ExpireConsents(ctx context.Context, now time.Time) ([]string, er
 	}
 	var ids []string
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM consents
+		rows, err := s.txQuery(ctx, tx, `SELECT id FROM consents
 			WHERE state = 'pending' AND expires IS NOT NULL AND expires <= ?
 			ORDER BY created, id`, nowArg)
 		if err != nil {
@@ -116,7 +116,7 @@ func (s *Store) ExpireConsents(ctx context.Context, now time.Time) ([]string, er
 			return fmt.Errorf("sqlite: expire consents: %w", err)
 		}
 		rows.Close()
-		if _, err := tx.ExecContext(ctx, `UPDATE consents SET state = 'expired'
+		if _, err := s.txExec(ctx, tx, `UPDATE consents SET state = 'expired'
 			WHERE state = 'pending' AND expires IS NOT NULL AND expires <= ?`, nowArg); err != nil {
 			return fmt.Errorf("sqlite: expire consents: %w", err)
 		}
@@ -130,7 +130,7 @@ func (s *Store) ExpireConsents(ctx context.Context, now time.Time) ([]string, er
 
 // ListConsents lists the requests in state ("" for all), ordered by Created (then ID).
 func (s *Store) ListConsents(ctx context.Context, state string) ([]store.Consent, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+consentColumns+` FROM consents
+	rows, err := s.query(ctx, `SELECT `+consentColumns+` FROM consents
 		WHERE ? = '' OR state = ? ORDER BY created, id`, state, state)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list consents: %w", err)

@@ -20,7 +20,7 @@ func (s *Store) PutMandate(ctx context.Context, m store.Mandate) error {
 		return ts.err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO mandates (`+mandateColumns+`) VALUES (?, ?, ?, ?, ?, ?)
+		_, err := s.txExec(ctx, tx, `INSERT INTO mandates (`+mandateColumns+`) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (permission) DO UPDATE SET autonomy = excluded.autonomy,
 				agreed_id = excluded.agreed_id, wording = excluded.wording,
 				agreed_at = excluded.agreed_at, updated = excluded.updated`,
@@ -47,7 +47,7 @@ func (s *Store) GetMandate(ctx context.Context, permission string) (store.Mandat
 
 // ListMandates returns every mandate ordered by Permission.
 func (s *Store) ListMandates(ctx context.Context) ([]store.Mandate, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+mandateColumns+` FROM mandates ORDER BY permission`)
+	rows, err := s.query(ctx, `SELECT `+mandateColumns+` FROM mandates ORDER BY permission`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list mandates: %w", err)
 	}
@@ -69,7 +69,7 @@ func (s *Store) ListMandates(ctx context.Context) ([]store.Mandate, error) {
 // DeleteMandate deletes the mandate for the permission; a missing one is ErrNotFound.
 func (s *Store) DeleteMandate(ctx context.Context, permission string) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM mandates WHERE permission = ?`, permission)
+		res, err := s.txExec(ctx, tx, `DELETE FROM mandates WHERE permission = ?`, permission)
 		if err != nil {
 			return fmt.Errorf("sqlite: delete mandate: %w", err)
 		}

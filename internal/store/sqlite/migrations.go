@@ -107,6 +107,33 @@ CREATE TABLE audit_checkpoints (
 	body BLOB NOT NULL
 ) STRICT;
 `},
+	{2, "revision counter for caches", `
+CREATE TABLE revision (
+	id  INTEGER PRIMARY KEY CHECK (id = 1),
+	rev INTEGER NOT NULL
+) STRICT;
+INSERT INTO revision (id, rev) VALUES (1, 0);
+CREATE TRIGGER revision_token_revoked AFTER UPDATE OF revoked ON tokens WHEN NEW.revoked <> OLD.revoked
+	BEGIN UPDATE revision SET rev = rev + 1 WHERE id = 1; END;
+CREATE TRIGGER revision_mandate_insert AFTER INSERT ON mandates
+	BEGIN UPDATE revision SET rev = rev + 1 WHERE id = 1; END;
+CREATE TRIGGER revision_mandate_update AFTER UPDATE ON mandates
+	BEGIN UPDATE revision SET rev = rev + 1 WHERE id = 1; END;
+CREATE TRIGGER revision_mandate_delete AFTER DELETE ON mandates
+	BEGIN UPDATE revision SET rev = rev + 1 WHERE id = 1; END;
+CREATE TRIGGER revision_client_insert AFTER INSERT ON clients
+	BEGIN UPDATE revision SET rev = rev + 1 WHERE id = 1; END;
+CREATE TRIGGER revision_client_update AFTER UPDATE ON clients
+	BEGIN UPDATE revision SET rev = rev + 1 WHERE id = 1; END;
+CREATE TRIGGER revision_client_delete AFTER DELETE ON clients
+	BEGIN UPDATE revision SET rev = rev + 1 WHERE id = 1; END;
+CREATE TRIGGER revision_app_insert AFTER INSERT ON apps
+	BEGIN UPDATE revision SET rev = rev + 1 WHERE id = 1; END;
+CREATE TRIGGER revision_app_update AFTER UPDATE ON apps
+	BEGIN UPDATE revision SET rev = rev + 1 WHERE id = 1; END;
+CREATE TRIGGER revision_app_delete AFTER DELETE ON apps
+	BEGIN UPDATE revision SET rev = rev + 1 WHERE id = 1; END;
+`},
 }
 
 // migrate brings the schema up to the last known version, one step per transaction. Several

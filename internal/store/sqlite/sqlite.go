@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -48,6 +49,8 @@ type Store struct {
 	// that in-process writers queue here, where the context is honoured, instead of polling
 	// SQLite's busy handler. Other processes are held off by the busy timeout.
 	writeSem chan struct{}
+	stmts    sync.Map // query text → *sql.Stmt
+	path     string   // the database file, absolute
 }
 
 var _ store.Store = (*Store)(nil)
@@ -83,7 +86,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// Keep enough idle connections for a busy gateway's concurrent readers: opening a SQLite
 	// connection (and applying its pragmas) costs more than the reads it serves.
 	db.SetMaxIdleConns(maxIdleConns)
-	s := &Store{db: db, writeSem: make(chan struct{}, 1)}
+	s := &Store{db: db, writeSem: make(chan struct{}, 1), path: abs}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -106,8 +109,12 @@ func dsn(abs string) string {
 	return u.String()
 }
 
+// Path returns the database file's absolute path.
+func (s *Store) Path() string { return s.path }
+
 // Close closes the database. Using the store afterwards returns an error.
 func (s *Store) Close() error {
+	s.stmts.Range(func(_, st any) bool { st.(*sql.Stmt).Close(); return true })
 	return s.db.Close()
 }
 
@@ -223,4 +230,70 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// Revision returns the counter that triggers in the schema raise on every revocation and on
+// every change to mandates, clients and apps, whichever process made it.
+func (s *Store) Revision(ctx context.Context) (int64, error) {
+	var rev int64
+	if err := s.stmt(ctx, `SELECT rev FROM revision WHERE id = 1`).QueryRowContext(ctx).Scan(&rev); err != nil {
+		return 0, fmt.Errorf("sqlite: revision: %w", err)
+	}
+	return rev, nil
+}
+
+// stmt returns the statement for q, prepared once for the store: database/sql prepares it
+// again on each connection that runs it and keeps it there, so a hot query is parsed once
+// per connection instead of once per call. It returns nil when q cannot be prepared; the
+// callers then run q unprepared, which reports the same error.
+func (s *Store) stmt(ctx context.Context, q string) *sql.Stmt {
+	if st, ok := s.stmts.Load(q); ok {
+		return st.(*sql.Stmt)
+	}
+	st, err := s.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil
+	}
+	if prev, loaded := s.stmts.LoadOrStore(q, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt)
+	}
+	return st
+}
+
+func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	if st := s.stmt(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return s.db.QueryRowContext(ctx, q, args...)
+}
+
+func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st := s.stmt(ctx, q); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return s.db.QueryContext(ctx, q, args...)
+}
+
+// txRow and txExec run q in tx through the store's prepared statement, which database/sql
+// reuses when it is already prepared on the transaction's connection.
+func (s *Store) txRow(ctx context.Context, tx *sql.Tx, q string, args ...any) *sql.Row {
+	if st := s.stmt(ctx, q); st != nil {
+		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return tx.QueryRowContext(ctx, q, args...)
+}
+
+func (s *Store) txExec(ctx context.Context, tx *sql.Tx, q string, args ...any) (sql.Result, error) {
+	if st := s.stmt(ctx, q); st != nil {
+		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, q, args...)
+}
+
+func (s *Store) txQuery(ctx context.Context, tx *sql.Tx, q string, args ...any) (*sql.Rows, error) {
+	if st := s.stmt(ctx, q); st != nil {
+		return tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return tx.QueryContext(ctx, q, args...)
 }

@@ -11,7 +11,7 @@ import (
 // GetState returns the value of the app's key; a missing key is ErrNotFound.
 func (s *Store) GetState(ctx context.Context, appID, key string) ([]byte, error) {
 	var v []byte
-	err := s.db.QueryRowContext(ctx, `SELECT value FROM app_state WHERE app_id = ? AND key = ?`,
+	err := s.queryRow(ctx, `SELECT value FROM app_state WHERE app_id = ? AND key = ?`,
 		appID, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("state key")
@@ -31,9 +31,9 @@ func (s *Store) PutState(ctx context.Context, appID, key string, value []byte) e
 	return s.write(ctx, func(tx *sql.Tx) error {
 		var err error
 		if value == nil {
-			_, err = tx.ExecContext(ctx, `DELETE FROM app_state WHERE app_id = ? AND key = ?`, appID, key)
+			_, err = s.txExec(ctx, tx, `DELETE FROM app_state WHERE app_id = ? AND key = ?`, appID, key)
 		} else {
-			_, err = tx.ExecContext(ctx, `INSERT INTO app_state (app_id, key, value) VALUES (?, ?, ?)
+			_, err = s.txExec(ctx, tx, `INSERT INTO app_state (app_id, key, value) VALUES (?, ?, ?)
 				ON CONFLICT (app_id, key) DO UPDATE SET value = excluded.value`, appID, key, value)
 		}
 		if err != nil {
@@ -54,7 +54,7 @@ func (s *Store) ListState(ctx context.Context, appID, prefix string) (map[string
 		q += ` AND key < ?`
 		args = append(args, hi)
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list state: %w", err)
 	}

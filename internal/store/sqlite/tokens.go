@@ -32,7 +32,7 @@ func (s *Store) PutToken(ctx context.Context, t store.Token) error {
 		if parent.Valid {
 			var pRevoked int
 			var pRevokedAt sql.NullInt64
-			err := tx.QueryRowContext(ctx, `SELECT revoked, revoked_at FROM tokens WHERE id = ?`,
+			err := s.txRow(ctx, tx, `SELECT revoked, revoked_at FROM tokens WHERE id = ?`,
 				t.ParentID).Scan(&pRevoked, &pRevokedAt)
 			if errors.Is(err, sql.ErrNoRows) {
 				return notFound("token parent")
@@ -45,7 +45,7 @@ func (s *Store) PutToken(ctx context.Context, t store.Token) error {
 				revokedAt = pRevokedAt
 			}
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO tokens (`+tokenColumns+`)
+		_, err := s.txExec(ctx, tx, `INSERT INTO tokens (`+tokenColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			t.ID, t.ClientID, parent, t.Hash, issued, expires, t.MaxUses, t.Uses,
 			b2i(t.Revoked), revokedAt, t.AuditTag, blobArg(t.Body))
@@ -61,7 +61,7 @@ func (s *Store) PutToken(ctx context.Context, t store.Token) error {
 
 // GetToken returns the token with the id.
 func (s *Store) GetToken(ctx context.Context, id string) (store.Token, error) {
-	t, err := scanToken(s.db.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE id = ?`, id))
+	t, err := scanToken(s.queryRow(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Token{}, notFound("token")
 	}
@@ -98,7 +98,7 @@ func (s *Store) TakeUse(ctx context.Context, id string, now time.Time) (int64, e
 			}
 			l := link{id: cur}
 			var revoked int
-			err := tx.QueryRowContext(ctx, `SELECT parent_id, expires_at, max_uses, uses, revoked
+			err := s.txRow(ctx, tx, `SELECT parent_id, expires_at, max_uses, uses, revoked
 				FROM tokens WHERE id = ?`, cur).Scan(&l.parentID, &l.expires, &l.maxUses, &l.uses, &revoked)
 			if errors.Is(err, sql.ErrNoRows) {
 				if len(chain) == 0 {
@@ -132,7 +132,7 @@ func (s *Store) TakeUse(ctx context.Context, id string, now time.Time) (int64, e
 			}
 		}
 		for _, l := range chain {
-			if _, err := tx.ExecContext(ctx, `UPDATE tokens SET uses = uses + 1 WHERE id = ?`, l.id); err != nil {
+			if _, err := s.txExec(ctx, tx, `UPDATE tokens SET uses = uses + 1 WHERE id = ?`, l.id); err != nil {
 				return fmt.Errorf("sqlite: take use: %w", err)
 			}
 		}
@@ -154,14 +154,14 @@ func (s *Store) Revoke(ctx context.Context, id string, at time.Time) error {
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
 		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM tokens WHERE id = ?`, id).Scan(&one)
+		err := s.txRow(ctx, tx, `SELECT 1 FROM tokens WHERE id = ?`, id).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("token")
 		}
 		if err != nil {
 			return fmt.Errorf("sqlite: revoke: %w", err)
 		}
-		_, err = tx.ExecContext(ctx, `
+		_, err = s.txExec(ctx, tx, `
 			WITH RECURSIVE subtree(id) AS (
 				SELECT ?
 				UNION
@@ -204,7 +204,7 @@ func (s *Store) ListTokens(ctx context.Context, live bool, now time.Time) ([]sto
 			ORDER BY issued_at, id`
 		args = append(args, nowArg)
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list tokens: %w", err)
 	}

@@ -27,6 +27,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Mandates", func(t *testing.T) { testMandates(t, open) })
 	t.Run("State", func(t *testing.T) { testState(t, open) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, open) })
+	t.Run("Revision", func(t *testing.T) { testRevision(t, open) })
 	t.Run("Close", func(t *testing.T) {
 		s := open(t)
 		if err := s.Close(); err != nil {
@@ -91,4 +92,52 @@ func chainHash(prev string, body []byte) string {
 	h.Write([]byte{0})
 	h.Write(body)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// testRevision checks that Revision grows with each change a cache depends on, and only moves
+// forward.
+func testRevision(t *testing.T, open func(t *testing.T) store.Store) {
+	s, ctx := open(t), t.Context()
+	last, err := s.Revision(ctx)
+	must(t, "Revision", err)
+	grows := func(what string, err error) {
+		t.Helper()
+		must(t, what, err)
+		rev, err := s.Revision(ctx)
+		must(t, "Revision", err)
+		if rev <= last {
+			t.Errorf("Revision after %s: %d, want more than %d", what, rev, last)
+		}
+		last = rev
+	}
+	still := func(what string, err error) {
+		t.Helper()
+		must(t, what, err)
+		rev, err := s.Revision(ctx)
+		must(t, "Revision", err)
+		if rev < last {
+			t.Errorf("Revision after %s went back: %d < %d", what, rev, last)
+		}
+		last = rev
+	}
+	grows("PutMandate", s.PutMandate(ctx, store.Mandate{Permission: "fs.read", Autonomy: "act"}))
+	grows("PutMandate replace", s.PutMandate(ctx, store.Mandate{Permission: "fs.read", Autonomy: "ask"}))
+	grows("DeleteMandate", s.DeleteMandate(ctx, "fs.read"))
+	c := store.Client{ID: "cl_1", Name: "one", KeyHash: "sha256:" + hexSum("k1"), Trust: "user"}
+	grows("PutClient", s.PutClient(ctx, c))
+	c.Disabled = true
+	grows("UpdateClient", s.UpdateClient(ctx, c))
+	grows("PutApp", s.PutApp(ctx, store.App{AppID: "org.example.a", Tier: 2, Reason: "unsigned", Manifest: []byte("{}"), Enabled: true}))
+	grows("SetAppEnabled", s.SetAppEnabled(ctx, "org.example.a", false))
+	grows("DeleteApp", s.DeleteApp(ctx, "org.example.a"))
+	tok := store.Token{ID: "tk_1", ClientID: "cl_1", Hash: "sha256:" + hexSum("t1"), IssuedAt: at(0), ExpiresAt: at(3600e9), Body: []byte("{}")}
+	still("PutToken", s.PutToken(ctx, tok))
+	_, err = s.TakeUse(ctx, "tk_1", at(1e9))
+	still("TakeUse", err)
+	grows("Revoke", s.Revoke(ctx, "tk_1", at(2e9)))
+}
+
+func hexSum(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

@@ -1,0 +1,177 @@
+package broker
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/capgate/capgate/internal/policy"
+	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/store/sqlite"
+	"github.com/capgate/capgate/internal/token"
+)
+
+// otherProcess opens the env's database a second time, as the CLI with --data or another
+// replica would: its writes reach the broker only through the store.
+func otherProcess(t *testing.T, e *env) store.Store {
+	t.Helper()
+	path := e.st.(*sqlite.Store).Path()
+	other, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	return other
+}
+
+func tokenID(t *testing.T, wire string) string {
+	t.Helper()
+	tok, err := token.Parse(wire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok.ID
+}
+
+// A revocation by another process stops the very next call, before any Sync: the call checks
+// the token against the store at use, whatever the cache holds. Explain, which runs nothing,
+// follows after Sync.
+func TestRevocationElsewhereStopsTheNextCall(t *testing.T) {
+	ctx := context.Background()
+	for _, maxUses := range []int64{0, 100} {
+		e := newEnv(t)
+		wire := e.issue(t, alice.ClientID, []string{"app.notes.write"}, maxUses, time.Hour, e.key)
+		req := call("write", `{"id":"9","text":"x"}`, wire)
+		if r := e.b.Call(ctx, alice, req); !r.OK() {
+			t.Fatalf("max_uses %d: first call: %+v", maxUses, r)
+		}
+		if d := e.b.Explain(ctx, alice, req); !d.Allowed() {
+			t.Fatalf("max_uses %d: explain before the revocation: %+v", maxUses, d)
+		}
+		if err := otherProcess(t, e).Revoke(ctx, tokenID(t, wire), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if r := e.b.Call(ctx, alice, req); r.OK() || r.Code != policy.CodeInvalidToken {
+			t.Fatalf("max_uses %d: call after a revocation elsewhere: %+v", maxUses, r)
+		}
+		if _, err := e.b.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if d := e.b.Explain(ctx, alice, req); d.Allowed() || d.Code != policy.CodeInvalidToken {
+			t.Fatalf("max_uses %d: explain after Sync: %+v", maxUses, d)
+		}
+	}
+}
+
+// A revocation through the broker takes effect before the next decision, Explain included,
+// and for the token's children.
+func TestRevokeThroughBrokerIsImmediate(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	parent := e.issue(t, alice.ClientID, []string{"app.notes.*"}, 0, time.Hour, e.key)
+	req := call("write", `{"id":"9","text":"x"}`, parent)
+	if d := e.b.Explain(ctx, alice, req); !d.Allowed() {
+		t.Fatalf("explain: %+v", d)
+	}
+	if err := e.b.Revoke(ctx, tokenID(t, parent)); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.b.Explain(ctx, alice, req); d.Allowed() || d.Code != policy.CodeInvalidToken {
+		t.Fatalf("explain after Revoke: %+v", d)
+	}
+}
+
+// The cached use count follows the uses this broker takes, so that a decision after the last
+// use says TOKEN_EXHAUSTED without reading the store; uses taken elsewhere are caught at use.
+func TestCachedUsesAndUsesTakenElsewhere(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	wire := e.issue(t, alice.ClientID, []string{"app.notes.write"}, 3, time.Hour, e.key)
+	req := call("write", `{"id":"9","text":"x"}`, wire)
+	if r := e.b.Call(ctx, alice, req); !r.OK() {
+		t.Fatalf("first call: %+v", r)
+	}
+	other := otherProcess(t, e)
+	if _, err := other.TakeUse(ctx, tokenID(t, wire), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.b.Call(ctx, alice, req); !r.OK() {
+		t.Fatalf("third use: %+v", r)
+	}
+	if r := e.b.Call(ctx, alice, req); r.OK() || r.Code != policy.CodeTokenExhausted {
+		t.Fatalf("fourth use: %+v", r)
+	}
+	if d := e.b.Explain(ctx, alice, req); d.Allowed() || d.Code != policy.CodeTokenExhausted {
+		t.Fatalf("explain after the last use: %+v", d)
+	}
+}
+
+// A mandate set by another process applies once Sync has seen the store's revision move; a
+// mandate set through the broker applies at once.
+func TestMandatesFollowTheStore(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	wire := e.issue(t, alice.ClientID, []string{"app.notes.write"}, 0, time.Hour, e.key)
+	req := call("write", `{"id":"9","text":"x"}`, wire)
+	if d := e.b.Explain(ctx, alice, req); !d.Allowed() {
+		t.Fatalf("explain: %+v", d)
+	}
+	if err := otherProcess(t, e).PutMandate(ctx, store.Mandate{Permission: "app.notes.*", Autonomy: "handoff", Updated: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.b.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.b.Explain(ctx, alice, req); d.Outcome != policy.Handoff {
+		t.Fatalf("explain after a handoff mandate: %+v", d)
+	}
+	if err := e.b.PutMandate(ctx, store.Mandate{Permission: "app.notes.*", Autonomy: "act", Updated: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.b.Explain(ctx, alice, req); !d.Allowed() {
+		t.Fatalf("explain after an act mandate: %+v", d)
+	}
+}
+
+// Calls, revocations and Syncs at once: no call succeeds after the revocation returned, and
+// the race detector sees the cache's locking.
+func TestCacheUnderConcurrency(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	wire := e.issue(t, alice.ClientID, []string{"app.notes.write"}, 0, time.Hour, e.key)
+	req := call("write", `{"id":"9","text":"x"}`, wire)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var revokedAt time.Time
+	var lateSuccess bool
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 40; j++ {
+				start := time.Now()
+				r := e.b.Call(ctx, alice, req)
+				mu.Lock()
+				if r.OK() && !revokedAt.IsZero() && start.After(revokedAt) {
+					lateSuccess = true
+				}
+				mu.Unlock()
+				if j%8 == 0 {
+					_, _ = e.b.Sync(ctx)
+				}
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := e.b.Revoke(ctx, tokenID(t, wire)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	revokedAt = time.Now()
+	mu.Unlock()
+	wg.Wait()
+	if lateSuccess {
+		t.Fatal("a call that started after the revocation returned succeeded")
+	}
+}
