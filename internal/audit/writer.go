@@ -96,9 +96,49 @@ type Writer struct {
 }
 
 type request struct {
-	ctx  context.Context
-	body []byte
-	done chan result // buffered: the writer never blocks on a caller that left
+	ctx   context.Context
+	body  []byte
+	after *request    // written only if this one is (see Submit)
+	done  chan result // buffered: the writer never blocks on a caller that left
+
+	// Owned by the run goroutine: what the request came to, once settled.
+	res     result
+	settled bool
+}
+
+// settle tells the request's waiter how it ended, and remembers it for the requests that
+// depend on it.
+func (r *request) settle(res result) {
+	r.res, r.settled = res, true
+	r.done <- res
+}
+
+// ErrDependency is the error of a record submitted after another whose write failed.
+var ErrDependency = errors.New("audit: the record it follows was not written")
+
+// Pending is a record handed to the writer and not yet known to be durable.
+type Pending struct {
+	r   *request
+	mu  sync.Mutex
+	got bool
+	res result
+}
+
+// Wait returns the record's seq once it is durable, or the error that kept it from the
+// log. It may be called more than once.
+func (p *Pending) Wait(ctx context.Context) (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.got {
+		return p.res.seq, p.res.err
+	}
+	select {
+	case p.res = <-p.r.done:
+		p.got = true
+		return p.res.seq, p.res.err
+	case <-ctx.Done():
+		return 0, fmt.Errorf("audit: stopped waiting for the record to be durable: %w", ctx.Err())
+	}
 }
 
 type result struct {
@@ -155,35 +195,47 @@ func NewWriter(s store.Audit, opts *Options) *Writer {
 // be written if it was (the log can hold a decision whose call was refused, never a call
 // without its decision).
 func (w *Writer) Append(ctx context.Context, rec Record) (int64, error) {
-	if err := ctx.Err(); err != nil {
+	p, err := w.Submit(ctx, rec, nil)
+	if err != nil {
 		return 0, err
+	}
+	return p.Wait(ctx)
+}
+
+// Submit validates rec and hands it to the writer without waiting for it to be durable:
+// Wait on the Pending says when it is. With after set, rec is written only if after is: it
+// goes into the same transaction as after or a later one, and if after's write fails, rec
+// fails with ErrDependency and is not written. So a call that submits its decision, runs a
+// read, then submits the outcome after the decision, can never leave an outcome in the log
+// without its decision. Submit's errors are Append's.
+func (w *Writer) Submit(ctx context.Context, rec Record, after *Pending) (*Pending, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	if rec.Timestamp == 0 {
 		rec.Timestamp = w.o.Now().Unix()
 	}
 	body, err := rec.Body()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	req := &request{ctx: ctx, body: body, done: make(chan result, 1)}
+	if after != nil {
+		req.after = after.r
+	}
 	w.mu.RLock()
 	if w.closed {
 		w.mu.RUnlock()
-		return 0, ErrClosed
+		return nil, ErrClosed
 	}
 	select {
 	case w.reqs <- req:
 	case <-ctx.Done():
 		w.mu.RUnlock()
-		return 0, ctx.Err()
+		return nil, ctx.Err()
 	}
 	w.mu.RUnlock()
-	select {
-	case r := <-req.done:
-		return r.seq, r.err
-	case <-ctx.Done():
-		return 0, fmt.Errorf("audit: stopped waiting for the record to be durable: %w", ctx.Err())
-	}
+	return &Pending{r: req}, nil
 }
 
 // Close writes every record already accepted, signs a last checkpoint when a key is set and
@@ -287,7 +339,13 @@ func (w *Writer) commit(batch []*request) {
 	live := batch[:0]
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
-			r.done <- result{err: err}
+			r.settle(result{err: err})
+			continue
+		}
+		// A record whose predecessor failed, or was dropped above, is not written. One whose
+		// predecessor is in this batch is written with it, all or nothing.
+		if a := r.after; a != nil && a.settled && a.res.err != nil {
+			r.settle(result{err: ErrDependency})
 			continue
 		}
 		live = append(live, r)
@@ -333,14 +391,14 @@ func (w *Writer) commit(batch []*request) {
 		w.failures.Add(1)
 		err = fmt.Errorf("audit: append %d records: %w", len(live), err)
 		for _, r := range live {
-			r.done <- result{err: err}
+			r.settle(result{err: err})
 		}
 		return
 	}
 	w.batches.Add(1)
 	w.records.Add(int64(len(live)))
 	for i, r := range live {
-		r.done <- result{seq: entries[i].Seq}
+		r.settle(result{seq: entries[i].Seq})
 	}
 	w.writeMirror(entries)
 }

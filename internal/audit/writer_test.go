@@ -540,3 +540,66 @@ func TestNewWriterBadKeyPanics(t *testing.T) {
 	}()
 	NewWriter(&memAudit{}, &Options{CheckpointKey: testKey()[:32]})
 }
+
+// A record submitted after another is not written when that one's write failed, though the
+// store has recovered by the time its own batch is written; one without a predecessor is.
+func TestSubmitAfterAFailedRecordIsNotWritten(t *testing.T) {
+	fs := &failingStore{countingStore: &countingStore{memAudit: &memAudit{}, started: make(chan struct{}, 1), gate: make(chan struct{})}}
+	fs.fail.Store(true)
+	w := NewWriter(fs, nil)
+	defer w.Close()
+	ctx := context.Background()
+	decision, err := w.Submit(ctx, sampleRecord(0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-fs.started // the decision's batch is in the store, failing
+	fs.fail.Store(false)
+	outcome, err := w.Submit(ctx, sampleRecord(1), decision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := w.Submit(ctx, sampleRecord(2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(fs.gate)
+	if _, err := decision.Wait(ctx); !errors.Is(err, errDisk) {
+		t.Fatalf("decision: %v, want the store's error", err)
+	}
+	if _, err := outcome.Wait(ctx); !errors.Is(err, ErrDependency) {
+		t.Fatalf("outcome after a failed decision: %v, want ErrDependency", err)
+	}
+	if seq, err := other.Wait(ctx); err != nil || seq != 1 {
+		t.Fatalf("an unrelated record: seq %d, %v", seq, err)
+	}
+	if _, err := outcome.Wait(ctx); !errors.Is(err, ErrDependency) {
+		t.Fatalf("a second Wait: %v", err)
+	}
+	if len(fs.entries) != 1 {
+		t.Fatalf("%d entries written, want only the unrelated one", len(fs.entries))
+	}
+}
+
+// A record submitted after one that was written is written, after it in the chain.
+func TestSubmitAfterAWrittenRecord(t *testing.T) {
+	m := &memAudit{}
+	w := NewWriter(m, nil)
+	defer w.Close()
+	ctx := context.Background()
+	for i := 0; i < 50; i++ {
+		d, err := w.Submit(ctx, sampleRecord(2*i), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := w.Submit(ctx, sampleRecord(2*i+1), d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err1 := d.Wait(ctx)
+		os, err2 := o.Wait(ctx)
+		if err1 != nil || err2 != nil || os <= ds {
+			t.Fatalf("decision seq %d (%v), outcome seq %d (%v)", ds, err1, os, err2)
+		}
+	}
+}

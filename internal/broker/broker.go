@@ -301,8 +301,8 @@ func newID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// record writes an audit record; the call is refused when it cannot be written.
-func (b *Broker) record(ctx context.Context, f facts, caller Caller, req Request, callID, kind, decision, code, expl, result, consentID string, dur time.Duration) error {
+// auditRecord is the audit record of one step of a call.
+func (b *Broker) auditRecord(f facts, caller Caller, req Request, callID, kind, decision, code, expl, result, consentID string, dur time.Duration) audit.Record {
 	ph, err := audit.ParamsHash(req.Params)
 	if err != nil {
 		ph = ""
@@ -316,8 +316,23 @@ func (b *Broker) record(ctx context.Context, f facts, caller Caller, req Request
 	if f.cap.Cap != nil {
 		rec.Capability = f.cap.Cap.ID
 	}
-	_, err = b.o.Audit.Append(ctx, rec)
+	return rec
+}
+
+// record writes an audit record and waits until it is durable; the call is refused when it
+// cannot be written.
+func (b *Broker) record(ctx context.Context, f facts, caller Caller, req Request, callID, kind, decision, code, expl, result, consentID string, dur time.Duration) error {
+	_, err := b.o.Audit.Append(ctx, b.auditRecord(f, caller, req, callID, kind, decision, code, expl, result, consentID, dur))
 	return err
+}
+
+// readsOnly reports whether the call's capability is a Tier 1 one that declares it changes
+// nothing (side effects none or read): its decision record need not be durable before it
+// runs, only before its answer leaves.
+func readsOnly(f facts) bool {
+	c := f.cap.Cap
+	return c != nil && f.cap.App != nil && f.cap.App.Tier == manifest.Tier1 &&
+		(c.SideEffects == manifest.SideEffectNone || c.SideEffects == manifest.SideEffectRead)
 }
 
 func clip(s string) string {
@@ -392,19 +407,35 @@ func (b *Broker) call(ctx context.Context, caller Caller, req Request) Result {
 			return b.refuse(ctx, f, caller, req, res, code, msg)
 		}
 	}
+	// A call that changes something runs only once its decision record is durable. A read
+	// runs while its decision record is being written: its answer leaves only when the
+	// decision and the outcome are both durable, and the outcome is written only if the
+	// decision is (audit.Writer.Submit), so the log never holds one without the other and a
+	// read whose records fail is refused like any call.
+	if readsOnly(f) && d.DelayedCommit == 0 {
+		decided, err := b.o.Audit.Submit(ctx, b.auditRecord(f, caller, req, callID, "decision", string(policy.Allow), "", d.Explanation, "allowed", res.ConsentID, 0), nil)
+		if err != nil {
+			return Result{Decision: denyDecision(), CallID: callID, Code: CodeExecutionFailed, Message: errAuditRefused}
+		}
+		return b.run(ctx, f, caller, req, res, decided)
+	}
 	if err := b.record(ctx, f, caller, req, callID, "decision", string(policy.Allow), "", d.Explanation, "allowed", res.ConsentID, 0); err != nil {
-		return Result{Decision: denyDecision(), CallID: callID, Code: CodeExecutionFailed, Message: "the call was refused: its audit record could not be written"}
+		return Result{Decision: denyDecision(), CallID: callID, Code: CodeExecutionFailed, Message: errAuditRefused}
 	}
 	if d.DelayedCommit > 0 {
 		creq := b.consentRequest(f, caller, req, consent.KindCommit)
 		id, err := b.o.Consent.Commit(ctx, creq, d.DelayedCommit)
 		res.ConsentID = id
 		if err != nil {
-			return b.outcome(ctx, f, caller, req, res, 0, policy.CodeConsentDenied, "the person cancelled the call during its delayed-commit window")
+			return b.outcome(ctx, f, caller, req, res, nil, 0, policy.CodeConsentDenied, "the person cancelled the call during its delayed-commit window")
 		}
 	}
-	return b.run(ctx, f, caller, req, res)
+	return b.run(ctx, f, caller, req, res, nil)
 }
+
+// errAuditRefused is the message of a call refused because its audit record could not be
+// written.
+const errAuditRefused = "the call was refused: its audit record could not be written"
 
 func denyDecision() policy.Decision { return policy.Decision{Outcome: policy.Deny} }
 
@@ -455,12 +486,13 @@ func (b *Broker) refuse(ctx context.Context, f facts, caller Caller, req Request
 	return res
 }
 
-// run invokes the provider and records the outcome.
-func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, res Result) Result {
+// run invokes the provider and records the outcome. decided is the decision record of a
+// read, still being written (nil when it is durable already).
+func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, res Result, decided *audit.Pending) Result {
 	c := f.cap.Cap
 	h, ok := b.o.Handlers[f.cap.App.ID]
 	if !ok {
-		return b.outcome(ctx, f, caller, req, res, 0, "APP_NOT_FOUND", "the app is registered but not running")
+		return b.outcome(ctx, f, caller, req, res, decided, 0, "APP_NOT_FOUND", "the app is registered but not running")
 	}
 	timeout := b.o.DefaultTimeout
 	if c.TimeoutMS > 0 {
@@ -484,7 +516,7 @@ func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, r
 		} else if e.Reason != "" {
 			msg = e.Reason
 		}
-		return b.outcome(ctx, f, caller, req, res, dur, code, msg)
+		return b.outcome(ctx, f, caller, req, res, decided, dur, code, msg)
 	}
 	data := out.Data
 	if len(data) == 0 {
@@ -492,7 +524,7 @@ func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, r
 	}
 	if f.cap.Returns != nil && len(out.Data) > 0 {
 		if err := f.cap.Returns.ValidateJSON(out.Data, "result"); err != nil {
-			return b.outcome(ctx, f, caller, req, res, dur, CodeExecutionFailed, "the capability's result breaks its declared returns schema")
+			return b.outcome(ctx, f, caller, req, res, decided, dur, CodeExecutionFailed, "the capability's result breaks its declared returns schema")
 		}
 	}
 	res.Data = data
@@ -506,7 +538,7 @@ func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, r
 			res.UndoToken, res.UndoUntil = tok, until
 		}
 	}
-	return b.outcome(ctx, f, caller, req, res, dur, "", "")
+	return b.outcome(ctx, f, caller, req, res, decided, dur, "", "")
 }
 
 func invoke(ctx context.Context, h sdk.Handler, id string, params json.RawMessage, ic sdk.InvocationContext) (out sdk.Result, err error) {
@@ -518,14 +550,26 @@ func invoke(ctx context.Context, h sdk.Handler, id string, params json.RawMessag
 	return h.Invoke(ctx, id, params, ic)
 }
 
-func (b *Broker) outcome(ctx context.Context, f facts, caller Caller, req Request, res Result, dur time.Duration, code, msg string) Result {
+func (b *Broker) outcome(ctx context.Context, f facts, caller Caller, req Request, res Result, decided *audit.Pending, dur time.Duration, code, msg string) Result {
 	res.Code, res.Message = code, msg
 	result := "success"
 	if code != "" {
 		result = "error"
 		res.Data = nil
 	}
-	if err := b.record(ctx, f, caller, req, res.CallID, "outcome", string(policy.Allow), code, msg, result, res.ConsentID, dur); err != nil {
+	rec := b.auditRecord(f, caller, req, res.CallID, "outcome", string(policy.Allow), code, msg, result, res.ConsentID, dur)
+	p, err := b.o.Audit.Submit(ctx, rec, decided)
+	if err == nil && decided != nil {
+		_, err = decided.Wait(ctx)
+	}
+	if err == nil {
+		_, err = p.Wait(ctx)
+	}
+	if err != nil {
+		if decided != nil {
+			// A read whose records are not both durable: its answer does not leave.
+			return Result{Decision: denyDecision(), CallID: res.CallID, Code: CodeExecutionFailed, Message: errAuditRefused}
+		}
 		// The provider already ran; the outcome could not be recorded. Say so: the decision
 		// record stands, and the operator sees the failure in the logs.
 		res.Message = strings.TrimSpace(res.Message + " (the outcome's audit record could not be written)")

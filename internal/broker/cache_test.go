@@ -2,10 +2,14 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/store/sqlite"
@@ -173,5 +177,73 @@ func TestCacheUnderConcurrency(t *testing.T) {
 	wg.Wait()
 	if lateSuccess {
 		t.Fatal("a call that started after the revocation returned succeeded")
+	}
+}
+
+// switchedAudit is the store with an audit log that refuses appends while fail is set.
+type switchedAudit struct {
+	store.Store
+	fail atomic.Bool
+}
+
+func (f *switchedAudit) AppendAudit(ctx context.Context, es []store.AuditEntry) error {
+	if f.fail.Load() {
+		return errors.New("disk full")
+	}
+	return f.Store.AppendAudit(ctx, es)
+}
+
+// A read runs while its decision record is written, but its answer leaves only when both its
+// records are durable: when they cannot be written, the call is refused, nothing of the
+// result is returned, and the log holds no outcome without its decision.
+func TestReadRefusedWhenItsRecordsFail(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	fa := &switchedAudit{Store: e.st}
+	w := audit.NewWriter(fa, nil)
+	defer w.Close()
+	b, err := New(Options{Store: e.st, Registry: e.b.o.Registry, Tokens: e.b.o.Tokens, Audit: w, Consent: e.consents,
+		Handlers: e.b.o.Handlers, DelayedCommit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := call("search", `{"query":"milk"}`, "")
+	if r := b.Call(ctx, alice, req); !r.OK() {
+		t.Fatalf("read with a working log: %+v", r)
+	}
+	fa.fail.Store(true)
+	r := b.Call(ctx, alice, req)
+	if r.OK() || r.Code != CodeExecutionFailed || r.Data != nil {
+		t.Fatalf("read with a failing log: %+v", r)
+	}
+	fa.fail.Store(false)
+	if r := b.Call(ctx, alice, req); !r.OK() {
+		t.Fatalf("read after the log recovered: %+v", r)
+	}
+	// Every outcome in the log follows its own decision.
+	entries, err := e.st.AuditRange(ctx, 1, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decided := map[string]bool{}
+	for _, en := range entries {
+		var rec struct {
+			Kind   string `json:"kind"`
+			CallID string `json:"call_id"`
+		}
+		if err := json.Unmarshal(en.Body, &rec); err != nil {
+			t.Fatal(err)
+		}
+		switch rec.Kind {
+		case "decision":
+			decided[rec.CallID] = true
+		case "outcome":
+			if !decided[rec.CallID] {
+				t.Fatalf("an outcome without its decision at seq %d", en.Seq)
+			}
+		}
+	}
+	if len(decided) != 2 {
+		t.Fatalf("%d calls decided in the log, want 2", len(decided))
 	}
 }
