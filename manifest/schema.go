@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -215,6 +216,14 @@ func (s *Schema) Validate(v any, base string) error {
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
+			// A missing member is named by its own path: the name is the schema's, not the
+			// value's, so an agent learns which field it left out.
+			if r, ok := e.ErrorKind.(*kind.Required); ok {
+				for _, m := range r.Missing {
+					ps = append(ps, Problem{Path: joinLocation(base, append(slices.Clone(e.InstanceLocation), m)), Rule: "is required"})
+				}
+				return
+			}
 			ps = append(ps, Problem{Path: joinLocation(base, e.InstanceLocation), Rule: violation(e.ErrorKind)})
 			return
 		}

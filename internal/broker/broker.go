@@ -458,15 +458,16 @@ func (b *Broker) ask(ctx context.Context, f facts, caller Caller, req Request, c
 	if err != nil {
 		return "", false, false, err
 	}
-	_ = b.record(ctx, f, caller, req, callID, "decision", string(policy.Ask), d.Code, d.Explanation, "consent requested", c.ID, 0)
+	id = c.ID
+	_ = b.record(ctx, f, caller, req, callID, "decision", string(policy.Ask), d.Code, d.Explanation, "consent requested", id, 0)
 	if c.State != store.ConsentPending {
-		return c.ID, c.State == store.ConsentApproved, c.State != store.ConsentApproved, nil
+		return id, c.State == store.ConsentApproved, c.State != store.ConsentApproved, nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, b.o.ConsentWait)
 	defer cancel()
-	c, err = b.o.Consent.Wait(wctx, c.ID)
+	c, err = b.o.Consent.Wait(wctx, id)
 	if err != nil {
-		return c.ID, false, false, errors.New("no answer yet")
+		return id, false, false, errors.New("no answer yet") // the request stays pending: the answer names it
 	}
 	return c.ID, c.State == store.ConsentApproved, c.State != store.ConsentApproved, nil
 }
