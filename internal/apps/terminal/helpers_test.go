@@ -1,0 +1,172 @@
+package terminal_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capgate/capgate/internal/apps/terminal"
+	"github.com/capgate/capgate/manifest"
+	"github.com/capgate/capgate/sdk"
+)
+
+func loadDoc(t testing.TB) *manifest.Document {
+	t.Helper()
+	doc, err := manifest.Load([]byte(terminal.Manifest))
+	if err != nil {
+		t.Fatalf("Load(Manifest) = %v", err)
+	}
+	return doc
+}
+
+// newApp returns a terminal rooted in a fresh temporary folder, closed at the test's end.
+func newApp(t testing.TB) (*terminal.App, string) {
+	t.Helper()
+	root := t.TempDir()
+	app, err := terminal.New(loadDoc(t), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { app.Close() })
+	return app, root
+}
+
+const alice = "client-alice"
+
+// call validates params as the gateway does, then invokes the capability as client, with a
+// generous deadline.
+func call(t testing.TB, app *terminal.App, id, params, client string) (map[string]any, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	return callCtx(t, ctx, app, id, params, client)
+}
+
+func callCtx(t testing.TB, ctx context.Context, app *terminal.App, id, params, client string) (map[string]any, error) {
+	t.Helper()
+	if err := sdk.DefaultValidateParams(app.Manifest(), id, json.RawMessage(params)); err != nil {
+		return nil, err
+	}
+	return invoke(t, ctx, app, id, params, client)
+}
+
+// invoke calls the capability without the gateway's schema check, as a caller that skips
+// the gateway would, and checks a success against the declared returns schema.
+func invoke(t testing.TB, ctx context.Context, app *terminal.App, id, params, client string) (map[string]any, error) {
+	t.Helper()
+	ic := sdk.InvocationContext{Source: sdk.SourceAgent, Timestamp: time.Now(), AppID: terminal.AppID, ClientID: client}
+	res, err := app.Invoke(ctx, id, json.RawMessage(params), ic)
+	if err != nil {
+		return nil, err
+	}
+	if !res.Success {
+		t.Errorf("Invoke(%s) without error but not successful", id)
+		return nil, errors.New("not successful")
+	}
+	if s := app.Manifest().ReturnsSchema(id); s != nil {
+		if err := s.ValidateJSON(res.Data, "result"); err != nil {
+			// Errorf, not Fatalf: invoke runs on other goroutines too.
+			t.Errorf("the result of %s breaks its returns schema: %v\n%.500s", id, err, res.Data)
+			return nil, err
+		}
+	}
+	var out map[string]any
+	if err := json.Unmarshal(res.Data, &out); err != nil {
+		t.Errorf("the result of %s is not a JSON object: %v", id, err)
+		return nil, err
+	}
+	return out, nil
+}
+
+// run runs command as alice and fails the test on error.
+func run(t testing.TB, app *terminal.App, params string) map[string]any {
+	t.Helper()
+	out, err := call(t, app, terminal.ExecuteID, params, alice)
+	if err != nil {
+		t.Fatalf("execute_command %s = %v", params, err)
+	}
+	return out
+}
+
+// cmd returns execute_command params for command.
+func cmd(command string) string {
+	b, _ := json.Marshal(map[string]any{"command": command})
+	return string(b)
+}
+
+// wantCode checks that err is an *sdk.Error with code, and, for invalid params, a problem at
+// path. It returns the error.
+func wantCode(t testing.TB, err error, code sdk.Code, path string) *sdk.Error {
+	t.Helper()
+	var e *sdk.Error
+	if !errors.As(err, &e) || e.Code != code {
+		t.Fatalf("error = %v, want code %s", err, code)
+	}
+	if code == sdk.CodeInvalidParams && path != "-" {
+		found := false
+		for _, p := range e.Problems {
+			if p.Path == path {
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("problems = %v, want one at %q", e.Problems, path)
+		}
+	}
+	return e
+}
+
+func num(t testing.TB, v any) int64 {
+	t.Helper()
+	f, ok := v.(float64)
+	if !ok {
+		t.Fatalf("%v is not a number", v)
+	}
+	return int64(f)
+}
+
+// gone reports whether the process pid has ended: it does not exist, or is a zombie waiting
+// for a reaper that is not the test.
+func gone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X')
+}
+
+// waitGone waits up to 10 s for pid to end.
+func waitGone(t testing.TB, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if gone(pid) {
+			return
+		}
+	}
+	t.Fatalf("process %d still runs", pid)
+}
+
+// eventually polls read_output of id until cond holds, for up to 10 s.
+func eventually(t testing.TB, app *terminal.App, id int64, cond func(map[string]any) bool) map[string]any {
+	t.Helper()
+	var out map[string]any
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var err error
+		out, err = call(t, app, terminal.ReadOutputID, `{"id":`+strconv.FormatInt(id, 10)+`}`, alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cond(out) {
+			return out
+		}
+	}
+	t.Fatalf("read_output never met the condition: %v", out)
+	return nil
+}
