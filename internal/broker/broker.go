@@ -185,7 +185,7 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 	if ok {
 		if cap.Params == nil {
 			f.call.ParamsProblems = []string{"params"}
-		} else if err := validateParams(cap.Params, req); err != nil {
+		} else if err := b.validateParams(cap.Params, req); err != nil {
 			var ps manifest.Problems
 			if errors.As(err, &ps) {
 				for _, p := range ps {
@@ -278,12 +278,23 @@ func (b *Broker) Explain(ctx context.Context, caller Caller, req Request) policy
 }
 
 // validateParams checks the params against the capability's schema: the decoded value a
-// front passed, else the params' text, parsed strictly.
-func validateParams(s *manifest.Schema, req Request) error {
-	if req.ParamsValue != nil {
-		return s.Validate(req.ParamsValue, "params")
+// front passed, else the params' text, parsed strictly. Params that passed are remembered by
+// their canonical text, per schema, so an agent repeating a call (polling a setting, paging
+// a log) pays for the schema check once.
+func (b *Broker) validateParams(s *manifest.Schema, req Request) error {
+	if b.cache.paramsPassed(s, req.Params) {
+		return nil
 	}
-	return s.ValidateJSON(req.Params, "params")
+	var err error
+	if req.ParamsValue != nil {
+		err = s.Validate(req.ParamsValue, "params")
+	} else {
+		err = s.ValidateJSON(req.Params, "params")
+	}
+	if err == nil {
+		b.cache.paramsPass(s, req.Params)
+	}
+	return err
 }
 
 // decide is the decision of the call path: Explain's, without the step-by-step trace.

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -101,15 +102,39 @@ func benchSettings(b *testing.B) (*Broker, Caller, Request) {
 func BenchmarkDecisionCachedToken(b *testing.B) {
 	br, caller, req := benchSettings(b)
 	ctx := context.Background()
-	if _, d := br.decide(ctx, caller, req); !d.Allowed() { // warms the caches
-		b.Fatalf("not allowed: %s %s", d.Code, d.Explanation)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, d := br.decide(ctx, caller, req); !d.Allowed() {
+	b.Run("same-params", func(b *testing.B) {
+		// An agent repeating a call: the params' schema check is remembered.
+		if _, d := br.decide(ctx, caller, req); !d.Allowed() { // warms the caches
 			b.Fatalf("not allowed: %s %s", d.Code, d.Explanation)
 		}
-	}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, d := br.decide(ctx, caller, req); !d.Allowed() {
+				b.Fatalf("not allowed: %s %s", d.Code, d.Explanation)
+			}
+		}
+	})
+	b.Run("new-params", func(b *testing.B) {
+		// Params never seen before on every call: the schema check runs each time.
+		const n = 1 << 12
+		reqs := make([]Request, n)
+		for i := range reqs {
+			reqs[i] = req
+			reqs[i].Params = json.RawMessage(fmt.Sprintf(`{"category":"display","key":"k%d"}`, i))
+			reqs[i].ParamsValue = map[string]any{"category": "display", "key": fmt.Sprintf("k%d", i)}
+		}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			br.cache.pmu.Lock()
+			clear(br.cache.passed)
+			br.cache.pmu.Unlock()
+			if _, d := br.decide(ctx, caller, reqs[i%n]); !d.Allowed() {
+				b.Fatalf("not allowed: %s %s", d.Code, d.Explanation)
+			}
+			i++
+		}
+	})
 }
 
 // BenchmarkCallCachedToken measures Broker.Explain with a cached token: the decision with

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/manifest"
 )
 
 // The decision reads a token's state (revoked, expiry, uses) and the person's mandates on
@@ -39,13 +40,56 @@ type tokenState struct {
 type cache struct {
 	rev atomic.Int64 // the store revision the cache was filled at
 
+	// passed holds params that passed their schema, by schema and canonical text. A schema
+	// is immutable and a registry reload makes new ones, so an entry never goes stale.
+	pmu        sync.RWMutex
+	passed     map[paramsKey]struct{}
+	passedSize int
+
 	mu       sync.RWMutex
 	tokens   map[string]tokenState
 	mandates []store.Mandate
 	haveMand bool
 }
 
-func newCache() *cache { return &cache{tokens: map[string]tokenState{}} }
+func newCache() *cache {
+	return &cache{tokens: map[string]tokenState{}, passed: map[paramsKey]struct{}{}}
+}
+
+type paramsKey struct {
+	schema *manifest.Schema
+	params string
+}
+
+// Bounds of the remembered params: entries and their bytes. A full set is emptied.
+const (
+	maxPassedParams      = 4096
+	maxPassedParamsBytes = 4 << 20
+	maxPassedParamsLen   = 4096 // longer params are checked every time
+)
+
+func (c *cache) paramsPassed(s *manifest.Schema, params []byte) bool {
+	if len(params) > maxPassedParamsLen {
+		return false
+	}
+	c.pmu.RLock()
+	_, ok := c.passed[paramsKey{s, string(params)}]
+	c.pmu.RUnlock()
+	return ok
+}
+
+func (c *cache) paramsPass(s *manifest.Schema, params []byte) {
+	if len(params) > maxPassedParamsLen {
+		return
+	}
+	c.pmu.Lock()
+	if len(c.passed) >= maxPassedParams || c.passedSize+len(params) > maxPassedParamsBytes {
+		c.passed, c.passedSize = map[paramsKey]struct{}{}, 0
+	}
+	c.passed[paramsKey{s, string(params)}] = struct{}{}
+	c.passedSize += len(params)
+	c.pmu.Unlock()
+}
 
 // drop forgets everything.
 func (c *cache) drop() {

@@ -16,7 +16,7 @@ import (
 
 // capabilityName is id when it is a well-formed capability id.
 func capabilityName(id string) string {
-	if !wellFormed.check("c"+id, func() bool { _, err := manifest.ParseCapabilityID(id); return err == nil }) {
+	if !wellFormedCaps.check(id, func() bool { _, err := manifest.ParseCapabilityID(id); return err == nil }) {
 		return "the capability (its id is not well formed)"
 	}
 	return id
@@ -24,7 +24,7 @@ func capabilityName(id string) string {
 
 // permissionName is p when it is a well-formed permission.
 func permissionName(p string) string {
-	if !wellFormed.check("p"+p, func() bool { _, err := manifest.ParsePermission(p); return err == nil }) {
+	if !wellFormedPerms.check(p, func() bool { _, err := manifest.ParsePermission(p); return err == nil }) {
 		return "(a permission that is not well formed)"
 	}
 	return p
@@ -33,7 +33,10 @@ func permissionName(p string) string {
 // wellFormed remembers which names parsed: every decision names its capability and
 // permission, which come from a bounded registry, and parsing them each time is a good part
 // of a decision's cost.
-var wellFormed = &memo{m: map[string]bool{}}
+var (
+	wellFormedCaps  = &memo{m: map[string]bool{}}
+	wellFormedPerms = &memo{m: map[string]bool{}}
+)
 
 // maxMemoNames bounds the memo; a full memo is emptied.
 const maxMemoNames = 4096

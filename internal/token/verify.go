@@ -12,8 +12,10 @@ import (
 
 // Verifier checks wire forms against capgate's public key and remembers the tokens it has
 // verified, so that an agent calling many times with one token costs one signature check.
-// The cache is keyed by the SHA-256 of the whole wire form: any other string, however it
-// differs, has another key and is parsed and verified afresh. It holds only tokens whose
+// The cache is keyed by the whole wire form: any other string, however it differs, has
+// another key and is parsed and verified afresh. (Keying by the string itself, not a digest
+// of it, spares hashing the token on every call; the cache holds only tokens capgate signed,
+// at most cacheSize of them.) It holds only tokens whose
 // signature verified, and it answers only whether the signature verified: time, client,
 // uses and revocation are checked on every call by the caller.
 //
@@ -24,13 +26,13 @@ type Verifier struct {
 	mu    sync.Mutex
 	size  int
 	order *list.List // of *entry, most recently used first
-	index map[[sha256.Size]byte]*list.Element
+	index map[string]*list.Element
 
 	sigChecks atomic.Int64 // signature checks done, for tests
 }
 
 type entry struct {
-	key [sha256.Size]byte
+	key string
 	tok Token
 }
 
@@ -46,7 +48,7 @@ func NewVerifier(pub ed25519.PublicKey, cacheSize int) *Verifier {
 		pub:   slices.Clone(pub),
 		size:  cacheSize,
 		order: list.New(),
-		index: make(map[[sha256.Size]byte]*list.Element),
+		index: make(map[string]*list.Element),
 	}
 }
 
@@ -57,7 +59,7 @@ func (v *Verifier) Verify(wire string) (Token, error) {
 	if len(wire) > MaxWireBytes {
 		return Token{}, malformed("longer than MaxWireBytes")
 	}
-	key := sha256.Sum256([]byte(wire))
+	key := wire
 	v.mu.Lock()
 	if el, ok := v.index[key]; ok {
 		v.order.MoveToFront(el)
