@@ -8,6 +8,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/spf13/cobra v1.10.2
+	go.starlark.net v0.0.0-20260908191801-89a6a09411d5
 	golang.org/x/text v0.44.0
 	modernc.org/sqlite v1.62.0
 )
