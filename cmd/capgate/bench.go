@@ -117,6 +117,7 @@ at most 2 µs; at least 10,000 calls/s end to end with p99 under 2 ms.`,
 	}
 	cmd.Flags().DurationVar(&opts.Duration, "duration", 5*time.Second, "how long to drive calls")
 	cmd.Flags().IntVar(&opts.Workers, "workers", 32, "concurrent keep-alive HTTP clients")
+	cmd.Flags().StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the load phase to this file (go tool pprof)")
 	cmd.Flags().BoolVar(&opts.WithoutDelayedCommitUnsafe, "without-delayed-commit-unsafe", false,
 		"serve with a broker that gives no call a delayed-commit window (measures the rest of the path)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")

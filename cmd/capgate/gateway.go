@@ -47,14 +47,20 @@ func (g *globals) dataDir(flag string) (string, error) {
 }
 
 func newServeCmd(g *globals) *cobra.Command {
-	var listen, socket, data, trusted, logLevel string
+	var listen, socket, data, trusted, logLevel, workspace string
 	cmd := &cobra.Command{
-		Use:   "serve [--listen ADDR] [--socket PATH] [--data DIR]",
+		Use:   "serve [--listen ADDR] [--socket PATH] [--data DIR] [--workspace DIR]",
 		Short: "Run the gateway: the IPC API over HTTP and a unix socket",
 		Long: `Run the gateway on its embedded SQLite store. With no configuration it listens on
 127.0.0.1:7766 (loopback only) and on the unix socket capgate.sock in the data folder
 ($XDG_DATA_HOME/capgate by default), where it keeps its store, its own key (capgate.key: signs
 tokens and audit checkpoints) and the audit log's JSON-lines mirror.
+
+It runs the built-in apps (settings, files, editor, terminal, python, calc, syslog,
+solitaire) at Tier 1, signed at start with a local app key (DATA/apps.key) whose public half it
+places in DATA/trusted. Files, editor, terminal and python work inside the workspace folder
+(--workspace, $CAPGATE_WORKSPACE or workspace in the config file; default DATA/workspace): no
+path they take leaves it.
 
 Agents authenticate with a client key (capgate client add NAME) as a bearer token, or over the
 socket by their uid. SIGINT or SIGTERM stops it gracefully: calls in flight finish and a final
@@ -76,7 +82,8 @@ audit checkpoint is signed.`,
 			logger := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger})
+			ws := config.Resolve(workspace, config.EnvWorkspace, l.file.Workspace, "")
+			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger, Workspace: ws})
 			if err != nil {
 				return err
 			}
@@ -89,6 +96,7 @@ audit checkpoint is signed.`,
 					fmt.Fprintf(w, "capgate serving on unix:%s\n", sock)
 				}
 				fmt.Fprintf(w, "data in %s\n", dir)
+				fmt.Fprintf(w, "apps work in %s\n", gw.Workspace())
 				fmt.Fprintf(w, "add an agent with: capgate client add NAME --data %s\n", dir)
 			})
 			if cerr := gw.Close(); err == nil {
@@ -102,6 +110,7 @@ audit checkpoint is signed.`,
 	cmd.Flags().StringVar(&socket, "socket", "", "unix socket path (default DATA/capgate.sock; - for none)")
 	cmd.Flags().StringVar(&data, "data", "", "data folder (default $CAPGATE_DATA_DIR, else $XDG_DATA_HOME/capgate)")
 	cmd.Flags().StringVar(&trusted, "trusted-dir", "", "folder of trusted app keys (default /etc/portal/keys/trusted)")
+	cmd.Flags().StringVar(&workspace, "workspace", "", "folder the files, editor, terminal and python apps work in (default DATA/workspace)")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "structured (JSON) log level on stderr: debug (one line per call), info, warn, error")
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -50,6 +51,9 @@ type GatewayOptions struct {
 	// broker's default window (3 s). Everything else is the gateway's own: store, registry,
 	// audit writer, consent service, keys and the Settings app on the same state.
 	WithoutDelayedCommitUnsafe bool
+	// CPUProfile, when set, names a file to write a CPU profile of the load phase to (for
+	// go tool pprof): the gateway and the load generator together, as they share the machine.
+	CPUProfile string
 }
 
 // GatewayReport is what a gateway run measured: real calls of the Settings app's get_setting
@@ -135,7 +139,22 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 		stop()
 		return GatewayReport{}, fmt.Errorf("bench: serve: %w", err)
 	}
+	if opts.CPUProfile != "" {
+		f, err := os.Create(opts.CPUProfile)
+		if err != nil {
+			stop()
+			return GatewayReport{}, fmt.Errorf("bench: cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			stop()
+			return GatewayReport{}, fmt.Errorf("bench: cpu profile: %w", err)
+		}
+	}
 	r, err := drive(ctx, "http://"+addr+"/v1/ipc", key, issued.Wire, opts)
+	if opts.CPUProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	stop()
 	if serr := <-served; err == nil && serr != nil {
 		err = fmt.Errorf("bench: serve: %w", serr)

@@ -55,6 +55,13 @@ type Options struct {
 	// CONSENT_REQUIRED with the request's id (default 2 minutes).
 	ConsentWait time.Duration
 	Now         func() time.Time
+	// AlsoNeeds are permissions a capability needs besides its own, by capability id: a token
+	// must cover them too.
+	AlsoNeeds map[string][]string
+	// PathDir is the folder a relative path param is resolved against when a token's
+	// allowed_paths are checked: the workspace the built-in apps resolve relative paths
+	// against. "" refuses relative paths under such tokens.
+	PathDir string
 	// Observe, when set, is told of every finished call: its outcome, its code ("" for
 	// success) and how long it took. The gateway feeds its metrics from it.
 	Observe func(outcome, code string, took time.Duration)
@@ -149,6 +156,7 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 		f.call.Capability = *cap.Cap
 		f.call.Tier = int(cap.App.Tier)
 		f.perm = cap.Cap.Permission
+		f.call.AlsoNeeds = b.o.AlsoNeeds[cap.Cap.ID]
 	} else if app, found := b.o.Registry.App(req.App); found && !app.Enabled {
 		f.call.CapabilityFound = true // disabled: step 1 refuses as METHOD_NOT_FOUND
 	}
@@ -202,7 +210,7 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 			if f.tok.Constraints.OnParams() {
 				var params map[string]any
 				_ = json.Unmarshal(req.Params, &params)
-				f.call.ConstraintOK, f.call.ConstraintRule = tokenConstraints(f.tok, cap, f.perm, params, now)
+				f.call.ConstraintOK, f.call.ConstraintRule = tokenConstraints(f.tok, cap, f.perm, params, b.o.PathDir, now)
 			}
 		}
 		if m, err := b.mandate(ctx, f.perm); err == nil && m != nil {
@@ -215,8 +223,8 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 // tokenConstraints runs the token's constraints on the params. Path params are the ones the
 // capability's parameters schema marks "format": "path" (and, by convention, "path" and
 // "paths"); the command is the "command" param.
-func tokenConstraints(t token.Token, cap registry.Capability, perm string, params map[string]any, now time.Time) (bool, string) {
-	in := token.Input{Permission: perm, Params: params, PathParams: pathParams(cap.Cap.Parameters), Now: now}
+func tokenConstraints(t token.Token, cap registry.Capability, perm string, params map[string]any, dir string, now time.Time) (bool, string) {
+	in := token.Input{Permission: perm, Params: params, PathParams: pathParams(cap.Cap.Parameters), Dir: dir, Now: now}
 	if _, ok := params["command"]; ok {
 		in.CommandParam = "command"
 	}

@@ -27,6 +27,9 @@ const EnvTrustedDir = "CAPGATE_TRUSTED_DIR"
 // EnvDataDir names the environment variable for capgate's data folder.
 const EnvDataDir = "CAPGATE_DATA_DIR"
 
+// EnvWorkspace names the environment variable for the built-in apps' workspace.
+const EnvWorkspace = "CAPGATE_WORKSPACE"
+
 // DefaultSandboxRoot is where plugins' filesystem intents must point.
 const DefaultSandboxRoot = "/sandbox"
 
@@ -37,6 +40,9 @@ type File struct {
 	TrustedDir string `json:"trusted_dir,omitempty"`
 	// DataDir holds the lockfile and the store (default $XDG_DATA_HOME/capgate).
 	DataDir string `json:"data_dir,omitempty"`
+	// Workspace is the folder the built-in files, editor, terminal and python apps work in
+	// (default DATA/workspace).
+	Workspace string `json:"workspace,omitempty"`
 
 	// SandboxRoot is the folder every filesystem intent must lie in (default /sandbox).
 	SandboxRoot string `json:"sandbox_root,omitempty"`
@@ -113,7 +119,7 @@ func Load(path string) (File, string, error) {
 	}
 	// Folders named in the file are relative to the file, not to wherever capgate runs.
 	base := filepath.Dir(path)
-	for _, p := range []*string{&cfg.TrustedDir, &cfg.DataDir, &cfg.PortsDir, &cfg.PolicyFile} {
+	for _, p := range []*string{&cfg.TrustedDir, &cfg.DataDir, &cfg.Workspace, &cfg.PortsDir, &cfg.PolicyFile} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(base, *p)
 		}

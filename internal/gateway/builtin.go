@@ -5,10 +5,17 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 
+	"github.com/capgate/capgate/internal/apps/calc"
+	"github.com/capgate/capgate/internal/apps/editor"
+	"github.com/capgate/capgate/internal/apps/files"
+	"github.com/capgate/capgate/internal/apps/python"
 	"github.com/capgate/capgate/internal/apps/settings"
-	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/apps/solitaire"
+	"github.com/capgate/capgate/internal/apps/syslog"
+	"github.com/capgate/capgate/internal/apps/terminal"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/keys"
 	"github.com/capgate/capgate/manifest"
@@ -22,6 +29,8 @@ import (
 const (
 	AppKeyFile    = "apps.key"
 	LocalTrustDir = "trusted"
+	AppsStateDir  = "apps"      // the built-in apps' own state (the files app's undo area)
+	WorkspaceDir  = "workspace" // the default workspace of files, editor, terminal and python
 )
 
 // keySources trusts the keys of every source.
@@ -64,17 +73,56 @@ func (st stateOf) Put(ctx context.Context, key string, value []byte) error {
 	return st.s.PutState(ctx, st.appID, key, value)
 }
 
-// registerBuiltins signs and registers the built-in apps and returns their handlers.
-func registerBuiltins(ctx context.Context, dataDir string, reg *registry.Registry, st store.State) (map[string]sdk.Handler, error) {
-	key, err := loadOrCreate(filepath.Join(dataDir, AppKeyFile))
+// builtin is one of the apps capgate ships: its manifest and how to start its handler.
+type builtin struct {
+	id, alias, manifest string
+	start               func(doc *manifest.Document) (sdk.Handler, error)
+}
+
+// builtins are the app fleet of the token document, each on its own data model: settings and
+// the calculator's value in the store or in memory, files, the editor, the terminal and the
+// python scripts in the workspace folder, the log in capgate's own log.
+func (g *Gateway) builtins(st store.State) []builtin {
+	ws := g.workspace
+	return []builtin{
+		{settings.AppID, settings.Alias, settings.Manifest, func(doc *manifest.Document) (sdk.Handler, error) {
+			return settings.New(doc, stateOf{st, settings.AppID}), nil
+		}},
+		{files.AppID, files.Alias, files.Manifest, func(doc *manifest.Document) (sdk.Handler, error) {
+			return files.New(doc, ws, filepath.Join(g.cfg.DataDir, AppsStateDir, "files"))
+		}},
+		{editor.AppID, editor.Alias, editor.Manifest, func(doc *manifest.Document) (sdk.Handler, error) {
+			return editor.New(doc, ws)
+		}},
+		{terminal.AppID, terminal.Alias, terminal.Manifest, func(doc *manifest.Document) (sdk.Handler, error) {
+			return terminal.New(doc, ws)
+		}},
+		{python.AppID, python.Alias, python.Manifest, func(doc *manifest.Document) (sdk.Handler, error) {
+			return python.New(doc, ws)
+		}},
+		{calc.AppID, calc.Alias, calc.Manifest, func(doc *manifest.Document) (sdk.Handler, error) {
+			return calc.New(doc), nil
+		}},
+		{syslog.AppID, syslog.Alias, syslog.Manifest, func(doc *manifest.Document) (sdk.Handler, error) {
+			return syslog.New(doc, g.ring), nil
+		}},
+		{solitaire.AppID, solitaire.Alias, solitaire.Manifest, func(doc *manifest.Document) (sdk.Handler, error) {
+			return solitaire.New(doc, nil), nil
+		}},
+	}
+}
+
+// registerBuiltins signs and registers the built-in apps and starts their handlers. An app
+// whose handler cannot start (a workspace it cannot open, a system it does not run on) is
+// left out with a warning; the others run.
+func (g *Gateway) registerBuiltins(ctx context.Context, st store.State) (map[string]sdk.Handler, error) {
+	key, err := loadOrCreate(filepath.Join(g.cfg.DataDir, AppKeyFile))
 	if err != nil {
 		return nil, err
 	}
-	trustDir := filepath.Join(dataDir, LocalTrustDir)
+	trustDir := filepath.Join(g.cfg.DataDir, LocalTrustDir)
 	handlers := map[string]sdk.Handler{}
-	for _, b := range []struct{ id, alias, manifest string }{
-		{settings.AppID, settings.Alias, settings.Manifest},
-	} {
+	for _, b := range g.builtins(st) {
 		pubPath := filepath.Join(trustDir, b.id+".pub")
 		if _, err := keys.LoadPublicKey(pubPath); err != nil {
 			if err := keys.WritePublicKey(pubPath, key.Public().(ed25519.PublicKey), false); err != nil && !errors.Is(err, keys.ErrExists) {
@@ -89,13 +137,18 @@ func registerBuiltins(ctx context.Context, dataDir string, reg *registry.Registr
 		if err != nil {
 			return nil, err
 		}
-		app, err := reg.Register(ctx, signed, false, b.alias)
+		app, err := g.Registry.Register(ctx, signed, false, b.alias)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: register the built-in %s: %w", b.id, err)
 		}
-		switch b.id {
-		case settings.AppID:
-			handlers[b.id] = settings.New(app.Doc, stateOf{st, b.id})
+		h, err := b.start(app.Doc)
+		if err != nil {
+			g.log.Warn("a built-in app cannot start; its calls answer APP_NOT_FOUND", "app", b.id, "err", err)
+			continue
+		}
+		handlers[b.id] = h
+		if c, ok := h.(io.Closer); ok {
+			g.closers = append(g.closers, c)
 		}
 	}
 	return handlers, nil

@@ -9,6 +9,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/capgate/capgate/internal/apps/python"
+	"github.com/capgate/capgate/internal/apps/syslog"
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/consent"
@@ -47,6 +50,9 @@ type Config struct {
 	TrustedDir string // trusted app keys
 	Handlers   map[string]sdk.Handler
 	Logger     *slog.Logger
+	// Workspace is the folder the files, editor, terminal and python apps work in: every path
+	// they take is confined to it. "" means DataDir/workspace, created on first use.
+	Workspace string
 
 	// ConsentTTL is how long a consent request waits for the person before it expires as
 	// denied (0: consent.DefaultTTL).
@@ -73,7 +79,14 @@ type Gateway struct {
 	Key      ed25519.PrivateKey
 	log      *slog.Logger
 	metrics  *metrics
+
+	workspace string       // the built-in apps' workspace, absolute
+	ring      *syslog.Ring // capgate's own log, which the syslog app reads
+	closers   []io.Closer  // built-in apps that hold processes or open folders
 }
+
+// Workspace returns the folder the built-in files, editor, terminal and python apps work in.
+func (g *Gateway) Workspace() string { return g.workspace }
 
 // Open opens (creating on first use) the data folder, the store and the gateway's key, and
 // assembles the parts.
@@ -95,7 +108,14 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: store: %w", err)
 	}
-	g := &Gateway{cfg: cfg, Store: st, Key: key, log: cfg.Logger}
+	g := &Gateway{cfg: cfg, Store: st, Key: key}
+	// capgate's own log goes where the operator sent it and into the ring the syslog app reads.
+	g.ring = syslog.NewRing(0)
+	g.log = slog.New(g.ring.Handler(cfg.Logger.Handler()))
+	if g.workspace, err = workspace(cfg); err != nil {
+		st.Close()
+		return nil, err
+	}
 	trust := keySources{keys.TrustStore{Dir: filepath.Join(cfg.DataDir, LocalTrustDir)}}
 	if cfg.TrustedDir != "" {
 		trust = append(trust, keys.TrustStore{Dir: cfg.TrustedDir})
@@ -104,8 +124,9 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		st.Close()
 		return nil, fmt.Errorf("gateway: registry: %w", err)
 	}
-	builtins, err := registerBuiltins(ctx, cfg.DataDir, g.Registry, st)
+	builtins, err := g.registerBuiltins(ctx, st)
 	if err != nil {
+		g.closeApps()
 		st.Close()
 		return nil, err
 	}
@@ -117,12 +138,13 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		handlers[id] = h
 	}
 	g.Audit = audit.NewWriter(st, &audit.Options{CheckpointKey: key, CheckpointEvery: 1000, CheckpointInterval: time.Minute,
-		MirrorPath: filepath.Join(cfg.DataDir, AuditFile), Logger: cfg.Logger})
+		MirrorPath: filepath.Join(cfg.DataDir, AuditFile), Logger: g.log})
 	g.Consent = consent.New(st, &consent.Options{Surface: true, TTL: cfg.ConsentTTL})
 	g.metrics = newMetrics(st)
 	g.Broker, err = broker.New(broker.Options{Store: st, Registry: g.Registry, Tokens: token.NewVerifier(key.Public().(ed25519.PublicKey), 4096),
 		Audit: g.Audit, Consent: g.Consent, Handlers: handlers, TokenKey: key, Observe: g.metrics.observe,
-		ConsentWait: cfg.ConsentWait, DelayedCommit: cfg.DelayedCommit})
+		ConsentWait: cfg.ConsentWait, DelayedCommit: cfg.DelayedCommit, PathDir: g.workspace,
+		AlsoNeeds: map[string][]string{python.ExecuteFileID: {"fs.read"}}})
 	if err != nil {
 		g.Close()
 		return nil, err
@@ -132,6 +154,39 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	return g, nil
+}
+
+// workspace returns the built-in apps' workspace, absolute and resolved through links,
+// creating the default one (mode 0700) on first use.
+func workspace(cfg Config) (string, error) {
+	dir := cfg.Workspace
+	if dir == "" {
+		dir = filepath.Join(cfg.DataDir, WorkspaceDir)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", fmt.Errorf("gateway: workspace: %w", err)
+		}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("gateway: workspace: %w", err)
+	}
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return "", fmt.Errorf("gateway: workspace: %w", err)
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("gateway: workspace %s: not a folder", abs)
+	}
+	return abs, nil
+}
+
+// closeApps stops the built-in apps that hold processes or open folders.
+func (g *Gateway) closeApps() {
+	for _, c := range g.closers {
+		if err := c.Close(); err != nil {
+			g.log.Warn("closing a built-in app", "err", err)
+		}
+	}
+	g.closers = nil
 }
 
 // LoadOrCreateKey reads the gateway's key from the data folder, creating it on first use.
@@ -274,6 +329,7 @@ func (g *Gateway) sweep(ctx context.Context) {
 // Close flushes the audit log, signs a final checkpoint and closes the store.
 func (g *Gateway) Close() error {
 	var errs []error
+	g.closeApps()
 	if g.Audit != nil {
 		errs = append(errs, g.Audit.Close())
 	}

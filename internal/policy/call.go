@@ -55,6 +55,10 @@ type Call struct {
 	// ask is refused instead.
 	ClientNeverAsk bool
 
+	// Step 5: AlsoNeeds are permissions the call needs besides the capability's own, which a
+	// token must cover as well (the python app's execute_file reads a file: fs.read).
+	AlsoNeeds []string
+
 	// Step 5: the result of the token's constraints (token.Constraints.Check) on these
 	// params. Read only when a token is present; false (the zero value) refuses, so the broker
 	// must run Check, or set ConstraintOK itself for a token without constraints.

@@ -106,6 +106,11 @@ func Decide(c Call) Decision {
 		if !token.Covers(tok.Grants, cp.Permission) {
 			return t.deny(5, CodeCapabilityDenied, "no grant of the token covers the permission "+perm)
 		}
+		for _, p := range c.AlsoNeeds {
+			if !token.Covers(tok.Grants, p) {
+				return t.deny(5, CodeCapabilityDenied, "the call also needs the permission "+permissionName(p)+", and no grant of the token covers it")
+			}
+		}
 		if !c.ConstraintOK {
 			why := "the token's constraints refuse these params"
 			if r := constraintRule(c.ConstraintRule); r != "" {

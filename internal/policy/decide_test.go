@@ -499,3 +499,28 @@ func TestExplanationsKeepSecrets(t *testing.T) {
 		})
 	}
 }
+
+// A call that also needs a second permission runs only under a token that covers both.
+func TestAlsoNeeds(t *testing.T) {
+	for _, tc := range []struct {
+		grants []string
+		ok     bool
+	}{
+		{[]string{"notes.read"}, false},
+		{[]string{"notes.read", "fs.write"}, false},
+		{[]string{"notes.read", "fs.read"}, true},
+		{[]string{"notes.*", "fs.*"}, true},
+		{[]string{"fs.read"}, false},
+	} {
+		c := base()
+		c.AlsoNeeds = []string{"fs.read"}
+		c.Token.Grants = tc.grants
+		d := Decide(c)
+		if d.Allowed() != tc.ok || (!tc.ok && (d.Code != CodeCapabilityDenied || d.Step != 5)) {
+			t.Errorf("grants %v: %+v", tc.grants, d)
+		}
+		if !tc.ok && len(tc.grants) > 0 && tc.grants[0] == "notes.read" && !strings.Contains(d.Explanation, "fs.read") {
+			t.Errorf("grants %v: the explanation does not name fs.read: %s", tc.grants, d.Explanation)
+		}
+	}
+}
