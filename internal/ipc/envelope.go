@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/jcs"
+	"github.com/capgate/capgate/internal/token"
 )
 
 // Limits of one envelope. A call's params are small JSON; anything larger is an attack or a bug.
@@ -21,6 +22,15 @@ const (
 	// MaxFieldBytes bounds each string of the header and body (a signed token is a few KiB).
 	MaxFieldBytes = 16 << 10
 )
+
+// fieldLimit is the most bytes a string field of the envelope may hold: a capability token as
+// long as the token package allows, any other field MaxFieldBytes.
+func fieldLimit(name string) int {
+	if name == "capability_token" {
+		return token.MaxWireBytes
+	}
+	return MaxFieldBytes
+}
 
 // The header values of the token document.
 const (
@@ -177,8 +187,8 @@ func ParseRequest(data []byte) (Request, error) {
 		case m.Kind != jcs.String:
 			bad(path, "must be a string")
 			return ""
-		case len(m.Str) > MaxFieldBytes:
-			bad(path, fmt.Sprintf("longer than %d bytes", MaxFieldBytes))
+		case len(m.Str) > fieldLimit(name):
+			bad(path, fmt.Sprintf("longer than %d bytes", fieldLimit(name)))
 			return ""
 		case pattern != nil && !pattern.MatchString(m.Str):
 			bad(path, "does not match "+pattern.String())

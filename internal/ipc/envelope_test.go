@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/capgate/capgate/internal/token"
 )
 
 const valid = `{"header":{"msg_type":"llm_request","version":"1.0","request_id":"req_abc123","timestamp":1706620800},
@@ -94,5 +96,22 @@ func TestEmptyActionRefused(t *testing.T) {
 	var re *RequestError
 	if !errors.As(err, &re) || re.Problems[0].Path != "body.action" {
 		t.Fatalf("empty action: %v", err)
+	}
+}
+
+// A capability token may be as long as the token package allows; every other field is held to
+// MaxFieldBytes.
+func TestTokenFieldLimit(t *testing.T) {
+	env := func(tok string) []byte {
+		return []byte(`{"header":{"version":"1.0","msg_type":"llm_request","request_id":"r1","timestamp":1},` +
+			`"body":{"action":"execute","app":"notes","method":"search","capability_token":"` + tok + `"}}`)
+	}
+	long := "cgt1." + strings.Repeat("A", MaxFieldBytes+100)
+	if _, err := ParseRequest(env(long)); err != nil {
+		t.Fatalf("a token longer than MaxFieldBytes: %v", err)
+	}
+	tooLong := "cgt1." + strings.Repeat("A", token.MaxWireBytes)
+	if _, err := ParseRequest(env(tooLong)); err == nil || !strings.Contains(err.Error(), "body.capability_token") {
+		t.Fatalf("a token longer than token.MaxWireBytes: %v", err)
 	}
 }

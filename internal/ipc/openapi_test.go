@@ -263,8 +263,8 @@ func TestOpenAPIEnvelopeSchema(t *testing.T) {
 		}
 	}
 	for _, f := range []string{"capability_token", "undo_token"} {
-		if got := fmt.Sprint(prop("RequestBody", f, "maxLength")); got != fmt.Sprint(MaxFieldBytes) {
-			t.Errorf("RequestBody.%s maxLength = %s, want %d", f, got, MaxFieldBytes)
+		if got := fmt.Sprint(prop("RequestBody", f, "maxLength")); got != fmt.Sprint(fieldLimit(f)) {
+			t.Errorf("RequestBody.%s maxLength = %s, want %d", f, got, fieldLimit(f))
 		}
 	}
 	if got := prop("RequestHeader", "msg_type", "const"); got != MsgRequest {
