@@ -185,6 +185,11 @@ func TestIPCErrorCodes(t *testing.T) {
 			if r.Body.Details["decision"] != "handoff" {
 				t.Errorf("decision %v, want handoff", r.Body.Details["decision"])
 			}
+			// What was prepared comes back for the person to do, and nothing ran.
+			prep, _ := r.Body.Details["prepared"].(map[string]any)
+			if prep["app"] != "notes" || prep["method"] != "publish" || fmt.Sprint(prep["params"]) != "map[id:1]" {
+				t.Errorf("prepared %v", r.Body.Details["prepared"])
+			}
 			return r
 		}},
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/broker"
+	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
@@ -219,7 +220,13 @@ func (s *Server) ipc(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, resp)
 		return
 	}
-	resp := Error(req.Header.RequestID, s.now(), res.Code, res.Message, map[string]any{"decision": res.Decision.Outcome, "call_id": res.CallID})
+	details := map[string]any{"decision": res.Decision.Outcome, "call_id": res.CallID}
+	if res.Decision.Outcome == policy.Handoff {
+		// Handoff does nothing and hands back what was prepared, for the person to do
+		// themselves: the call as the agent made it, which is the agent's own to see.
+		details["prepared"] = map[string]any{"app": req.Body.App, "method": req.Body.Method, "params": req.Body.Params}
+	}
+	resp := Error(req.Header.RequestID, s.now(), res.Code, res.Message, details)
 	if res.ConsentID != "" {
 		resp.Body.Consent = &ConsentRef{ID: res.ConsentID, URL: "/ui/requests/" + res.ConsentID}
 	}
