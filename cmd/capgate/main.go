@@ -93,6 +93,7 @@ Exit codes: 0 success, 1 a check that says no, 2 a usage error.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%w", err) })
 	root.AddCommand(newServeCmd(g), newClientCmd(g), newAppCmd(g), newTokenCmd(g), newCallCmd(), newExplainCmd(), newUndoCmd(), newApprovalsCmd(g), newAuditCmd(g),
 		newManifestCmd(g), newPluginCmd(g), newPolicyCmd(g), newCanonCmd(), newKeygenCmd(), newBenchCmd())
+	root.AddCommand(newDemoCmd(g))
 	return root
 }
 
