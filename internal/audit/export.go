@@ -21,14 +21,18 @@ import (
 // record is the body exactly as stored, so that the hash can be recomputed from the line.
 // A body that is not canonical JSON (a tampered or damaged store) cannot be embedded as it
 // is; it is written as "record_base64" instead, so the line stays JSON and loses nothing.
-func appendLine(dst []byte, e store.AuditEntry) []byte {
+func appendLine(dst []byte, e store.AuditEntry) []byte { return appendLineOf(dst, e, false) }
+
+// appendLineOf is appendLine; canonical says the body is known to be canonical (the writer
+// made it with Record.Body), which spares checking it again.
+func appendLineOf(dst []byte, e store.AuditEntry, canonical bool) []byte {
 	dst = append(dst, `{"at":`...)
 	dst = strconv.AppendQuote(dst, formatAt(e.At))
 	dst = append(dst, `,"hash":`...)
 	dst = appendJSONString(dst, e.Hash)
 	dst = append(dst, `,"prev_hash":`...)
 	dst = appendJSONString(dst, e.PrevHash)
-	if canon, err := jcs.Canonicalize(e.Body); err == nil && string(canon) == string(e.Body) {
+	if canonical || isCanonical(e.Body) {
 		dst = append(dst, `,"record":`...)
 		dst = append(dst, e.Body...)
 	} else {
@@ -39,6 +43,11 @@ func appendLine(dst []byte, e store.AuditEntry) []byte {
 	dst = append(dst, `,"seq":`...)
 	dst = strconv.AppendInt(dst, e.Seq, 10)
 	return append(dst, "}\n"...)
+}
+
+func isCanonical(body []byte) bool {
+	canon, err := jcs.Canonicalize(body)
+	return err == nil && string(canon) == string(body)
 }
 
 // appendJSONString appends s as a JSON string. Hashes written by this package are ASCII;

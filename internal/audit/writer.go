@@ -433,7 +433,7 @@ func (w *Writer) writeMirror(entries []store.AuditEntry) {
 	}
 	var buf []byte
 	for _, e := range entries {
-		buf = appendLine(buf, e)
+		buf = appendLineOf(buf, e, true) // the writer's own bodies, canonical by Record.Body
 	}
 	if _, err := w.mirror.Write(buf); err != nil {
 		w.mirrorFailed(err)
