@@ -181,6 +181,7 @@ type options struct {
 	consentTTL    time.Duration // default: the gateway's (5 minutes)
 	consentWait   time.Duration // default 5 s
 	delayedCommit time.Duration // default none
+	logLevel      slog.Level    // the level of capgate's own log (default info); it goes nowhere but the syslog ring
 }
 
 // env is one gateway opened on its own data folder, the notes app registered at Tier 1 with a
@@ -221,7 +222,7 @@ func newEnv(t *testing.T, o options) *env {
 	e.g, err = gateway.Open(ctx, gateway.Config{
 		DataDir: e.dataDir, Listen: "-", Socket: "-", TrustedDir: e.trusted,
 		Handlers:   map[string]sdk.Handler{notesID: e.app},
-		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: o.logLevel})),
 		ConsentTTL: o.consentTTL, ConsentWait: o.consentWait, DelayedCommit: o.delayedCommit,
 	})
 	if err != nil {
@@ -385,7 +386,12 @@ func (e *env) nextRequestID() string { return "req-" + strconv.FormatInt(e.reqSe
 
 // envelope is an llm_request to the app's method with params (JSON text) and a token.
 func envelope(requestID, app, method, params, tok string) []byte {
-	body := map[string]any{"action": "execute", "app": app, "method": method, "params": json.RawMessage(params)}
+	return envelopeAction(requestID, "execute", app, method, params, tok)
+}
+
+// envelopeAction is envelope with the body's action: execute or query.
+func envelopeAction(requestID, action, app, method, params, tok string) []byte {
+	body := map[string]any{"action": action, "app": app, "method": method, "params": json.RawMessage(params)}
 	if tok != "" {
 		body["capability_token"] = tok
 	}
@@ -435,8 +441,20 @@ func (e *env) ipcRaw(a agent, data []byte) (int, ipc.Response) {
 // request's id.
 func (e *env) callApp(a agent, app, method, params, tok string) ipc.Response {
 	e.t.Helper()
+	return e.callAction(a, "execute", app, method, params, tok)
+}
+
+// query is callApp with the action query, as the token document's examples send reads.
+func (e *env) query(a agent, app, method, params, tok string) ipc.Response {
+	e.t.Helper()
+	return e.callAction(a, "query", app, method, params, tok)
+}
+
+// callAction is callApp with the body's action.
+func (e *env) callAction(a agent, action, app, method, params, tok string) ipc.Response {
+	e.t.Helper()
 	id := e.nextRequestID()
-	status, resp := e.ipcRaw(a, envelope(id, app, method, params, tok))
+	status, resp := e.ipcRaw(a, envelopeAction(id, action, app, method, params, tok))
 	if status != http.StatusOK {
 		e.t.Errorf("%s.%s: HTTP %d", app, method, status)
 	}
@@ -450,6 +468,46 @@ func (e *env) callApp(a agent, app, method, params, tok string) ipc.Response {
 func (e *env) call(a agent, method, params, tok string) ipc.Response {
 	e.t.Helper()
 	return e.callApp(a, "notes", method, params, tok)
+}
+
+// undo sends {"action": "undo", "undo_token": ...} through POST /v1/ipc as a.
+func (e *env) undo(a agent, undoToken string) ipc.Response {
+	e.t.Helper()
+	id := e.nextRequestID()
+	data, _ := json.Marshal(map[string]any{
+		"header": map[string]any{"msg_type": "llm_request", "version": "1.0", "request_id": id},
+		"body":   map[string]any{"action": "undo", "undo_token": undoToken},
+	})
+	status, resp := e.ipcRaw(a, data)
+	if status != http.StatusOK || resp.Header.RequestID != id {
+		e.t.Errorf("undo: HTTP %d, request_id %q", status, resp.Header.RequestID)
+	}
+	return resp
+}
+
+// undoStateApp is the store's state namespace where the broker keeps its undo records, each
+// under its undo token: {"app_id", "capability", "client_id", "handler_token", "until"}, until
+// being the end of the call's undo window in Unix milliseconds (internal/broker/undo.go).
+const undoStateApp = "capgate.undo"
+
+// expireUndo moves the end of an undo token's window into the past, as the passing of time
+// would. The built-in apps' windows come from their signed manifests (one to ten minutes) and
+// the broker's clock is not the test's to set, so the record in the store is what moves.
+func (e *env) expireUndo(undoToken string) {
+	e.t.Helper()
+	raw, err := e.g.Store.GetState(e.ctx, undoStateApp, undoToken)
+	if err != nil {
+		e.t.Fatalf("the undo record: %v", err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(raw, &rec); err != nil || rec["until"] == nil {
+		e.t.Fatalf("the undo record is not what the test knows: %s (%v)", raw, err)
+	}
+	rec["until"] = time.Now().Add(-time.Second).UnixMilli()
+	raw, _ = json.Marshal(rec)
+	if err := e.g.Store.PutState(e.ctx, undoStateApp, undoToken, raw); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // wantOK fails unless the answer is a success.

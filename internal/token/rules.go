@@ -4,6 +4,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // A denied_commands or denied_patterns entry ("rm -rf", "shutdown", "git push --force") is a
@@ -161,20 +162,71 @@ func denied(entries []string, invs []invocation) bool {
 		if !ok {
 			return true // an entry that cannot be read denies everything, never nothing
 		}
-		for _, inv := range invs {
-			if r.matches(inv.argv, inv.argsOpen) {
+		if r.deniesAny(invs, 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// deniesAny reports whether r denies any of the invocations. A deny list errs on the side of
+// refusing: besides each invocation seen through the wrappers capgate knows, it reads every
+// argument tail as a command, since a program it does not know may run its arguments
+// (stdbuf, ionice, setsid, flock, chroot ...), and every argument with a blank in it as a
+// shell string, since a program may hand it to a shell (su -c, flock -c, ssh, watch). So a
+// "rm -rf" rule also refuses "echo rm -rf x": a false refusal, never a slip.
+func (r denyRule) deniesAny(invs []invocation, depth int) bool {
+	for _, inv := range invs {
+		if r.matches(inv.argv, inv.argsOpen) {
+			return true
+		}
+		for i := 1; i < len(inv.argv); i++ {
+			w := inv.argv[i]
+			if !strings.HasPrefix(w, "-") && r.matches(inv.argv[i:], inv.argsOpen) {
 				return true
 			}
-			if inv.wrapper {
-				for i := 1; i < len(inv.argv); i++ {
-					if !strings.HasPrefix(inv.argv[i], "-") && r.matches(inv.argv[i:], inv.argsOpen) {
-						return true
-					}
+			if depth >= MaxUnwrapDepth || !strings.ContainsAny(w, " \t\n") {
+				continue
+			}
+			for _, s := range shellStringCandidates(w) {
+				if r.deniesAny(nestedInvocations(s), depth+1) {
+					return true
 				}
 			}
 		}
 	}
 	return false
+}
+
+// shellStringCandidates are the ways an argument word may carry a shell string: the word
+// itself, and the value of an option with the string attached (-c'...', --command=...).
+func shellStringCandidates(w string) []string {
+	out := []string{w}
+	switch {
+	case strings.HasPrefix(w, "--"):
+		if _, v, ok := strings.Cut(w, "="); ok {
+			out = append(out, v)
+		}
+	case strings.HasPrefix(w, "-") && len(w) > 2:
+		out = append(out, w[2:])
+	}
+	return out
+}
+
+// nestedInvocations reads s as a shell string. When it does not split as one capgate can
+// check (operators, expansions), its words are taken apart at blanks and shell operators
+// and read as one command, whose tails deniesAny then checks.
+func nestedInvocations(s string) []invocation {
+	if invs, err := expandShellString(s); err == nil {
+		return invs
+	}
+	words := strings.FieldsFunc(s, func(c rune) bool {
+		return unicode.IsSpace(c) || strings.ContainsRune(";&|<>()`$'\"\\{}", c)
+	})
+	if len(words) == 0 {
+		return nil
+	}
+	return []invocation{{argv: words}}
 }
 
 // An allowed_commands entry is a program, optionally followed by the words every command of

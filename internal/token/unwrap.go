@@ -130,6 +130,20 @@ func expandCommand(cmd string) ([]invocation, error) {
 	return e.out, nil
 }
 
+// expandShellString reads s as a string a shell runs (sh -c s) and returns every program it
+// runs, the outermost first.
+func expandShellString(s string) ([]invocation, error) {
+	argv, err := split(s, true)
+	if err != nil {
+		return nil, err
+	}
+	e := expander{}
+	if err := e.add(argv, 0, true, false); err != nil {
+		return nil, err
+	}
+	return e.out, nil
+}
+
 type expander struct {
 	out     []invocation
 	unwraps int
