@@ -268,6 +268,7 @@ func (g *Gateway) Serve(ctx context.Context, ready func(tcp, socket string)) err
 	}
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
 	go g.sweep(sweepCtx)
+	g.log.Info("[OK] capgate serving", "tcp", tcpAddr, "socket", sockPath, "data", g.cfg.DataDir, "workspace", g.workspace)
 	if ready != nil {
 		ready(tcpAddr, sockPath)
 	}
@@ -277,6 +278,7 @@ func (g *Gateway) Serve(ctx context.Context, ready func(tcp, socket string)) err
 	case err = <-errc:
 	}
 	stopSweep()
+	g.log.Info("capgate stopping: draining calls in flight")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if serr := srv.Shutdown(shutdownCtx); serr != nil && err == nil {
