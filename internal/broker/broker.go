@@ -113,6 +113,10 @@ type Request struct {
 	// schema without parsing Params again. It must be the same value as Params.
 	ParamsValue any
 	Token       string // the capability token's wire form, "" for none
+	// OnConsent, when set, is told the id of the consent request the call creates, once it
+	// is pending and before the call waits for the answer, so that a front can point the
+	// person to it at once (MCP's URL elicitation). It must not block.
+	OnConsent func(consentID string)
 }
 
 // Result is what came of a call: the decision, and for an allowed call the provider's result.
@@ -481,6 +485,9 @@ func (b *Broker) ask(ctx context.Context, f facts, caller Caller, req Request, c
 	_ = b.record(ctx, f, caller, req, callID, "decision", string(policy.Ask), d.Code, d.Explanation, "consent requested", id, 0)
 	if c.State != store.ConsentPending {
 		return id, c.State == store.ConsentApproved, c.State != store.ConsentApproved, nil
+	}
+	if req.OnConsent != nil {
+		req.OnConsent(id)
 	}
 	wctx, cancel := context.WithTimeout(ctx, b.o.ConsentWait)
 	defer cancel()

@@ -247,3 +247,42 @@ func TestReadRefusedWhenItsRecordsFail(t *testing.T) {
 		t.Fatalf("%d calls decided in the log, want 2", len(decided))
 	}
 }
+
+// A token request shows the person the worst risk of what the token would allow.
+func TestTokenRequestShowsItsWorstRisk(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.b.o.TokenKey = e.key
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.b.RequestCapability(ctx, alice, CapabilityRequest{Capabilities: []string{"app.notes.write", "app.notes.delete"}, Duration: 60, Reason: "tidy"})
+		done <- err
+	}()
+	var id string
+	for i := 0; i < 200 && id == ""; i++ {
+		cs, err := e.st.ListConsents(ctx, store.ConsentPending)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) > 0 {
+			id = cs[0].ID
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if id == "" {
+		t.Fatal("no consent request")
+	}
+	_, r, err := e.consents.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Risk != "high" {
+		t.Errorf("the request shows risk %q, want high (delete)", r.Risk)
+	}
+	if err := e.consents.Approve(ctx, id, "person", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
+	"github.com/capgate/capgate/manifest"
 )
 
 // CapabilityRequest is request_capability: what an agent asks to be allowed, for how long,
@@ -22,6 +23,9 @@ type CapabilityRequest struct {
 	MaxUses      int64             `json:"max_uses"`
 	Reason       string            `json:"reason"`
 	Constraints  token.Constraints `json:"-"`
+	// OnConsent, when set, is told the id of the consent request the grants need, once it is
+	// pending and before RequestCapability waits for the answer. It must not block.
+	OnConsent func(consentID string) `json:"-"`
 }
 
 // Issued is a token handed to the agent.
@@ -67,7 +71,7 @@ func (b *Broker) RequestCapability(ctx context.Context, caller Caller, r Capabil
 		c, err := b.o.Consent.Ask(ctx, consent.Request{
 			ClientID: caller.ClientID, ClientName: caller.Name, Kind: consent.KindToken, Grants: r.Capabilities,
 			Reason: r.Reason, AuditTag: r.Reason, Summary: "issue a capability token",
-			Reversibility: consent.Irreversible,
+			Risk: string(b.worstRisk(r.Capabilities)), Reversibility: consent.Irreversible,
 		})
 		if err != nil {
 			return Issued{}, err
@@ -75,6 +79,9 @@ func (b *Broker) RequestCapability(ctx context.Context, caller Caller, r Capabil
 		t.ConsentID = c.ID
 		rec.ConsentID = c.ID
 		if c.State == store.ConsentPending {
+			if r.OnConsent != nil {
+				r.OnConsent(c.ID)
+			}
 			wctx, cancel := context.WithTimeout(ctx, b.o.ConsentWait)
 			c, err = b.o.Consent.Wait(wctx, c.ID)
 			cancel()
@@ -102,6 +109,19 @@ func (b *Broker) RequestCapability(ctx context.Context, caller Caller, r Capabil
 		return Issued{}, err
 	}
 	return Issued{Wire: wire, ID: t.ID, ExpiresAt: time.Unix(t.ExpiresAt, 0), ConsentID: t.ConsentID}, nil
+}
+
+// worstRisk is the highest risk of any capability the grants cover, so the person sees what
+// the token would allow at worst.
+func (b *Broker) worstRisk(grants []string) manifest.Risk {
+	var worst manifest.Risk
+	for _, g := range grants {
+		r := b.o.Registry.RiskOf(g)
+		if slices.Index(manifest.Risks, r) > slices.Index(manifest.Risks, worst) {
+			worst = r
+		}
+	}
+	return worst
 }
 
 // DeriveRequest is attenuation: the holder of a token asks for a child of it that is strictly
