@@ -94,6 +94,7 @@ Exit codes: 0 success, 1 a check that says no, 2 a usage error.`,
 	root.AddCommand(newServeCmd(g), newClientCmd(g), newAppCmd(g), newTokenCmd(g), newCallCmd(), newExplainCmd(), newUndoCmd(), newApprovalsCmd(g), newAuditCmd(g),
 		newManifestCmd(g), newPluginCmd(g), newPolicyCmd(g), newCanonCmd(), newKeygenCmd(), newBenchCmd())
 	root.AddCommand(newDemoCmd(g))
+	root.AddCommand(newMCPCmd())
 	return root
 }
 

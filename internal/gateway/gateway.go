@@ -25,6 +25,7 @@ import (
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/ipc"
+	"github.com/capgate/capgate/internal/mcp"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/store/sqlite"
@@ -215,11 +216,13 @@ func loadOrCreate(path string) (ed25519.PrivateKey, error) {
 // PublicKey is the gateway's public key: verifies its tokens and audit checkpoints.
 func (g *Gateway) PublicKey() ed25519.PublicKey { return g.Key.Public().(ed25519.PublicKey) }
 
-// Handler is the HTTP API, with Prometheus metrics at /metrics.
+// Handler is the HTTP API, with MCP (streamable HTTP) at /mcp and Prometheus metrics at
+// /metrics.
 func (g *Gateway) Handler() http.Handler {
 	s := &ipc.Server{Broker: g.Broker, Clients: g.Store, Tokens: g.Store, Registry: g.Registry, Logger: g.log}
 	mux := http.NewServeMux()
 	mux.Handle("/", s.Handler())
+	mux.Handle("/mcp", mcp.NewHandler(mcp.Options{Broker: g.Broker, Registry: g.Registry, Authenticate: s.Authenticate, Logger: g.log}))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{}))
 	return mux
 }

@@ -115,6 +115,10 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
+// Authenticate finds the client of r as every IPC route does (a bearer key, else the unix
+// peer's uid), for another front on the same listener (MCP); false means unknown or disabled.
+func (s *Server) Authenticate(r *http.Request) (broker.Caller, bool) { return s.authenticate(r) }
+
 // authenticate finds the calling client: a bearer key, else the unix peer's uid.
 func (s *Server) authenticate(r *http.Request) (broker.Caller, bool) {
 	ctx := r.Context()
@@ -318,19 +322,9 @@ type Tool struct {
 	NeedsConsent  bool            `json:"needs_consent,omitempty"` // usable, after the person's consent
 }
 
-// trustRank ranks a client's trust level; a client is never system.
-func trustRank(t manifest.AuthLevel) int {
-	switch t {
-	case manifest.AuthUser:
-		return manifest.AuthUser.Rank()
-	case manifest.AuthPrivileged, manifest.AuthSystem:
-		return manifest.AuthPrivileged.Rank()
-	}
-	return manifest.AuthPublic.Rank()
-}
-
 // capabilities lists what the caller may use: never a capability it would be refused
-// outright (unknown, disabled, or above its trust level).
+// outright (unknown, disabled, or above its trust level). The rule is broker.UsableBy, which
+// MCP's tools/list shares.
 func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 	caller, ok := s.authenticate(r)
 	if !ok {
@@ -338,25 +332,13 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tools := []Tool{}
-	for _, app := range s.Registry.List() {
-		if !app.Enabled {
-			continue
-		}
-		for i := range app.Doc.Manifest().Capabilities {
-			c := &app.Doc.Manifest().Capabilities[i]
-			if trustRank(caller.Trust) < c.AuthLevel.Rank() {
-				continue // refused outright: never listed
-			}
-			// Without a token, only public low-risk capabilities run at once; the rest wait for
-			// the person (a token request or a consent for the call), and say so.
-			needs := !(c.AuthLevel == manifest.AuthPublic && c.Risk == manifest.RiskLow) || c.ConfirmationRequired ||
-				(app.Tier != manifest.Tier1 && c.SideEffects.Rank() > manifest.SideEffectRead.Rank())
-			tools = append(tools, Tool{
-				ID: c.ID, App: app.Alias, Method: c.ID[strings.LastIndexByte(c.ID, '.')+1:], Name: c.Name, Description: c.Description,
-				Parameters: c.Parameters, Returns: c.Returns, SideEffects: string(c.SideEffects), Risk: string(c.Risk),
-				Permission: c.Permission, Reversibility: string(c.Reversibility), Tier: int(app.Tier), NeedsConsent: needs,
-			})
-		}
+	for _, u := range broker.UsableBy(s.Registry, caller) {
+		c := u.Cap
+		tools = append(tools, Tool{
+			ID: c.ID, App: u.App.Alias, Method: u.Method, Name: c.Name, Description: c.Description,
+			Parameters: c.Parameters, Returns: c.Returns, SideEffects: string(c.SideEffects), Risk: string(c.Risk),
+			Permission: c.Permission, Reversibility: string(c.Reversibility), Tier: int(u.App.Tier), NeedsConsent: u.NeedsConsent,
+		})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"capabilities": tools})
 }

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capgate/capgate/internal/config"
+	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/mcp"
+)
+
+func newMCPCmd() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "mcp [--server URL] [--client-key KEY]",
+		Short: "Serve MCP over stdio, as a client of the running gateway",
+		Long: `Serve the Model Context Protocol over stdin and stdout, for MCP clients that launch their
+servers. It speaks to the running gateway (--server, else $CAPGATE_SERVER) as the client whose
+key it holds (--client-key, else $CAPGATE_CLIENT_KEY), through the gateway's /mcp endpoint,
+and offers the same tools: only the capabilities that client may use, every call through the
+gateway's checks, consent and audit. Nothing but MCP is written to stdout.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			server := config.Resolve(cf.server, "CAPGATE_SERVER", "", "http://"+gateway.DefaultListen)
+			key := config.Resolve(cf.key, "CAPGATE_CLIENT_KEY", "", "")
+			if key == "" {
+				return usageErr("no client key: pass --client-key or set CAPGATE_CLIENT_KEY")
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			err := mcp.Forward(ctx, mcp.ForwardOptions{URL: server, Key: key, Version: version, Logger: logger})
+			if errors.Is(err, mcp.ErrGateway) {
+				return &exitError{code: exitNo, err: err}
+			}
+			return err
+		},
+	}
+	cf.register(cmd)
+	return cmd
+}

@@ -1,0 +1,191 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ForwardOptions configures Forward. URL and Key are required.
+type ForwardOptions struct {
+	URL     string // the gateway's base URL, such as http://127.0.0.1:7766
+	Key     string // the client key, sent as the bearer token and nowhere else
+	Version string
+	// Transport is the MCP client's side, nil: stdin and stdout.
+	Transport  mcpsdk.Transport
+	HTTPClient *http.Client // nil: http.DefaultClient's transport
+	Logger     *slog.Logger // nil: slog.Default(); never stdout, which carries MCP
+}
+
+// ErrGateway is a gateway Forward cannot reach or that refuses the client key.
+var ErrGateway = errors.New("cannot connect to the gateway's MCP endpoint")
+
+// bearer adds the client key to every request to the gateway.
+type bearer struct {
+	key  string
+	next http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return b.next.RoundTrip(r)
+}
+
+// Forward serves MCP on o.Transport (stdio for `capgate mcp`) as a thin forwarder to the
+// running gateway's /mcp: it is an MCP client of the gateway, as the client the key names,
+// and re-serves the gateway's tools as they are (list → list, call → call, the gateway's
+// URL elicitations → the client's). Every rule stays in the gateway. It returns when the
+// client closes its side or ctx ends.
+func Forward(ctx context.Context, o ForwardOptions) error {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Transport == nil {
+		o.Transport = &mcpsdk.StdioTransport{}
+	}
+	next := http.DefaultTransport
+	if o.HTTPClient != nil && o.HTTPClient.Transport != nil {
+		next = o.HTTPClient.Transport
+	}
+	f := &forwarder{log: o.Logger}
+	impl := &mcpsdk.Implementation{Name: "capgate", Title: "capgate capability gateway", Version: o.Version}
+	client := mcpsdk.NewClient(impl, &mcpsdk.ClientOptions{
+		Logger:             o.Logger,
+		ElicitationHandler: f.elicit,
+		Capabilities: &mcpsdk.ClientCapabilities{
+			Elicitation: &mcpsdk.ElicitationCapabilities{URL: &mcpsdk.URLElicitationCapabilities{}},
+		},
+		// A change is fetched outside the notification's handler, which must not wait on a call.
+		ToolListChangedHandler: func(context.Context, *mcpsdk.ToolListChangedRequest) {
+			go func() { _ = f.sync(context.Background()) }()
+		},
+	})
+	up, err := client.Connect(ctx, &mcpsdk.StreamableClientTransport{
+		Endpoint:   strings.TrimRight(o.URL, "/") + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{key: o.Key, next: next}},
+	}, &mcpsdk.ClientSessionOptions{ProtocolVersion: ServedVersions[0]})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrGateway, err)
+	}
+	defer up.Close()
+	f.up = up
+	instr := ""
+	if ir := up.InitializeResult(); ir != nil {
+		instr = ir.Instructions
+	}
+	f.srv = mcpsdk.NewServer(impl, &mcpsdk.ServerOptions{
+		Instructions: instr, Logger: o.Logger, SupportedProtocolVersions: ServedVersions,
+		Capabilities: &mcpsdk.ServerCapabilities{Tools: &mcpsdk.ToolCapabilities{ListChanged: true}},
+	})
+	if err := f.sync(ctx); err != nil {
+		return fmt.Errorf("%w: listing tools: %w", ErrGateway, err)
+	}
+	f.srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			if method == "tools/list" {
+				if err := f.sync(ctx); err != nil {
+					f.log.Warn("capgate mcp: listing the gateway's tools", "err", err)
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	down, err := f.srv.Connect(ctx, o.Transport, nil)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.down = down
+	f.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- down.Wait() }()
+	select {
+	case err := <-done:
+		if errors.Is(err, mcpsdk.ErrConnectionClosed) {
+			err = nil
+		}
+		return err
+	case <-ctx.Done():
+		down.Close()
+		return nil
+	}
+}
+
+type forwarder struct {
+	log  *slog.Logger
+	up   *mcpsdk.ClientSession
+	srv  *mcpsdk.Server
+	mu   sync.Mutex
+	down *mcpsdk.ServerSession
+	have map[string]string // tool name → its definition's JSON
+}
+
+// sync re-serves the gateway's current tool list.
+func (f *forwarder) sync(ctx context.Context) error {
+	if f.srv == nil {
+		return nil
+	}
+	next := map[string]*mcpsdk.Tool{}
+	for t, err := range f.up.Tools(ctx, nil) {
+		if err != nil {
+			return err
+		}
+		next[t.Name] = t
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var gone []string
+	for name := range f.have {
+		if _, ok := next[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		f.srv.RemoveTools(gone...)
+	}
+	have := map[string]string{}
+	for name, t := range next {
+		def, _ := json.Marshal(t)
+		have[name] = string(def)
+		if f.have[name] != string(def) {
+			f.srv.AddTool(t, f.call(name))
+		}
+	}
+	f.have = have
+	return nil
+}
+
+// call forwards one tool call; the gateway's answer, refusals included, passes unchanged.
+func (f *forwarder) call(name string) mcpsdk.ToolHandler {
+	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+		var args any
+		if a := req.Params.Arguments; len(a) > 0 {
+			args = a
+		}
+		res, err := f.up.CallTool(ctx, &mcpsdk.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			f.log.Warn("capgate mcp: a call to the gateway failed", "tool", name, "err", err)
+			return refusal(codeFailed, "capgate mcp could not reach the gateway for this call", nil), nil
+		}
+		return &mcpsdk.CallToolResult{Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}, nil
+	}
+}
+
+// elicit passes the gateway's URL elicitation to the client, and its answer back.
+func (f *forwarder) elicit(ctx context.Context, req *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error) {
+	f.mu.Lock()
+	down := f.down
+	f.mu.Unlock()
+	if down == nil {
+		return nil, errors.New("no MCP client connected")
+	}
+	return down.Elicit(ctx, req.Params)
+}

@@ -1,0 +1,22 @@
+package mcp
+
+import "time"
+
+const (
+	// MaxToolNameBytes is MCP's limit on a tool name (^[a-zA-Z0-9_-]{1,64}$).
+	MaxToolNameBytes = 64
+	// MaxSessionTokens bounds the tokens one session holds; the oldest goes when it is full.
+	MaxSessionTokens = 64
+	// DefaultTokenSeconds is the lifetime of a token whose request names no duration: short,
+	// since the session can always ask again.
+	DefaultTokenSeconds = 15 * 60
+	// SessionIdle closes an MCP session that has sent nothing for this long, with its tokens.
+	SessionIdle = 2 * time.Hour
+	// ElicitTimeout bounds how long capgate waits for the client's answer to a URL
+	// elicitation; the consent request itself waits as long as the broker's ConsentWait.
+	ElicitTimeout = 10 * time.Minute
+	// MaxArgumentBytes bounds a tool call's arguments, as the IPC API bounds an envelope.
+	MaxArgumentBytes = 1 << 20
+	// MaxArgumentDepth bounds the nesting of a tool call's arguments.
+	MaxArgumentDepth = 32
+)

@@ -1,0 +1,187 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capgate/capgate/internal/broker"
+	"github.com/capgate/capgate/internal/token"
+)
+
+var requestCapabilitySchema = json.RawMessage(`{"type":"object","additionalProperties":false,"required":["capabilities"],
+"properties":{
+"capabilities":{"type":"array","minItems":1,"maxItems":64,"items":{"type":"string","maxLength":256},"description":"Permissions to be granted (such as app.calc.compute, or fs.* for a family), or names of tools of this list, which stand for their permissions."},
+"duration":{"type":"integer","minimum":1,"maximum":31536000,"description":"Seconds the token lasts (default 900)."},
+"max_uses":{"type":"integer","minimum":0,"description":"The most calls the token allows; 0 or absent: no limit."},
+"reason":{"type":"string","maxLength":1000,"description":"Why the agent asks, shown to the person and kept in the audit log."},
+"constraints":{"type":"object","additionalProperties":false,"description":"Limits on what calls under the token may do.","properties":{
+"allowed_paths":{"type":"array","items":{"type":"string"}},
+"allowed_commands":{"type":"array","items":{"type":"string"}},
+"denied_commands":{"type":"array","items":{"type":"string"}},
+"denied_patterns":{"type":"array","items":{"type":"string"}},
+"condition":{"type":"string","description":"A CEL expression over params, permission and now."}}}}}`)
+
+var undoSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"required":["undo_token"],
+"properties":{"undo_token":{"type":"string","maxLength":256,"description":"The undo_token of a call's result."}}}`)
+
+var explainSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"required":["app","method"],
+"properties":{"app":{"type":"string","maxLength":253,"description":"The app's alias or id (the part of a tool name before __)."},
+"method":{"type":"string","maxLength":128,"description":"The capability's method (the part of a tool name after __)."},
+"params":{"type":"object","description":"The arguments the call would have."}}}`)
+
+func boolp(b bool) *bool { return &b }
+
+func (s *session) addOwnTools() {
+	s.srv.AddTool(&mcpsdk.Tool{
+		Name: ToolRequestCapability, Title: "Request a capability token",
+		Description: "[capgate] Asks capgate for a token granting permissions to this session, for a time and a number of uses. " +
+			"Medium- and high-risk permissions wait for the person's approval on capgate's approval page; the result then says CONSENT_REQUIRED with the request's id. " +
+			"The token stays with this session: later tool calls use it on their own.",
+		InputSchema: requestCapabilitySchema,
+		Annotations: &mcpsdk.ToolAnnotations{Title: "Request a capability token", DestructiveHint: boolp(false), OpenWorldHint: boolp(false)},
+	}, s.requestCapability)
+	s.srv.AddTool(&mcpsdk.Tool{
+		Name: ToolUndo, Title: "Undo a call",
+		Description: "[capgate] Undoes an earlier call of this client within its undo window, given the undo_token its result carried.",
+		InputSchema: undoSchema,
+		Annotations: &mcpsdk.ToolAnnotations{Title: "Undo a call", DestructiveHint: boolp(false), OpenWorldHint: boolp(false)},
+	}, s.undo)
+	s.srv.AddTool(&mcpsdk.Tool{
+		Name: ToolExplain, Title: "Explain a decision",
+		Description: "[capgate] Says what a call would get and why (allow, ask, handoff or deny, with the step and code), with the tokens this session holds, without running it, asking anyone or using a token.",
+		InputSchema: explainSchema,
+		Annotations: &mcpsdk.ToolAnnotations{Title: "Explain a decision", ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: boolp(false), OpenWorldHint: boolp(false)},
+	}, s.explain)
+}
+
+// strictly decodes a tool's arguments into v, refusing unknown members.
+func strictly(raw json.RawMessage, v any) bool {
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v) == nil && !dec.More()
+}
+
+type constraintsArg struct {
+	AllowedPaths    []string `json:"allowed_paths"`
+	AllowedCommands []string `json:"allowed_commands"`
+	DeniedCommands  []string `json:"denied_commands"`
+	DeniedPatterns  []string `json:"denied_patterns"`
+	Condition       string   `json:"condition"`
+}
+
+func (s *session) requestCapability(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+	caller, err := callerOf(req)
+	if err != nil || caller.ClientID != s.client {
+		return refusal(codePermission, "this session belongs to another client", nil), nil
+	}
+	var a struct {
+		Capabilities []string        `json:"capabilities"`
+		Duration     int64           `json:"duration"`
+		MaxUses      int64           `json:"max_uses"`
+		Reason       string          `json:"reason"`
+		Constraints  *constraintsArg `json:"constraints"`
+	}
+	if !strictly(req.Params.Arguments, &a) || len(a.Capabilities) == 0 || a.Duration < 0 || a.MaxUses < 0 {
+		return refusal(codeInvalidRequest, "the arguments must be {capabilities, duration, max_uses, reason, constraints} as the tool's schema says", nil), nil
+	}
+	if a.Duration == 0 {
+		a.Duration = DefaultTokenSeconds
+	}
+	perms := make([]string, len(a.Capabilities))
+	for i, c := range a.Capabilities {
+		perms[i] = s.permissionOf(c)
+	}
+	var cons token.Constraints
+	if c := a.Constraints; c != nil {
+		cons = token.Constraints{AllowedPaths: c.AllowedPaths, AllowedCommands: c.AllowedCommands,
+			DeniedCommands: c.DeniedCommands, DeniedPatterns: c.DeniedPatterns, Condition: c.Condition}
+	}
+	el := s.elicitor(req)
+	iss, err := s.h.o.Broker.RequestCapability(ctx, caller, broker.CapabilityRequest{
+		Capabilities: perms, Duration: a.Duration, MaxUses: a.MaxUses, Reason: a.Reason, Constraints: cons, OnConsent: el.start,
+	})
+	el.finish(ctx, !errors.Is(err, broker.ErrIssuePending) && iss.ConsentID != "")
+	switch {
+	case err == nil:
+		s.tokens.add(held{wire: iss.Wire, id: iss.ID, grants: perms, expires: iss.ExpiresAt, maxUses: a.MaxUses, constrained: cons.OnParams()}, time.Now())
+		body := map[string]any{"status": "issued", "token_id": iss.ID, "capabilities": perms, "expires_at": iss.ExpiresAt.UTC().Format(time.RFC3339),
+			"note": "the token is held by this MCP session; calls use it on their own"}
+		if a.MaxUses > 0 {
+			body["max_uses"] = a.MaxUses
+		}
+		if iss.ConsentID != "" {
+			body["consent_id"] = iss.ConsentID
+		}
+		return success(body, nil), nil
+	case errors.Is(err, broker.ErrIssueInvalid):
+		return refusal(codeInvalidRequest, err.Error(), nil), nil
+	case errors.Is(err, broker.ErrIssuePending):
+		return refusal(codeConsent, "the request waits for the person's consent on capgate's approval page; ask again once they approved",
+			map[string]any{"consent": s.consentRef(iss.ConsentID, el.used())}), nil
+	case errors.Is(err, broker.ErrIssueNeverAsk):
+		return refusal(codeConsent, "the grants need the person's consent and this client is set never to ask", nil), nil
+	case errors.Is(err, broker.ErrIssueDenied):
+		return refusal("CONSENT_DENIED", "the person did not approve the request", map[string]any{"consent": s.consentRef(iss.ConsentID, el.used())}), nil
+	default:
+		s.h.o.Logger.Error("mcp request_capability failed", "err", err)
+		return refusal(codeFailed, "the token could not be issued", nil), nil
+	}
+}
+
+func (s *session) undo(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+	caller, err := callerOf(req)
+	if err != nil || caller.ClientID != s.client {
+		return refusal(codePermission, "this session belongs to another client", nil), nil
+	}
+	var a struct {
+		UndoToken string `json:"undo_token"`
+	}
+	if !strictly(req.Params.Arguments, &a) || a.UndoToken == "" {
+		return refusal(codeInvalidRequest, "the arguments must be {undo_token}", nil), nil
+	}
+	err = s.h.o.Broker.Undo(ctx, caller, a.UndoToken)
+	switch {
+	case err == nil:
+		return success(map[string]any{"undone": true}, nil), nil
+	case errors.Is(err, broker.ErrUndoUnknown), errors.Is(err, broker.ErrUndoClient):
+		return refusal("INVALID_TOKEN", "no such undo token for this client", nil), nil
+	case errors.Is(err, broker.ErrUndoExpired):
+		return refusal("TOKEN_EXPIRED", "the undo window has passed", nil), nil
+	case errors.Is(err, broker.ErrUndoNotSupp):
+		return refusal(codeMethodNotFound, "the app cannot undo", nil), nil
+	}
+	return refusal(codeFailed, "the undo failed", nil), nil
+}
+
+func (s *session) explain(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+	caller, err := callerOf(req)
+	if err != nil || caller.ClientID != s.client {
+		return refusal(codePermission, "this session belongs to another client", nil), nil
+	}
+	var a struct {
+		App    string          `json:"app"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if !strictly(req.Params.Arguments, &a) || a.App == "" || a.Method == "" {
+		return refusal(codeInvalidRequest, "the arguments must be {app, method, params}", nil), nil
+	}
+	p, pv, ok := params(a.Params)
+	if !ok {
+		return refusal(codeInvalidRequest, "params must be a JSON object", nil), nil
+	}
+	breq := broker.Request{RequestID: "mcp-explain", Action: "execute", App: a.App, Method: a.Method, Params: p, ParamsValue: pv}
+	if cap, ok := s.h.o.Registry.Method(a.App, a.Method); ok {
+		breq.Token, _ = s.pickToken(ctx, caller, breq, cap.Cap.Permission)
+	}
+	d := s.h.o.Broker.Explain(ctx, caller, breq)
+	return success(map[string]any{"outcome": d.Outcome, "code": d.Code, "explanation": d.Explanation, "step": d.Step, "trace": d.Trace}, nil), nil
+}
