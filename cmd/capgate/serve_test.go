@@ -49,18 +49,19 @@ func startServe(t *testing.T, data string) string {
 	go func() { b, _ := io.ReadAll(out); rest <- string(b) }()
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
+		// Read stdout to its end before Wait, which closes the pipe: waiting first could
+		// lose the last lines.
 		select {
-		case err := <-done:
-			if err != nil {
+		case s := <-rest:
+			if err := cmd.Wait(); err != nil {
 				t.Errorf("serve exited with %v", err)
 			}
-			if s := <-rest; !strings.Contains(s, "capgate stopped") {
+			if !strings.Contains(s, "capgate stopped") {
 				t.Errorf("serve did not stop gracefully: %q", s)
 			}
 		case <-time.After(20 * time.Second):
 			cmd.Process.Kill()
+			cmd.Wait()
 			t.Error("serve did not stop on SIGTERM")
 		}
 	})
