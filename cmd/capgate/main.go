@@ -95,6 +95,7 @@ Exit codes: 0 success, 1 a check that says no, 2 a usage error.`,
 		newManifestCmd(g), newPluginCmd(g), newPolicyCmd(g), newCanonCmd(), newKeygenCmd(), newBenchCmd())
 	root.AddCommand(newDemoCmd(g))
 	root.AddCommand(newMCPCmd())
+	root.AddCommand(newToolServerCmd(g))
 	return root
 }
 

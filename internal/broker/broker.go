@@ -46,6 +46,10 @@ type Options struct {
 	TokenKey ed25519.PrivateKey
 	// Handlers are the in-process providers, by app id.
 	Handlers map[string]sdk.Handler
+	// Providers, when set, is asked for the provider of an app Handlers does not hold: the
+	// tool servers, which come and go while the gateway runs. It must be safe for
+	// concurrent use.
+	Providers func(appID string) (sdk.Handler, bool)
 	// DelayedCommit is how long an allowed irreversible call waits, cancellable (default 3 s;
 	// negative: no wait).
 	DelayedCommit time.Duration
@@ -156,7 +160,7 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 	cap, ok := b.o.Registry.Method(req.App, req.Method)
 	if ok {
 		f.cap = cap
-		f.call.CapabilityFound, f.call.Enabled, f.call.Pinned, f.call.Working = true, cap.App.Enabled, true, true
+		f.call.CapabilityFound, f.call.Enabled, f.call.Pinned, f.call.Working = true, cap.App.Enabled, b.o.Registry.Pinned(cap.Cap.ID), true
 		f.call.Capability = *cap.Cap
 		f.call.Tier = int(cap.App.Tier)
 		f.perm = cap.Cap.Permission
@@ -518,6 +522,9 @@ func (b *Broker) refuse(ctx context.Context, f facts, caller Caller, req Request
 func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, res Result, decided *audit.Pending) Result {
 	c := f.cap.Cap
 	h, ok := b.o.Handlers[f.cap.App.ID]
+	if !ok && b.o.Providers != nil {
+		h, ok = b.o.Providers(f.cap.App.ID)
+	}
 	if !ok {
 		return b.outcome(ctx, f, caller, req, res, decided, 0, "APP_NOT_FOUND", "the app is registered but not running")
 	}

@@ -30,8 +30,9 @@ func trustRank(t manifest.AuthLevel) int {
 }
 
 // UsableBy lists the capabilities of reg that caller may use, in the registry's order: every
-// capability of an enabled app whose auth_level the caller's trust reaches. Unknown, disabled
-// and above-trust capabilities are refused outright and never listed. The fronts share it so
+// capability of an enabled app whose auth_level the caller's trust reaches and that is pinned
+// (registry.Registry.Pinned). Unknown, disabled, unpinned and above-trust capabilities are
+// refused outright and never listed. The fronts share it so
 // that the IPC API and MCP list the same capabilities for the same client.
 func UsableBy(reg *registry.Registry, caller Caller) []Usable {
 	var out []Usable
@@ -42,7 +43,7 @@ func UsableBy(reg *registry.Registry, caller Caller) []Usable {
 		caps := app.Doc.Manifest().Capabilities
 		for i := range caps {
 			c := &caps[i]
-			if trustRank(caller.Trust) < c.AuthLevel.Rank() {
+			if trustRank(caller.Trust) < c.AuthLevel.Rank() || !reg.Pinned(c.ID) {
 				continue // refused outright: never listed
 			}
 			// Without a token, only public low-risk capabilities run at once; the rest wait for

@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -30,6 +32,7 @@ import (
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/store/sqlite"
 	"github.com/capgate/capgate/internal/token"
+	"github.com/capgate/capgate/internal/toolserver"
 	"github.com/capgate/capgate/keys"
 	"github.com/capgate/capgate/sdk"
 )
@@ -64,6 +67,9 @@ type Config struct {
 	// DelayedCommit is the window in which an allowed irreversible call can be cancelled
 	// (0: the broker's default, 3 s; negative: none).
 	DelayedCommit time.Duration
+	// ToolServerRelist is how often each tool server's tools are listed again and checked
+	// against their pins, beside its list-changed notifications (0: toolserver.DefaultRelist).
+	ToolServerRelist time.Duration
 }
 
 // DefaultListen is loopback only: the gateway is not exposed to the network by default.
@@ -81,9 +87,12 @@ type Gateway struct {
 	log      *slog.Logger
 	metrics  *metrics
 
-	workspace string       // the built-in apps' workspace, absolute
-	ring      *syslog.Ring // capgate's own log, which the syslog app reads
-	closers   []io.Closer  // built-in apps that hold processes or open folders
+	workspace  string       // the built-in apps' workspace, absolute
+	ring       *syslog.Ring // capgate's own log, which the syslog app reads
+	closers    []io.Closer  // built-in apps that hold processes or open folders
+	tools      *toolserver.Manager
+	toolsSync  sync.Mutex  // one tool-server sync at a time
+	toolsAgain atomic.Bool // a reload came while a sync ran
 }
 
 // Workspace returns the folder the built-in files, editor, terminal and python apps work in.
@@ -142,10 +151,12 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		MirrorPath: filepath.Join(cfg.DataDir, AuditFile), Logger: g.log})
 	g.Consent = consent.New(st, &consent.Options{Surface: true, TTL: cfg.ConsentTTL})
 	g.metrics = newMetrics(st)
+	g.tools = toolserver.NewManager(toolserver.Options{Env: toolserver.Env{Store: st, Registry: g.Registry, DataDir: cfg.DataDir, Version: "capgate"},
+		Audit: g.Audit, Logger: g.log, Relist: cfg.ToolServerRelist})
 	g.Broker, err = broker.New(broker.Options{Store: st, Registry: g.Registry, Tokens: token.NewVerifier(key.Public().(ed25519.PublicKey), 4096),
 		Audit: g.Audit, Consent: g.Consent, Handlers: handlers, TokenKey: key, Observe: g.metrics.observe,
 		ConsentWait: cfg.ConsentWait, DelayedCommit: cfg.DelayedCommit, PathDir: g.workspace,
-		AlsoNeeds: map[string][]string{python.ExecuteFileID: {"fs.read"}}})
+		AlsoNeeds: map[string][]string{python.ExecuteFileID: {"fs.read"}}, Providers: g.tools.Handler})
 	if err != nil {
 		g.Close()
 		return nil, err
@@ -153,6 +164,12 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	if _, err := g.Broker.Sync(ctx); err != nil {
 		g.Close()
 		return nil, err
+	}
+	// The registered tool servers are connected and their tools checked against their pins
+	// before the gateway serves; one that cannot be reached is retried in the background.
+	if err := g.tools.Sync(ctx); err != nil {
+		g.Close()
+		return nil, fmt.Errorf("gateway: tool servers: %w", err)
 	}
 	return g, nil
 }
@@ -319,6 +336,7 @@ func (g *Gateway) sweep(ctx context.Context) {
 					g.log.Warn("registry reload failed", "err", err)
 				} else {
 					lastRev = rev
+					go g.syncTools(ctx)
 				}
 			}
 			if now.Sub(lastSweep) >= time.Second {
@@ -331,10 +349,29 @@ func (g *Gateway) sweep(ctx context.Context) {
 	}
 }
 
+// syncTools starts, restarts and stops tool-server connections after a registry reload
+// (capgate toolserver add, accept or remove), outside the sweep, which must not wait on a
+// server's handshake.
+func (g *Gateway) syncTools(ctx context.Context) {
+	g.toolsAgain.Store(true)
+	if !g.toolsSync.TryLock() {
+		return // a sync is running: it goes round once more for this reload
+	}
+	defer g.toolsSync.Unlock()
+	for g.toolsAgain.Swap(false) {
+		if err := g.tools.Sync(ctx); err != nil && ctx.Err() == nil {
+			g.log.Warn("tool server sync failed", "err", err)
+		}
+	}
+}
+
 // Close flushes the audit log, signs a final checkpoint and closes the store.
 func (g *Gateway) Close() error {
 	var errs []error
 	g.closeApps()
+	if g.tools != nil {
+		errs = append(errs, g.tools.Close())
+	}
 	if g.Audit != nil {
 		errs = append(errs, g.Audit.Close())
 	}

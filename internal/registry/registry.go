@@ -24,6 +24,10 @@ type Registry struct {
 	mu    sync.Mutex // serializes writes, so that the snapshot follows the store's order
 	snap  atomic.Pointer[snapshot]
 	now   func() time.Time
+	// stopped holds the ids of capabilities whose provider's definition no longer matches
+	// its pin (SetPinned): this process's view of its own connections, never stored, and
+	// kept across reloads.
+	stopped sync.Map // capability id → struct{}
 }
 
 // New returns a registry of every app in s, each manifest parsed and verified again against
@@ -215,4 +219,24 @@ func storeError(op string, err error) error {
 		return fmt.Errorf("registry: %s: %w: %w", op, ErrNotFound, err)
 	}
 	return fmt.Errorf("registry: %s: %w", op, err)
+}
+
+// SetPinned records whether a capability's provider still matches its pin: a tool server's
+// tool whose name, description, schemas or annotations changed since it was accepted is set
+// false, and Pinned reports it until it is set true again. Capabilities never set are
+// pinned. The record lives in this Registry only (each process watches its own
+// connections) and survives Reload.
+func (r *Registry) SetPinned(capabilityID string, pinned bool) {
+	if pinned {
+		r.stopped.Delete(capabilityID)
+	} else {
+		r.stopped.Store(capabilityID, struct{}{})
+	}
+}
+
+// Pinned reports whether a capability is not stopped by SetPinned(id, false). The broker
+// refuses a capability that is not pinned (METHOD_NOT_FOUND), and the fronts do not list it.
+func (r *Registry) Pinned(capabilityID string) bool {
+	_, stopped := r.stopped.Load(capabilityID)
+	return !stopped
 }

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/toolserver"
+)
+
+func newToolServerCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "toolserver add|list|remove|accept",
+		Short: "Put MCP servers behind the gateway, each tool pinned by hash",
+		Long: `Put third-party MCP servers behind capgate as Tier 2 apps. capgate is their MCP client: it
+lists their tools and offers each accepted tool as the capability tool.mcp.NAME.ACTION, every
+call through the gateway's checks, consent and audit, with the output labelled untrusted.
+
+Each accepted tool is pinned by the hash of its name, title, description, schemas and
+annotations. When a server changes a tool, the running gateway stops it, writes an audit
+record and opens a consent request showing the difference; approving that request, or
+capgate toolserver accept, pins it again. A renamed tool is a new tool; a removed tool
+disappears.
+
+Until the operator classifies a tool in DATA/toolservers/NAME.overlay.json, for example
+  {"search": {"side_effects": "read", "risk": "low"}}
+its side effects count as the worst case (system), so every call asks the person. The
+server's own annotations (readOnlyHint, ...) are untrusted and never lower that.
+
+A stdio server gets no environment of capgate's but PATH, HOME, LANG and the variables named
+by --env; capgate's client keys, tokens and CAPGATE_ variables never reach it.`,
+	}
+	cmd.AddCommand(newToolServerAddCmd(g), newToolServerListCmd(g), newToolServerRemoveCmd(g), newToolServerAcceptCmd(g))
+	return cmd
+}
+
+// toolServerEnv opens the data folder's store and a registry on it, for one command.
+func (g *globals) toolServerEnv(ctx context.Context, data string) (*toolserver.Env, func(), error) {
+	st, dir, err := g.localStore(ctx, data)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Tool servers are Tier 2: no key is needed to register them.
+	reg, err := registry.New(ctx, st, nil)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return &toolserver.Env{Store: st, Registry: reg, DataDir: dir, Version: version}, func() { st.Close() }, nil
+}
+
+func newToolServerAddCmd(g *globals) *cobra.Command {
+	var data, url string
+	var env []string
+	cmd := &cobra.Command{
+		Use:   "add NAME [--data DIR] [--env VAR]... (-- COMMAND ARGS... | --url URL)",
+		Short: "Add an MCP server: list its tools, pin them and register its app",
+		Long: `Add an MCP server as the Tier 2 app mcp.NAME (alias NAME): a command capgate starts and
+speaks to over stdio (after --), or a streamable HTTP endpoint (--url). capgate connects once,
+lists the tools and pins every one whose schema compiles: adding a server accepts the tools
+it offers now. A running gateway starts the server within a second.
+
+NAME is lowercase letters, digits and '-', starting with a letter, at most 32 bytes.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if cmd.ArgsLenAtDash() != -1 && cmd.ArgsLenAtDash() != 1 || len(args) < 1 {
+				return usageErr("usage: capgate toolserver add NAME -- COMMAND ARGS... | capgate toolserver add NAME --url URL")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := toolserver.Config{Name: args[0], URL: url, Env: env}
+			if len(args) > 1 {
+				if cmd.ArgsLenAtDash() != 1 {
+					return usageErr("the server's command goes after --")
+				}
+				c.Command, c.Args = args[1], args[2:]
+			}
+			if err := c.Validate(); err != nil {
+				return usageErr("%w", err)
+			}
+			ctx := cmd.Context()
+			e, done, err := g.toolServerEnv(ctx, data)
+			if err != nil {
+				return err
+			}
+			defer done()
+			r, err := toolserver.Add(ctx, e, c)
+			if err != nil {
+				return &exitError{code: exitNo, err: err}
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "added the tool server %s as the app %s (alias %s): %d tools accepted and pinned\n", c.Name, r.AppID, c.Name, len(r.Accepted))
+			printPins(w, r.AppID, r.Accepted)
+			printLeft(w, r)
+			fmt.Fprintf(w, "side effects count as system until classified in %s\n", toolserver.OverlayFile(e.DataDir, c.Name))
+			fmt.Fprintln(w, "a running gateway starts the server within a second")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", "", "data folder")
+	cmd.Flags().StringVar(&url, "url", "", "the server's streamable HTTP endpoint")
+	cmd.Flags().StringSliceVar(&env, "env", nil, "a variable of capgate's environment the server may see (repeatable)")
+	return cmd
+}
+
+func printPins(w io.Writer, appID string, pins []toolserver.Pin) {
+	for _, p := range pins {
+		fmt.Fprintf(w, "  %-24s tool.%s.%s  %s\n", p.Tool, appID, p.Action, p.Hash)
+	}
+}
+
+func printLeft(w io.Writer, r toolserver.Report) {
+	for _, p := range r.Left {
+		fmt.Fprintf(w, "  left out: %s\n", p)
+	}
+	if r.Cut {
+		fmt.Fprintf(w, "  left out: the server lists more than %d tools\n", toolserver.MaxTools)
+	}
+}
+
+// toolServerJSON is one tool server in list --json.
+type toolServerJSON struct {
+	toolserver.Config
+	AppID string     `json:"app_id"`
+	Tools []toolJSON `json:"tools"`
+}
+
+type toolJSON struct {
+	Tool       string `json:"tool"`
+	Capability string `json:"capability"`
+	Hash       string `json:"hash"`
+}
+
+func newToolServerListCmd(g *globals) *cobra.Command {
+	var data string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list [--data DIR] [--json]",
+		Short: "List the tool servers and their pinned tools",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			st, _, err := g.localStore(ctx, data)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			cfgs, err := toolserver.ListConfigs(ctx, st)
+			if err != nil {
+				return err
+			}
+			out := []toolServerJSON{}
+			for _, c := range cfgs {
+				pins, err := toolserver.LoadPins(ctx, st, c.Name)
+				if err != nil {
+					return err
+				}
+				s := toolServerJSON{Config: c, AppID: c.AppID(), Tools: []toolJSON{}}
+				for _, p := range pins {
+					s.Tools = append(s.Tools, toolJSON{Tool: p.Tool, Capability: "tool." + c.AppID() + "." + p.Action, Hash: p.Hash})
+				}
+				out = append(out, s)
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			if len(out) == 0 {
+				fmt.Fprintln(w, "no tool servers")
+			}
+			for _, s := range out {
+				where := s.URL
+				if where == "" {
+					where = strings.Join(append([]string{s.Command}, s.Args...), " ")
+				}
+				fmt.Fprintf(w, "%s  %s  %s  (%d tools pinned)\n", s.Name, s.AppID, where, len(s.Tools))
+				for _, t := range s.Tools {
+					fmt.Fprintf(w, "  %-24s %s  %s\n", t.Tool, t.Capability, t.Hash)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", "", "data folder")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "machine output")
+	return cmd
+}
+
+func newToolServerRemoveCmd(g *globals) *cobra.Command {
+	var data string
+	cmd := &cobra.Command{
+		Use:   "remove NAME [--data DIR]",
+		Short: "Remove a tool server, its app and its pins",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			e, done, err := g.toolServerEnv(ctx, data)
+			if err != nil {
+				return err
+			}
+			defer done()
+			if err := toolserver.Remove(ctx, e, args[0]); err != nil {
+				if errors.Is(err, toolserver.ErrNotToolServer) {
+					return &exitError{code: exitNo, err: err}
+				}
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "removed the tool server %s; a running gateway stops it within a second\n", args[0])
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", "", "data folder")
+	return cmd
+}
+
+func newToolServerAcceptCmd(g *globals) *cobra.Command {
+	var data string
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "accept NAME [TOOL...] [--data DIR] [--dry-run]",
+		Short: "Show how a server's tools differ from their pins, and pin the changed and new ones",
+		Long: `Connect to the tool server, list its tools and show how each differs from its pin (as JSON
+lines: - the pinned value, + the new one). Then pin the changed and new tools named (every
+one when none is named), drop the pins of removed tools, and record their open consent
+requests as approved. --dry-run shows and changes nothing. Naming a tool that is neither
+changed nor new is refused (exit 1) and nothing is accepted.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 1 {
+				return usageErr("usage: capgate toolserver accept NAME [TOOL...]")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			e, done, err := g.toolServerEnv(ctx, data)
+			if err != nil {
+				return err
+			}
+			defer done()
+			r, err := toolserver.Accept(ctx, e, args[0], args[1:], dryRun, "operator: capgate toolserver accept")
+			w := cmd.OutOrStdout()
+			for _, ch := range r.Changes {
+				if ch.Kind == toolserver.Same {
+					continue
+				}
+				fmt.Fprintf(w, "%s: %s\n", ch.Tool, ch.Kind)
+				for _, l := range ch.Lines {
+					fmt.Fprintf(w, "    %s\n", l)
+				}
+			}
+			if err != nil {
+				if errors.Is(err, toolserver.ErrNothingToAccept) || errors.Is(err, toolserver.ErrNotToolServer) {
+					return &exitError{code: exitNo, err: err}
+				}
+				return err
+			}
+			printLeft(w, r)
+			if dryRun {
+				fmt.Fprintln(w, "dry run: nothing accepted")
+				return nil
+			}
+			if len(r.Accepted) == 0 {
+				fmt.Fprintln(w, "nothing to accept: every tool matches its pin")
+				return nil
+			}
+			fmt.Fprintf(w, "accepted and pinned %d tools:\n", len(r.Accepted))
+			printPins(w, r.AppID, r.Accepted)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", "", "data folder")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show the differences and accept nothing")
+	return cmd
+}

@@ -1,0 +1,38 @@
+// Package toolserver puts third-party MCP servers behind capgate as Tier 2 apps: capgate is
+// their MCP client, derives a manifest from their tools/list, pins every accepted tool by
+// hash, and offers the pinned tools through an sdk.Handler, so that they go through the
+// broker's checks, consent and audit like any other capability.
+//
+// A tool server is a Config: a name, either a command that capgate starts and speaks to over
+// stdio or a streamable HTTP URL, and the names of the environment variables the operator
+// lets through. The child never inherits capgate's environment: it gets PATH, HOME and LANG
+// and the listed variables only, and no client key, token or CAPGATE_ variable ever
+// reaches it (over stdio or HTTP, capgate sends no credential of its own).
+//
+// The app. A tool server NAME is the app mcp.NAME (alias NAME), Tier 2 (never signed). Each
+// accepted tool is one capability tool.mcp.NAME.ACTION, ACTION derived from the tool's name
+// (lowercase, [a-z][a-z0-9_]*, a collision gets _2, _3, ... in the order the tools were
+// accepted). Its parameters schema is the tool's inputSchema (JSON Schema 2020-12 unless it
+// names another dialect, as MCP says; a tool whose schema does not compile is left out and
+// reported); its result is the tool's output wrapped and labelled untrusted (Labelled); its
+// description is the tool's, delimited and labelled as untrusted data. Annotations are
+// untrusted too: a readOnlyHint never lowers anything. Until the operator classifies a tool
+// in the overlay file DATA/toolservers/NAME.overlay.json (OverlayFile), its side effects are
+// the worst case, system, and so every call of it needs the person's consent.
+//
+// Pins. Accepting a tool (`capgate toolserver add` accepts every tool it finds, `capgate
+// toolserver accept` the changed and new ones) stores its Pin: the sha256 of the RFC 8785
+// canonical form of its name, title, description, inputSchema, outputSchema and
+// annotations (Hash). The running gateway lists the tools at connect, on every
+// notifications/tools/list_changed, and every Options.Relist; a tool whose hash no longer
+// matches its pin is stopped at once (the registry reports it unpinned, so the broker
+// answers METHOD_NOT_FOUND and the fronts no longer list it; the Handler refuses it too), an
+// audit record is written, and a consent request of kind KindPin is opened showing the
+// difference. Approving that request, or `capgate toolserver accept`, pins the tool again.
+// A renamed tool is a new tool, callable only once accepted; a removed tool leaves the
+// manifest and loses its pin.
+//
+// Pins, pending pin requests and each server's Config are kept in the store's per-app state
+// of the tool server's app (keys StateConfig, statePin+tool, statePending+tool), so that the
+// CLI and a running gateway share them.
+package toolserver

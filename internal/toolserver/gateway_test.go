@@ -1,0 +1,399 @@
+package toolserver_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capgate/capgate/internal/broker"
+	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/ipc"
+	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/store/sqlite"
+	"github.com/capgate/capgate/internal/toolserver"
+	"github.com/capgate/capgate/manifest"
+)
+
+// testServer is the test MCP server's binary, built once by TestMain.
+var testServer string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "toolserver-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testServer = filepath.Join(dir, "testserver")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	}
+	cmd := exec.Command(goBin, "build", "-o", testServer, "github.com/capgate/capgate/internal/toolserver/internal/testserver")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the test MCP server:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// fixture is a data folder with the test server added as the tool server "srv", and a
+// gateway serving it.
+type fixture struct {
+	t       *testing.T
+	ctx     context.Context
+	data    string
+	control string // the test server's control file
+	records string // where the test server records what it was given
+	g       *gateway.Gateway
+	srv     *httptest.Server
+	key     string // the client's key
+	seq     int
+}
+
+// addServer adds the tool server as `capgate toolserver add` does: on the store, with no
+// gateway running.
+func addServer(t *testing.T, ctx context.Context, data string, c toolserver.Config) toolserver.Report {
+	t.Helper()
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(data, gateway.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	reg, err := registry.New(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := toolserver.Add(ctx, &toolserver.Env{Store: st, Registry: reg, DataDir: data}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &fixture{t: t, ctx: ctx, data: t.TempDir(), records: t.TempDir()}
+	f.control = filepath.Join(t.TempDir(), "control")
+	if err := os.WriteFile(f.control, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// capgate's own secrets are in its environment; none may reach the server.
+	t.Setenv("CAPGATE_CLIENT_KEY", "cgk_secretkeyofcapgate")
+	t.Setenv("CAPGATE_TOKEN", "cgt1.secrettoken")
+	t.Setenv("TS_ALLOWED", "yes")
+	t.Setenv("TS_NOT_LISTED", "no")
+	r := addServer(t, ctx, f.data, toolserver.Config{Name: "srv", Command: testServer,
+		Args: []string{"-control", f.control, "-record", f.records}, Env: []string{"TS_ALLOWED"}})
+	if len(r.Accepted) != 2 || r.AppID != "mcp.srv" {
+		t.Fatalf("add accepted %+v, left %v", r.Accepted, r.Left)
+	}
+	var err error
+	f.g, err = gateway.Open(ctx, gateway.Config{DataDir: f.data, Listen: "-", Socket: "-",
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		ConsentWait: 5 * time.Second, DelayedCommit: -1, ToolServerRelist: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- f.g.Serve(sctx, nil) }() // the sweep: registry reloads, tool-server syncs
+	f.srv = httptest.NewServer(f.g.Handler())
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	f.key = "cgk_" + hex.EncodeToString(b[:])
+	if err := f.g.Store.PutClient(ctx, store.Client{ID: "cl_alice", Name: "alice", KeyHash: ipc.KeyHash(f.key), Trust: "user", Created: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		f.srv.Close()
+		stop()
+		<-served
+		if err := f.g.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return f
+}
+
+func (f *fixture) setControl(state string) {
+	f.t.Helper()
+	if err := os.WriteFile(f.control, []byte(state), 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// call calls the tool server's method through POST /v1/ipc, with no token.
+func (f *fixture) call(method, params string) ipc.Response {
+	f.t.Helper()
+	f.seq++
+	body, _ := json.Marshal(map[string]any{
+		"header": map[string]any{"msg_type": "llm_request", "version": "1.0", "request_id": fmt.Sprintf("req-%d", f.seq), "timestamp": time.Now().Unix()},
+		"body":   map[string]any{"action": "execute", "app": "srv", "method": method, "params": json.RawMessage(params)},
+	})
+	req, _ := http.NewRequest("POST", f.srv.URL+"/v1/ipc", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+f.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := f.srv.Client().Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r ipc.Response
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		f.t.Fatal(err)
+	}
+	return r
+}
+
+// approvedCall calls method, approving the consent request the call opens (a Tier 2 tool
+// whose side effects are the worst case asks on every call).
+func (f *fixture) approvedCall(method, params string) ipc.Response {
+	f.t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			cs, _ := f.g.Store.ListConsents(f.ctx, store.ConsentPending)
+			for _, c := range cs {
+				if c.Kind == "call" {
+					_ = f.g.Consent.Approve(f.ctx, c.ID, "person", false)
+					return
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	r := f.call(method, params)
+	<-done
+	return r
+}
+
+// eventually waits up to 10 s for cond.
+func (f *fixture) eventually(what string, cond func() bool) {
+	f.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	f.t.Fatalf("timed out waiting until %s", what)
+}
+
+// pinRequest returns the pending pin request about tool, if one is open.
+func (f *fixture) pinRequest(tool string) (store.Consent, map[string]any, bool) {
+	cs, err := f.g.Store.ListConsents(f.ctx, store.ConsentPending)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, c := range cs {
+		var p map[string]any
+		_ = json.Unmarshal(c.Payload, &p)
+		if c.Kind == toolserver.KindPin && strings.Contains(fmt.Sprint(p["summary"]), `"`+tool+`"`) {
+			return c, p, true
+		}
+	}
+	return store.Consent{}, nil, false
+}
+
+func wantCode(t *testing.T, what string, r ipc.Response, code string) {
+	t.Helper()
+	if r.Body.Status != "error" || r.Body.ErrorCode != code {
+		t.Fatalf("%s: got %s %s (%s), want %s", what, r.Body.Status, r.Body.ErrorCode, r.Body.ErrorMessage, code)
+	}
+}
+
+func wantOutput(t *testing.T, what string, r ipc.Response, tool, text string) {
+	t.Helper()
+	if r.Body.Status != "success" {
+		t.Fatalf("%s: %s %s", what, r.Body.ErrorCode, r.Body.ErrorMessage)
+	}
+	var out struct {
+		Untrusted bool   `json:"untrusted_output"`
+		Server    string `json:"server"`
+		Tool      string `json:"tool"`
+		Content   []struct {
+			Type, Text string
+		} `json:"content"`
+	}
+	if err := json.Unmarshal(r.Body.Result, &out); err != nil {
+		t.Fatalf("%s: result %s: %v", what, r.Body.Result, err)
+	}
+	if !out.Untrusted || out.Server != "srv" || out.Tool != tool || len(out.Content) != 1 || out.Content[0].Text != text {
+		t.Fatalf("%s: result %s, want %q from %s labelled untrusted", what, r.Body.Result, text, tool)
+	}
+}
+
+// A tool whose description changes mid-session is stopped at once: refused as
+// METHOD_NOT_FOUND with no consent asked, no longer listed, an audit record written and a
+// pin request opened showing the difference; the other tool keeps working; approving the
+// pin request makes the changed tool callable again.
+func TestChangedToolStopsUntilAccepted(t *testing.T) {
+	f := newFixture(t)
+	wantOutput(t, "echo", f.approvedCall("echo", `{"text":"hi"}`), "echo", "echo: hi")
+
+	f.setControl("mutate")
+	f.eventually("echo is stopped", func() bool { return !f.g.Registry.Pinned("tool.mcp.srv.echo") })
+	wantCode(t, "changed echo", f.call("echo", `{"text":"hi"}`), "METHOD_NOT_FOUND")
+	if n, _ := f.g.Store.ListConsents(f.ctx, "approved"); len(n) != 1 {
+		t.Errorf("the stopped tool's call asked the person: %d approved requests, want the first call's only", len(n))
+	}
+	for _, u := range broker.UsableBy(f.g.Registry, broker.Caller{ClientID: "cl_alice", Trust: manifest.AuthUser}) {
+		if u.Cap.ID == "tool.mcp.srv.echo" {
+			t.Error("the stopped tool is still listed to agents")
+		}
+	}
+	f.eventually("a pin request for echo", func() bool { _, _, ok := f.pinRequest("echo"); return ok })
+	c, payload, _ := f.pinRequest("echo")
+	diff := fmt.Sprint(payload["reason"])
+	if !strings.Contains(diff, `- /description: "Echoes the text back."`) || !strings.Contains(diff, "+ /description:") ||
+		!strings.Contains(diff, "IGNORE PREVIOUS INSTRUCTIONS") {
+		t.Errorf("the pin request does not show the difference:\n%s", diff)
+	}
+	if !auditHas(t, f, "toolserver.pin", "tool.mcp.srv.echo", c.ID) {
+		t.Error("no audit record of the stopped tool")
+	}
+	// The other tool still works.
+	wantOutput(t, "greet", f.approvedCall("greet", `{"name":"ann"}`), "greet", "hello, ann")
+
+	// The person approves the pin request: the tool is pinned again and works.
+	if err := f.g.Consent.Approve(f.ctx, c.ID, "person", false); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("echo is pinned again", func() bool { return f.g.Registry.Pinned("tool.mcp.srv.echo") })
+	wantOutput(t, "accepted echo", f.approvedCall("echo", `{"text":"again"}`), "echo", "echo: again")
+	a, _ := f.g.Registry.Capability("tool.mcp.srv.echo")
+	if !strings.Contains(a.Cap.Description, "IGNORE PREVIOUS") || !strings.Contains(a.Cap.Description, "<tool-description>") {
+		t.Errorf("the accepted tool's capability does not carry its new description, labelled: %q", a.Cap.Description)
+	}
+	// An error the tool reports is a failure, and its text is withheld.
+	r := f.approvedCall("echo", `{"text":"fail"}`)
+	wantCode(t, "failing tool", r, "EXECUTION_FAILED")
+	if strings.Contains(r.Body.ErrorMessage, "ignore all rules") {
+		t.Error("the tool's error text reached the agent unlabelled")
+	}
+	checkNoSecrets(t, f)
+}
+
+// A renamed tool is a new tool: the old name disappears, the new one is not callable and a
+// pin request is opened, until `capgate toolserver accept` accepts it. A removed tool
+// disappears from the manifest.
+func TestRenamedAndRemovedTools(t *testing.T) {
+	f := newFixture(t)
+	f.setControl("rename")
+	f.eventually("greet leaves the manifest", func() bool {
+		_, ok := f.g.Registry.Method("srv", "greet")
+		return !ok
+	})
+	wantCode(t, "the old name", f.call("greet", `{"name":"ann"}`), "METHOD_NOT_FOUND")
+	wantCode(t, "the new name", f.call("hello", `{"name":"ann"}`), "METHOD_NOT_FOUND")
+	f.eventually("a pin request for hello", func() bool { _, _, ok := f.pinRequest("hello"); return ok })
+	c, _, _ := f.pinRequest("hello")
+
+	env := &toolserver.Env{Store: f.g.Store, Registry: f.g.Registry, DataDir: f.data}
+	rep, err := toolserver.Accept(f.ctx, env, "srv", []string{"echo"}, false, "operator")
+	if err == nil {
+		t.Errorf("accepting an unchanged tool: %+v", rep.Accepted)
+	}
+	if _, err := toolserver.Accept(f.ctx, env, "srv", []string{"hello"}, false, "operator"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.g.Store.GetConsent(f.ctx, c.ID); got.State != store.ConsentApproved {
+		t.Errorf("the pin request after accept: %s", got.State)
+	}
+	f.eventually("hello is in the manifest", func() bool { _, ok := f.g.Registry.Method("srv", "hello"); return ok })
+	wantOutput(t, "hello", f.approvedCall("hello", `{"name":"bo"}`), "hello", "hello, bo")
+
+	f.setControl("remove")
+	f.eventually("hello leaves the manifest", func() bool { _, ok := f.g.Registry.Method("srv", "hello"); return !ok })
+	pins, err := toolserver.LoadPins(f.ctx, f.g.Store, "srv")
+	if err != nil || len(pins) != 1 || pins[0].Tool != "echo" {
+		t.Errorf("pins after the removal: %+v, %v", pins, err)
+	}
+	checkNoSecrets(t, f)
+}
+
+func auditHas(t *testing.T, f *fixture, action, capability, consentID string) bool {
+	t.Helper()
+	// Wait for the writer: the record is appended before the request is logged.
+	es, err := f.g.Store.AuditRange(f.ctx, 1, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		var r map[string]any
+		_ = json.Unmarshal(e.Body, &r)
+		if r["action"] == action && r["capability"] == capability && r["consent_id"] == consentID && r["code"] == "METHOD_NOT_FOUND" {
+			return true
+		}
+	}
+	return false
+}
+
+// checkNoSecrets reads what the test server recorded: its environment holds PATH, HOME,
+// LANG and the listed variable only, and nothing it was given holds a client key, a token
+// or a CAPGATE_ variable.
+func checkNoSecrets(t *testing.T, f *fixture) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(f.records, "server-*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("the test server recorded nothing: %v", err)
+	}
+	calls := 0
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(data)
+		for _, bad := range []string{"cgk_", "cgt1.", "CAPGATE_", "TS_NOT_LISTED"} {
+			if strings.Contains(text, bad) {
+				t.Errorf("%s reached the tool server", bad)
+			}
+		}
+		var rec struct {
+			Env   []string
+			Calls []json.RawMessage
+		}
+		if err := json.Unmarshal(data, &rec); err != nil {
+			t.Fatal(err)
+		}
+		calls += len(rec.Calls)
+		for _, kv := range rec.Env {
+			name, _, _ := strings.Cut(kv, "=")
+			switch name {
+			case "PATH", "HOME", "LANG", "TS_ALLOWED":
+			default:
+				t.Errorf("the variable %s reached the tool server", name)
+			}
+		}
+		if !strings.Contains(text, "TS_ALLOWED=yes") {
+			t.Error("the listed variable did not reach the tool server")
+		}
+	}
+	if calls == 0 {
+		t.Error("the test server recorded no call")
+	}
+}

@@ -1,0 +1,36 @@
+package toolserver
+
+import "time"
+
+const (
+	// MaxNameBytes bounds a tool server's name: it is an app id label and an alias, and an
+	// alias is at most 32 bytes.
+	MaxNameBytes = 32
+	// MaxTools bounds the tools taken from one server's listing, below the manifest's
+	// MaxCapabilities: a server that lists more is cut, and the rest reported.
+	MaxTools = 512
+	// MaxActionBytes bounds an action derived from a tool name, so that capability ids stay
+	// far below their limit.
+	MaxActionBytes = 64
+	// DefaultRelist is how often a running gateway lists a server's tools again, beside
+	// list-changed notifications: a server that changes a tool without notifying is caught
+	// within this time.
+	DefaultRelist = 30 * time.Second
+	// ConnectTimeout bounds starting a server and its initialize handshake.
+	ConnectTimeout = 15 * time.Second
+	// ListTimeout bounds one tools/list.
+	ListTimeout = 15 * time.Second
+	// CallTimeout bounds one tools/call when the capability declares no shorter timeout.
+	CallTimeout = 30 * time.Second
+	// PinRequestTTL is how long a pin consent request waits for the person; the tool stays
+	// stopped after it expires, until accepted by `capgate toolserver accept`.
+	PinRequestTTL = 24 * time.Hour
+	// MaxDiffLines bounds the lines of a difference shown in a pin request.
+	MaxDiffLines = 60
+	// MaxDiffValueBytes bounds the JSON of one value in a difference line.
+	MaxDiffValueBytes = 240
+	// MaxOverlayBytes bounds the overlay file read.
+	MaxOverlayBytes = 1 << 20
+	// MaxEnv bounds the environment variables an operator may let through.
+	MaxEnv = 64
+)

@@ -1,0 +1,498 @@
+package toolserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/manifest"
+	"github.com/capgate/capgate/sdk"
+)
+
+// Recorder writes audit records; audit.Writer is one.
+type Recorder interface {
+	Append(ctx context.Context, rec audit.Record) (int64, error)
+}
+
+// Options configures a Manager. Env's Store and Registry are required.
+type Options struct {
+	Env
+	Audit  Recorder      // nil: stopped tools are only logged
+	Logger *slog.Logger  // nil: slog.Default()
+	Relist time.Duration // how often each server is listed again; 0: DefaultRelist
+}
+
+// Manager runs the connections of a gateway to its tool servers: one MCP client session per
+// registered tool server, kept up, listed again on list-changed notifications and every
+// Relist, each tool's hash checked against its pin. It is safe for concurrent use.
+type Manager struct {
+	o       Options
+	mu      sync.Mutex
+	servers map[string]*server // by app id
+	closed  bool
+}
+
+// NewManager returns a Manager with no connection; Sync starts them.
+func NewManager(o Options) *Manager {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Relist <= 0 {
+		o.Relist = DefaultRelist
+	}
+	return &Manager{o: o, servers: map[string]*server{}}
+}
+
+// Sync brings the connections in line with the store: it starts a connection (and lists its
+// tools, before returning) for every tool server registered since the last Sync, restarts
+// one whose Config changed, stops one removed, and has every other list again and re-read
+// its pins (an accept elsewhere). A server that cannot be reached is logged and retried
+// every Relist; its tools answer as unresponsive meanwhile. Sync fails only when the store
+// cannot be read.
+func (m *Manager) Sync(ctx context.Context) error {
+	cfgs, err := ListConfigs(ctx, m.o.Store)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	want := map[string]Config{}
+	for _, c := range cfgs {
+		want[c.AppID()] = c
+	}
+	var stop []*server
+	var start []*server
+	for id, s := range m.servers {
+		if c, ok := want[id]; !ok || string(c.marshal()) != string(s.cfg.marshal()) {
+			stop = append(stop, s)
+			delete(m.servers, id)
+		}
+	}
+	for id, c := range want {
+		if s, ok := m.servers[id]; ok {
+			s.kickNow()
+			continue
+		}
+		s := newServer(m, c)
+		m.servers[id] = s
+		start = append(start, s)
+	}
+	m.mu.Unlock()
+	for _, s := range stop {
+		s.close()
+	}
+	var wg sync.WaitGroup
+	for _, s := range start {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.connect(ctx)
+			s.refresh(ctx)
+			go s.loop()
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// Handler returns the provider of a tool server's app; broker.Options.Providers takes it.
+func (m *Manager) Handler(appID string) (sdk.Handler, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.servers[appID]
+	if !ok {
+		return nil, false
+	}
+	return s, true
+}
+
+// Close stops every connection.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	servers := m.servers
+	m.servers = map[string]*server{}
+	m.mu.Unlock()
+	for _, s := range servers {
+		s.close()
+	}
+	return nil
+}
+
+// server is one running tool server and the sdk.Handler of its app.
+type server struct {
+	m     *Manager
+	cfg   Config
+	appID string
+	kick  chan struct{}
+	ctx   context.Context
+	stop  context.CancelFunc
+	done  chan struct{}
+
+	refreshMu sync.Mutex // one refresh at a time
+
+	mu    sync.Mutex
+	sess  *mcpsdk.ClientSession
+	pins  map[string]Pin    // by tool name
+	byCap map[string]string // capability id → tool name
+	now   map[string]Listed // the last listing, by tool name
+}
+
+var _ sdk.Handler = (*server)(nil)
+
+func newServer(m *Manager, c Config) *server {
+	ctx, stop := context.WithCancel(context.Background())
+	return &server{m: m, cfg: c, appID: c.AppID(), kick: make(chan struct{}, 1), ctx: ctx, stop: stop,
+		done: make(chan struct{}), pins: map[string]Pin{}, byCap: map[string]string{}, now: map[string]Listed{}}
+}
+
+func (s *server) log() *slog.Logger { return s.m.o.Logger.With("toolserver", s.cfg.Name) }
+
+func (s *server) kickNow() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// connect starts the session when there is none.
+func (s *server) connect(ctx context.Context) {
+	s.mu.Lock()
+	up := s.sess != nil
+	s.mu.Unlock()
+	if up {
+		return
+	}
+	cctx, cancel := context.WithCancel(s.ctx)
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	sess, err := Connect(cctx, s.cfg, s.m.o.Version, s.kickNow)
+	cancel()
+	if err != nil {
+		s.log().Warn("cannot connect to the tool server; retrying", "err", err)
+		return
+	}
+	s.mu.Lock()
+	s.sess = sess
+	s.mu.Unlock()
+	go func() {
+		_ = sess.Wait()
+		s.mu.Lock()
+		if s.sess == sess {
+			s.sess = nil
+		}
+		s.mu.Unlock()
+		if s.ctx.Err() == nil {
+			s.log().Warn("the tool server's session ended; reconnecting")
+			s.kickNow()
+		}
+	}()
+}
+
+func (s *server) loop() {
+	defer close(s.done)
+	t := time.NewTicker(s.m.o.Relist)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		case <-s.kick:
+		}
+		s.connect(s.ctx)
+		s.refresh(s.ctx)
+	}
+}
+
+func (s *server) close() {
+	s.stop()
+	s.mu.Lock()
+	sess := s.sess
+	s.sess = nil
+	ids := make([]string, 0, len(s.byCap))
+	for id := range s.byCap {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	if sess != nil {
+		_ = sess.Close()
+	}
+	for _, id := range ids {
+		s.m.o.Registry.SetPinned(id, true) // the app is gone or restarting: forget its stops
+	}
+}
+
+func (s *server) capID(action string) string { return "tool." + s.appID + "." + action }
+
+// refresh lists the tools and compares them with the pins: a changed tool is stopped, with
+// an audit record and a pin request; a tool whose pin request the person approved is pinned
+// again; a removed tool loses its pin; the manifest is registered again when it changed.
+func (s *server) refresh(ctx context.Context) {
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	s.mu.Lock()
+	sess := s.sess
+	s.mu.Unlock()
+	e := &s.m.o.Env
+	pins, err := LoadPins(ctx, e.Store, s.cfg.Name)
+	if err != nil {
+		s.log().Warn("reading the pins failed", "err", err)
+		return
+	}
+	var now map[string]Listed
+	if sess != nil {
+		tools, cut, err := List(ctx, sess)
+		if err != nil {
+			s.log().Warn("listing the tools failed", "err", err)
+		} else {
+			var ps []Problem
+			now, ps = listed(tools)
+			for _, p := range ps {
+				s.log().Warn("a tool is left out", "tool", p.Tool, "rule", p.Rule)
+			}
+			if cut {
+				s.log().Warn("the server lists more tools than capgate takes", "max", MaxTools)
+			}
+		}
+	}
+	if now == nil {
+		// Not listed: keep the last listing, so that the handler can tell; nothing changes.
+		s.setPins(pins, nil)
+		return
+	}
+	if changed, err := s.approved(ctx, pins, now); err != nil {
+		s.log().Warn("reading the pin requests failed", "err", err)
+	} else if changed {
+		if pins, err = LoadPins(ctx, e.Store, s.cfg.Name); err != nil {
+			s.log().Warn("reading the pins failed", "err", err)
+			return
+		}
+	}
+	open, err := loadPending(ctx, e.Store, s.cfg.Name)
+	if err != nil {
+		s.log().Warn("reading the pin requests failed", "err", err)
+	}
+	var keep []Pin
+	for _, ch := range Compare(pins, now) {
+		switch ch.Kind {
+		case Same:
+			keep = append(keep, *ch.Pin)
+			e.Registry.SetPinned(s.capID(ch.Pin.Action), true)
+		case Changed:
+			keep = append(keep, *ch.Pin)
+			e.Registry.SetPinned(s.capID(ch.Pin.Action), false)
+			if open[ch.Tool].Hash != ch.Listed.Hash {
+				s.ask(ctx, ch)
+			}
+		case New:
+			if open[ch.Tool].Hash != ch.Listed.Hash {
+				s.ask(ctx, ch)
+			}
+		case Removed:
+			e.Registry.SetPinned(s.capID(ch.Pin.Action), true)
+			if err := deletePin(ctx, e.Store, s.cfg.Name, ch.Tool); err != nil {
+				s.log().Warn("dropping a removed tool's pin failed", "tool", ch.Tool, "err", err)
+			}
+			s.log().Info("a tool was removed by its server", "tool", ch.Tool)
+		}
+	}
+	s.setPins(keep, now)
+	if _, err := e.register(ctx, s.cfg.Name, keep); err != nil {
+		s.log().Warn("registering the tool server's manifest failed", "err", err)
+	}
+}
+
+func (s *server) setPins(pins []Pin, now map[string]Listed) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pins = make(map[string]Pin, len(pins))
+	s.byCap = make(map[string]string, len(pins))
+	for _, p := range pins {
+		s.pins[p.Tool] = p
+		s.byCap[s.capID(p.Action)] = p.Tool
+	}
+	if now != nil {
+		s.now = now
+	}
+}
+
+// approved pins every tool whose open pin request the person approved, when the server
+// still lists the definition the person saw. It reports whether it pinned any.
+func (s *server) approved(ctx context.Context, pins []Pin, now map[string]Listed) (bool, error) {
+	e := &s.m.o.Env
+	open, err := loadPending(ctx, e.Store, s.cfg.Name)
+	if err != nil {
+		return false, err
+	}
+	taken := map[string]bool{}
+	actions := map[string]string{}
+	for _, p := range pins {
+		taken[p.Action] = true
+		actions[p.Tool] = p.Action
+	}
+	pinned := false
+	for tool, o := range open {
+		c, err := e.Store.GetConsent(ctx, o.ConsentID)
+		if err != nil || c.State != store.ConsentApproved {
+			continue
+		}
+		l, ok := now[tool]
+		if !ok || l.Hash != o.Hash {
+			continue // the definition changed again since the person saw it: ask again
+		}
+		act, ok := actions[tool]
+		if !ok {
+			act = actionFor(tool, taken)
+			taken[act] = true
+		}
+		p := Pin{Tool: tool, Action: act, Hash: l.Hash, Definition: l.Canonical, Accepted: e.now()}
+		if err := putPin(ctx, e.Store, s.cfg.Name, p); err != nil {
+			return pinned, err
+		}
+		if err := e.Store.PutState(ctx, s.appID, statePending+tool, nil); err != nil {
+			return pinned, err
+		}
+		s.log().Info("a tool was accepted by the person", "tool", tool, "consent", o.ConsentID)
+		pinned = true
+	}
+	return pinned, nil
+}
+
+// ask records a changed or new tool: an audit record (for a changed one) and a consent
+// request of kind KindPin showing the difference, remembered as the tool's open request.
+func (s *server) ask(ctx context.Context, ch Change) {
+	e := &s.m.o.Env
+	id := newConsentID()
+	what, capID, perm := "new", "", ""
+	if ch.Pin != nil {
+		what, capID, perm = "changed", s.capID(ch.Pin.Action), AppPrefix+s.cfg.Name+"."+ch.Pin.Action
+	}
+	summary := fmt.Sprintf("The MCP tool server %q %s the tool %q. ", s.cfg.Name, map[string]string{"new": "offers a new", "changed": "changed"}[what], printable(ch.Tool, false))
+	if ch.Pin != nil {
+		summary += "It is stopped until you accept its new definition. "
+	} else {
+		summary += "It cannot be called until you accept it. "
+	}
+	summary += "Approve to accept it (or run: capgate toolserver accept " + s.cfg.Name + " " + shownJSON(ch.Tool) + ")."
+	lines := ch.Lines
+	reason := clipText(strings.Join(lines, "\n"), consent.MaxTextBytes)
+	req := consent.Request{
+		ClientID: "capgate:toolserver", ClientName: "capgate (tool server " + s.cfg.Name + ")", Kind: KindPin,
+		CapabilityID: capID, Permission: perm, Summary: clipText(summary, consent.MaxTextBytes), Reason: reason,
+		SideEffects: "system", Risk: "high", Reversibility: consent.Irreversible,
+	}
+	payload, err := json.Marshal(req)
+	if err != nil {
+		s.log().Warn("the pin request cannot be written", "err", err)
+		return
+	}
+	// The audit record comes first: the log knows of the stop before anyone is asked.
+	if ch.Pin != nil && s.m.o.Audit != nil {
+		rec := audit.Record{
+			Action: "toolserver.pin", App: s.appID, Method: ch.Pin.Action, Capability: capID, Permission: perm,
+			Decision: audit.DecisionDeny, Code: "METHOD_NOT_FOUND", Kind: audit.KindDecision, Result: "stopped",
+			Explanation: "the tool's definition no longer matches its pin (" + ch.Pin.Hash + " is now " + ch.Listed.Hash + "); it is stopped until accepted",
+			ClientID:    req.ClientID, ConsentID: id,
+		}
+		if _, err := s.m.o.Audit.Append(ctx, rec); err != nil {
+			s.log().Warn("the audit record of a stopped tool cannot be written", "err", err)
+		}
+	}
+	at := e.now()
+	err = e.Store.PutConsent(ctx, store.Consent{ID: id, ClientID: req.ClientID, Kind: KindPin, Payload: payload,
+		State: store.ConsentPending, Created: at, Expires: at.Add(PinRequestTTL)})
+	if err != nil {
+		s.log().Warn("the pin request cannot be written", "err", err)
+		return
+	}
+	if err := putPending(ctx, e.Store, s.cfg.Name, ch.Tool, pending{Hash: ch.Listed.Hash, ConsentID: id}); err != nil {
+		s.log().Warn("the pin request cannot be remembered", "err", err)
+	}
+	s.log().Warn("a tool's definition does not match its pin; it is stopped until accepted",
+		"tool", ch.Tool, "change", what, "consent", id)
+}
+
+// Manifest returns the app's manifest as registered, nil when it is not.
+func (s *server) Manifest() *manifest.Document {
+	if a, ok := s.m.o.Registry.App(s.appID); ok {
+		return a.Doc
+	}
+	return nil
+}
+
+// Labelled is what a tool call returns: the tool server's output, labelled as untrusted.
+type Labelled struct {
+	UntrustedOutput   bool            `json:"untrusted_output"` // always true
+	Server            string          `json:"server"`
+	Tool              string          `json:"tool"`
+	Content           json.RawMessage `json:"content"`
+	StructuredContent any             `json:"structured_content,omitempty"`
+}
+
+// Invoke calls the tool behind capabilityID, only while the server lists it with the
+// definition its pin holds.
+func (s *server) Invoke(ctx context.Context, capabilityID string, params json.RawMessage, ic sdk.InvocationContext) (sdk.Result, error) {
+	look := func() (tool string, ok bool, pin Pin, l Listed, listed bool, sess *mcpsdk.ClientSession) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		tool, ok = s.byCap[capabilityID]
+		pin = s.pins[tool]
+		l, listed = s.now[tool]
+		return tool, ok, pin, l, listed, s.sess
+	}
+	tool, ok, pin, l, listed, sess := look()
+	if !ok || !listed || l.Hash != pin.Hash {
+		// The registry may be ahead of this connection (an accept by another process that
+		// the gateway reloaded): list and read the pins again before refusing.
+		s.refresh(ctx)
+		tool, ok, pin, l, listed, sess = look()
+	}
+	switch {
+	case !ok:
+		return sdk.Result{}, sdk.NotFound(capabilityID)
+	case !listed || l.Hash != pin.Hash:
+		return sdk.Result{}, &sdk.Error{Code: sdk.CodeNotFound, CapabilityID: capabilityID,
+			Reason: "the tool no longer matches its pin: it is stopped until accepted"}
+	case sess == nil:
+		return sdk.Result{}, sdk.AppUnresponsive(s.appID)
+	}
+	if len(params) == 0 {
+		params = json.RawMessage("{}")
+	}
+	cctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	start := time.Now()
+	res, err := sess.CallTool(cctx, &mcpsdk.CallToolParams{Name: tool, Arguments: params})
+	if err != nil {
+		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			return sdk.Result{}, sdk.Timeout(capabilityID, time.Since(start).Milliseconds())
+		}
+		return sdk.Result{}, sdk.ExecutionFailed("the tool server did not answer the call", true)
+	}
+	if res.IsError {
+		return sdk.Result{}, sdk.ExecutionFailed("the tool reported an error (its text is untrusted and not shown)", false)
+	}
+	content, err := json.Marshal(res.Content)
+	if err != nil || string(content) == "null" {
+		content = json.RawMessage("[]")
+	}
+	data, err := json.Marshal(Labelled{UntrustedOutput: true, Server: s.cfg.Name, Tool: tool, Content: content, StructuredContent: res.StructuredContent})
+	if err != nil {
+		return sdk.Result{}, sdk.ExecutionFailed("the tool's output is not JSON", false)
+	}
+	return sdk.Result{Success: true, Data: data}, nil
+}
