@@ -57,7 +57,7 @@ func TestMain(m *testing.M) {
 // fixture is a data folder with the test server added as the tool server "srv", and a
 // gateway serving it.
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	data    string
 	control string // the test server's control file
@@ -70,7 +70,7 @@ type fixture struct {
 
 // addServer adds the tool server as `capgate toolserver add` does: on the store, with no
 // gateway running.
-func addServer(t *testing.T, ctx context.Context, data string, c toolserver.Config) toolserver.Report {
+func addServer(t testing.TB, ctx context.Context, data string, c toolserver.Config) toolserver.Report {
 	t.Helper()
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		t.Fatal(err)
@@ -91,7 +91,10 @@ func addServer(t *testing.T, ctx context.Context, data string, c toolserver.Conf
 	return r
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture { return newFixtureWith(t, nil) }
+
+// newFixtureWith is newFixture with the operator overlay given written first.
+func newFixtureWith(t testing.TB, overlay map[string]any) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &fixture{t: t, ctx: ctx, data: t.TempDir(), records: t.TempDir()}
@@ -104,6 +107,16 @@ func newFixture(t *testing.T) *fixture {
 	t.Setenv("CAPGATE_TOKEN", "cgt1.secrettoken")
 	t.Setenv("TS_ALLOWED", "yes")
 	t.Setenv("TS_NOT_LISTED", "no")
+	if overlay != nil {
+		data, _ := json.Marshal(overlay)
+		path := toolserver.OverlayFile(f.data, "srv")
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r := addServer(t, ctx, f.data, toolserver.Config{Name: "srv", Command: testServer,
 		Args: []string{"-control", f.control, "-record", f.records}, Env: []string{"TS_ALLOWED"}})
 	if len(r.Accepted) != 2 || r.AppID != "mcp.srv" {
@@ -145,12 +158,19 @@ func (f *fixture) setControl(state string) {
 }
 
 // call calls the tool server's method through POST /v1/ipc, with no token.
-func (f *fixture) call(method, params string) ipc.Response {
+func (f *fixture) call(method, params string) ipc.Response { return f.callWith(method, params, "") }
+
+// callWith calls the tool server's method through POST /v1/ipc under the token, if any.
+func (f *fixture) callWith(method, params, token string) ipc.Response {
 	f.t.Helper()
 	f.seq++
+	reqBody := map[string]any{"action": "execute", "app": "srv", "method": method, "params": json.RawMessage(params)}
+	if token != "" {
+		reqBody["capability_token"] = token
+	}
 	body, _ := json.Marshal(map[string]any{
 		"header": map[string]any{"msg_type": "llm_request", "version": "1.0", "request_id": fmt.Sprintf("req-%d", f.seq), "timestamp": time.Now().Unix()},
-		"body":   map[string]any{"action": "execute", "app": "srv", "method": method, "params": json.RawMessage(params)},
+		"body":   reqBody,
 	})
 	req, _ := http.NewRequest("POST", f.srv.URL+"/v1/ipc", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+f.key)
