@@ -202,6 +202,11 @@ func (e *env) call(cs *mcpsdk.ClientSession, name string, args any) answer {
 		e.t.Fatalf("%s: content %T, want text", name, res.Content[0])
 	}
 	a := answer{isError: res.IsError, text: tc.Text}
+	if res.IsError && res.StructuredContent != nil {
+		// A tool's outputSchema binds its structured content, on errors too: a refusal
+		// carries its body as text only, or clients reject it before the model sees it.
+		e.t.Errorf("%s: a refusal with structured content", name)
+	}
 	if err := json.Unmarshal([]byte(tc.Text), &a.body); err != nil {
 		e.t.Fatalf("%s: the text is not a JSON object (%v): %s", name, err, tc.Text)
 	}

@@ -151,7 +151,7 @@ func (c Config) transport() (mcpsdk.Transport, error) {
 	cmd := exec.Command(c.Command, c.Args...)
 	cmd.Env = c.Environ(os.LookupEnv)
 	cmd.Stderr = nil // the child's stderr is discarded: it is untrusted text
-	return &mcpsdk.CommandTransport{Command: cmd}, nil
+	return &mcpsdk.CommandTransport{Command: cmd, TerminateDuration: StdioTerminateWait}, nil
 }
 
 // Connect starts or reaches the server and completes the MCP handshake. onChange, when set,

@@ -34,3 +34,8 @@ const (
 	// MaxEnv bounds the environment variables an operator may let through.
 	MaxEnv = 64
 )
+
+// StdioTerminateWait is how long closing a stdio server waits, after closing its stdin, before
+// it is terminated: a server that does not exit on end of input (server-everything) would
+// otherwise hold every add, accept and shutdown for the SDK's default 5 s.
+const StdioTerminateWait = time.Second
