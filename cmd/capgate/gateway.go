@@ -97,6 +97,9 @@ audit checkpoint is signed.`,
 				}
 				fmt.Fprintf(w, "data in %s\n", dir)
 				fmt.Fprintf(w, "apps work in %s\n", gw.Workspace())
+				if tcp != "" {
+					fmt.Fprintf(w, "approve requests at http://%s%s\n", tcp, gw.LoginLink())
+				}
 				fmt.Fprintf(w, "add an agent with: capgate client add NAME --data %s\n", dir)
 			})
 			if cerr := gw.Close(); err == nil {

@@ -33,6 +33,7 @@ import (
 	"github.com/capgate/capgate/internal/store/sqlite"
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/internal/toolserver"
+	"github.com/capgate/capgate/internal/web"
 	"github.com/capgate/capgate/keys"
 	"github.com/capgate/capgate/sdk"
 )
@@ -91,6 +92,7 @@ type Gateway struct {
 	ring       *syslog.Ring // capgate's own log, which the syslog app reads
 	closers    []io.Closer  // built-in apps that hold processes or open folders
 	tools      *toolserver.Manager
+	web        *web.Server // the approval page, /ui/
 	toolsSync  sync.Mutex  // one tool-server sync at a time
 	toolsAgain atomic.Bool // a reload came while a sync ran
 }
@@ -161,6 +163,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
+	g.web = web.New(web.Options{Consent: g.Consent, Store: st, Broker: g.Broker, Logger: g.log})
 	if _, err := g.Broker.Sync(ctx); err != nil {
 		g.Close()
 		return nil, err
@@ -233,16 +236,21 @@ func loadOrCreate(path string) (ed25519.PrivateKey, error) {
 // PublicKey is the gateway's public key: verifies its tokens and audit checkpoints.
 func (g *Gateway) PublicKey() ed25519.PublicKey { return g.Key.Public().(ed25519.PublicKey) }
 
-// Handler is the HTTP API, with MCP (streamable HTTP) at /mcp and Prometheus metrics at
-// /metrics.
+// Handler is the HTTP API, with MCP (streamable HTTP) at /mcp, Prometheus metrics at
+// /metrics and the approval page at /ui/.
 func (g *Gateway) Handler() http.Handler {
 	s := &ipc.Server{Broker: g.Broker, Clients: g.Store, Tokens: g.Store, Registry: g.Registry, Logger: g.log}
 	mux := http.NewServeMux()
 	mux.Handle("/", s.Handler())
 	mux.Handle("/mcp", mcp.NewHandler(mcp.Options{Broker: g.Broker, Registry: g.Registry, Authenticate: s.Authenticate, Logger: g.log}))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{}))
+	mux.Handle("/ui/", g.web.Handler())
 	return mux
 }
+
+// LoginLink returns the path of a new one-time login link to the approval page,
+// "/ui/login?t=SECRET" (web.Server.LoginLink): print it only where the person alone reads it.
+func (g *Gateway) LoginLink() string { return g.web.LoginLink() }
 
 // Serve listens as configured and serves until ctx is done, then shuts down gracefully. ready
 // is called with the addresses once listening.

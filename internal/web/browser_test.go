@@ -1,0 +1,168 @@
+package web_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/capgate/capgate/internal/consent"
+)
+
+// chromium finds the headless browser: /usr/bin/chromium (Debian's package), else chromium
+// or chromium-browser on PATH. Without one the browser tests skip, except in CI (CI=true),
+// where a missing part is a failure.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium"
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no chromium binary (install Debian's chromium package: apt-get install -y chromium)")
+	}
+	t.Skip("no chromium binary: install Debian's chromium package (apt-get install -y chromium) to run the browser tests")
+	return ""
+}
+
+// The approval page in a real browser: sign in through the one-time link, see a request
+// arrive while the page is open, approve it and watch the waiting call complete, deny
+// another, and find no injected element when an agent sends hostile strings. With
+// CAPGATE_SCREENSHOTS=1 it saves the pending page to docs/ui-requests.png.
+func TestBrowser(t *testing.T) {
+	bin := chromium(t)
+	e := newEnv(t, 0)
+	alice := e.addClient("Research assistant")
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.Headless,
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(820, 1100))
+	actx, stopAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer stopAlloc()
+	bctx, stopBrowser := chromedp.NewContext(actx)
+	defer stopBrowser()
+	ctx, stop := context.WithTimeout(bctx, 90*time.Second)
+	defer stop()
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
+
+	do("log in", chromedp.Navigate(e.srv.URL+e.g.LoginLink()), chromedp.WaitVisible(css("#empty")))
+	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || loc != e.srv.URL+"/ui/" {
+		t.Fatalf("after the login link the browser is at %s (%v)", loc, err)
+	}
+
+	// A request arrives while the page is open; approving it completes the waiting call.
+	done := e.callAsync(alice, "write", `{"id":"1","text":"milk"}`, "")
+	id := e.waitPending(consent.KindCall)
+	card := "#r-" + id
+	do("see the request arrive", chromedp.WaitVisible(css(card+" button.approve")))
+	if client, err := chromedp.Run(ctx, chromedp.TextContent(css(card+" .client"))); err != nil || client != "Research assistant" {
+		t.Errorf("the card names %q (%v)", client, err)
+	}
+	do("approve", chromedp.Click(css(card+" button.approve")), chromedp.WaitVisible(css(".state-approved")))
+	if r := <-done; r.Body.Status != "success" || e.app.note("1") != "milk" {
+		t.Fatalf("the approved call: %+v", r.Body)
+	}
+
+	// Deny another.
+	do("back to the list", chromedp.Navigate(e.srv.URL+"/ui/requests"), chromedp.WaitVisible(css("#empty")))
+	done = e.callAsync(alice, "write", `{"id":"2","text":"bread"}`, "")
+	id2 := e.waitPending(consent.KindCall, id)
+	do("deny", chromedp.WaitVisible(css("#r-"+id2+" button.deny")), chromedp.Click(css("#r-"+id2+" button.deny")),
+		chromedp.WaitVisible(css(".state-denied")))
+	if r := <-done; r.Body.ErrorCode != "CONSENT_DENIED" || e.app.note("2") != "" {
+		t.Fatalf("the denied call: %+v", r.Body)
+	}
+
+	// Hostile strings, arriving while the page is open (built by the script) and after a
+	// reload (rendered by the server): no element is injected, nothing runs, the text is shown
+	// as sent.
+	evilName := `<script>window.__pwned=1</script>"><img src=x onerror="window.__pwned=1">`
+	evil := e.addClient(evilName)
+	do("back to the list", chromedp.Navigate(e.srv.URL+"/ui/requests"), chromedp.WaitVisible(css("#empty")))
+	done = e.callAsync(evil, "send", `{"to":"<script>window.__pwned=1</script>","html":"\"><img src=x onerror=\"window.__pwned=1\">",`+
+		`"link":"javascript:window.__pwned=1","file":"\u202egnp.exe","url":"https://аpple.com/login"}`, "")
+	id3 := e.waitPending(consent.KindCall, id, id2)
+	type dom struct {
+		Imgs, Scripts, Links, Marks, Flags int
+		Pwned                              bool
+		Client, Summary                    string
+	}
+	for _, how := range []string{"arrived", "reloaded"} {
+		if how == "reloaded" {
+			do("reload", chromedp.Reload())
+		}
+		do("see the hostile request "+how, chromedp.WaitVisible(css("#r-"+id3+" button.deny")))
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[dom](`({
+			Imgs: document.querySelectorAll('img, [onerror]').length,
+			Scripts: document.querySelectorAll('script').length,
+			Links: document.querySelectorAll('a[href^="javascript"], a[href^="https"]').length,
+			Marks: document.querySelectorAll('#r-`+id3+` .urls mark').length,
+			Flags: [...document.querySelectorAll('#r-`+id3+` .flag')].filter(e => e.textContent === 'look-alike characters').length,
+			Pwned: window.__pwned !== undefined,
+			Client: document.querySelector('#r-`+id3+` .client').textContent,
+			Summary: document.querySelector('#r-`+id3+` .summary').textContent,
+		})`))
+		if err != nil {
+			t.Fatalf("query the DOM: %v", err)
+		}
+		if got.Imgs != 0 || got.Scripts != 1 || got.Links != 0 || got.Pwned {
+			t.Errorf("%s: injected elements or script ran: %+v", how, got)
+		}
+		if got.Client != evilName || got.Summary != hostileName || got.Marks != 1 || got.Flags != 1 {
+			t.Errorf("%s: the hostile text is not shown as sent, or the look-alike host not flagged: %+v", how, got)
+		}
+	}
+	do("deny the hostile request", chromedp.Click(css("#r-"+id3+" button.deny")), chromedp.WaitVisible(css(".state-denied")))
+	<-done
+
+	if os.Getenv("CAPGATE_SCREENSHOTS") == "1" {
+		screenshot(t, e, ctx, alice)
+	}
+}
+
+// screenshot saves the pending page with a token request and a call to docs/ui-requests.png.
+func screenshot(t *testing.T, e *env, ctx context.Context, alice string) {
+	var ans struct{ Token string }
+	tokDone := make(chan int, 1)
+	go func() {
+		tokDone <- e.api(alice, "/v1/capabilities/request", map[string]any{"capabilities": []string{"app.pad.publish"}, "duration": 3600,
+			"max_uses": 3, "reason": "Publish this week's meeting notes"}, &ans)
+	}()
+	tid := e.waitPending(consent.KindToken)
+	done := e.callAsync(alice, "write", `{"id":"minutes","text":"Minutes of Monday: see https://exаmple.com/notes"}`, "")
+	cid := e.waitPending(consent.KindCall, tid)
+	err := chromedp.Do(ctx, chromedp.Navigate(e.srv.URL+"/ui/requests"), chromedp.WaitVisible(chromedp.CSS("#r-"+cid)),
+		chromedp.WaitVisible(chromedp.CSS("#r-"+tid)), chromedp.Sleep(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join("..", "..", "docs", "ui-requests.png")
+	if err := os.WriteFile(out, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s (%d bytes)", out, len(png))
+	for _, id := range []string{tid, cid} {
+		if err := e.g.Consent.Deny(e.ctx, id, "test"); err != nil {
+			t.Error(err)
+		}
+	}
+	<-done
+	<-tokDone
+}

@@ -1,0 +1,38 @@
+package web
+
+import "time"
+
+// Every size, count and time limit of the package is here, each with its reason.
+
+const (
+	// LoginTTL is how long a login link works: long enough to copy it from the terminal
+	// into a browser, short enough that a link left in a scrollback is soon worthless.
+	LoginTTL = 10 * time.Minute
+
+	// SessionIdle is how long a session lives without a request: a working day, so that a
+	// page left open keeps working, and a forgotten browser does not stay signed in.
+	SessionIdle = 12 * time.Hour
+
+	// MaxSessions bounds the sessions held in memory: one person has few browsers. When
+	// full, the least recently used session is dropped (its page asks for a new link).
+	MaxSessions = 32
+
+	// MaxLoginLinks bounds the unused login links held in memory; when full, the oldest is
+	// dropped.
+	MaxLoginLinks = 16
+
+	// MaxListed is the most pending requests one page lists, newest first: more than a
+	// person can read, and a bound on the page's size if an agent floods the queue.
+	MaxListed = 200
+
+	// MaxFormBytes bounds the body of a POST: a CSRF token and a checkbox.
+	MaxFormBytes = 4 << 10
+
+	// CommitGrace is how long after its delayed-commit window a commit request expires
+	// (consent's commitGrace): the window's end, shown as a countdown, is Expires minus it.
+	// TestCommitGraceMatchesConsent keeps the two in step.
+	CommitGrace = 30 * time.Second
+
+	// tokenBytes is the size of login links, session ids and CSRF tokens: 256 random bits.
+	tokenBytes = 32
+)

@@ -1,0 +1,217 @@
+package web
+
+import (
+	"embed"
+	"errors"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/capgate/capgate/internal/broker"
+	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/store"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// templates are the pages, parsed once.
+var templates = template.Must(template.New("").Funcs(template.FuncMap{
+	"card": func(csrf string, standalone bool, r requestView) cardData {
+		return cardData{CSRF: csrf, Standalone: standalone, R: r}
+	},
+}).ParseFS(assets, "assets/*.html"))
+
+// cardData is what the "card" template shows: one request and the session's CSRF token for
+// its forms.
+type cardData struct {
+	CSRF       string
+	Standalone bool // on the request's own page, not in the list
+	R          requestView
+}
+
+// Options configure a Server. Consent is required; the rest may be nil.
+type Options struct {
+	// Consent is where the requests are read and answered.
+	Consent *consent.Service
+	// Store and Broker are for the pages to come (tokens, mandates, activity); this part of
+	// the page reads and answers consent requests only.
+	Store  store.Store
+	Broker *broker.Broker
+	Logger *slog.Logger     // nil: slog.Default()
+	Now    func() time.Time // nil: time.Now; decides login and session expiry and time left
+}
+
+// Server is the approval page. It is safe for concurrent use; its sessions live in memory,
+// so a new Server (a restart) signs every browser out.
+type Server struct {
+	o        Options
+	sessions *sessions
+	origin   *http.CrossOriginProtection
+}
+
+// New returns the approval page on opts. It panics without opts.Consent.
+func New(opts Options) *Server {
+	if opts.Consent == nil {
+		panic("web: New without a consent service")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Server{o: opts, sessions: newSessions(opts.Now), origin: http.NewCrossOriginProtection()}
+	return s
+}
+
+// LoginLink returns the path of a new one-time login link, "/ui/login?t=SECRET": it signs
+// one browser in, once, within LoginTTL. Whoever holds it can answer the person's requests:
+// print it only where the person alone reads it.
+func (s *Server) LoginLink() string { return "/ui/login?t=" + s.sessions.newLink() }
+
+// Handler returns the pages, to be mounted at /ui/ of the gateway's HTTP server.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ui/login", s.login)
+	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.HandlerFunc(s.static)))
+	mux.HandleFunc("GET /ui/{$}", s.authed(s.list))
+	mux.HandleFunc("GET /ui/requests", s.authed(s.list))
+	mux.HandleFunc("GET /ui/requests.json", s.authed(s.listJSON))
+	mux.HandleFunc("GET /ui/requests/{id}", s.authed(s.one))
+	mux.HandleFunc("POST /ui/requests/{id}/{verb}", s.authed(s.answer))
+	mux.HandleFunc("/ui/", s.authed(func(w http.ResponseWriter, r *http.Request, _ string) {
+		s.message(w, http.StatusNotFound, "Not found", "There is no such page.")
+	}))
+	return secureHeaders(mux)
+}
+
+// csp is the Content-Security-Policy of every answer: the page's own script and style only,
+// no inline code, no framing, forms posting only back to the page.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// secureHeaders sets the headers every answer carries.
+func secureHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", csp)
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "no-referrer")
+		hd.Set("Cache-Control", "no-store")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Cross-Origin-Opener-Policy", "same-origin")
+		hd.Set("Cross-Origin-Resource-Policy", "same-origin")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// cookieName is the session cookie. It cannot take the __Host- prefix, which needs Secure,
+// and the page is served over plain HTTP on loopback.
+const cookieName = "capgate_session"
+
+// login spends a one-time link and opens a session.
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.sessions.login(r.URL.Query().Get("t"))
+	if !ok {
+		s.message(w, http.StatusUnauthorized, "This login link does not work",
+			"A login link works once, for "+LoginTTL.String()+". "+signInHelp)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: "/ui/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(SessionIdle.Seconds())})
+	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+}
+
+// signInHelp tells the person how to sign in.
+const signInHelp = "Open the link that capgate serve printed (\"approve requests at http://…/ui/login?t=…\") in this browser. " +
+	"To get a new link, restart capgate serve."
+
+// authed wraps a page that needs a session: without one it answers 401 with a plain page;
+// a POST must also carry the session's CSRF token and come from this page's own origin.
+func (s *Server) authed(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var id string
+		if c, err := r.Cookie(cookieName); err == nil {
+			id = c.Value
+		}
+		csrf, ok := s.sessions.get(id)
+		if !ok {
+			s.message(w, http.StatusUnauthorized, "Sign in to the approval page", signInHelp)
+			return
+		}
+		if r.Method == http.MethodPost {
+			if err := s.origin.Check(r); err != nil {
+				s.message(w, http.StatusForbidden, "Refused", "This request came from another site.")
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, MaxFormBytes)
+			if err := r.ParseForm(); err != nil || !sameToken(r.PostForm.Get("csrf"), csrf) {
+				s.message(w, http.StatusForbidden, "Refused", "This form is out of date or did not come from this page. Reload the page and try again.")
+				return
+			}
+		}
+		h(w, r, csrf)
+	}
+}
+
+// static serves the embedded stylesheet and script.
+func (s *Server) static(w http.ResponseWriter, r *http.Request) {
+	var ctype string
+	switch r.URL.Path {
+	case "app.css":
+		ctype = "text/css; charset=utf-8"
+	case "app.js":
+		ctype = "text/javascript; charset=utf-8"
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	data, err := assets.ReadFile("assets/" + r.URL.Path)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", ctype)
+	w.Write(data)
+}
+
+// page is what a full page template gets.
+type page struct {
+	Title    string
+	CSRF     string
+	Requests []requestView // the list page
+	One      *requestView  // a request's own page
+	Text     string        // a message page
+	Now      time.Time
+}
+
+// render writes the template name with data, or a plain 500 when it fails.
+func (s *Server) render(w http.ResponseWriter, status int, name string, data page) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if err := templates.ExecuteTemplate(w, name, data); err != nil {
+		s.o.Logger.Warn("web: rendering a page failed", "page", name, "err", err)
+	}
+}
+
+// message answers with a plain page: a title and a sentence.
+func (s *Server) message(w http.ResponseWriter, status int, title, text string) {
+	s.render(w, status, "message.html", page{Title: title, Text: text, Now: s.o.Now()})
+}
+
+// errStatus is the page for an error of the consent service.
+func (s *Server) fail(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, consent.ErrInvalidID), errors.Is(err, store.ErrNotFound):
+		s.message(w, http.StatusNotFound, "No such request", "There is no request with this id.")
+	case errors.Is(err, consent.ErrNotPending):
+		s.message(w, http.StatusConflict, "Already answered", "This request is no longer waiting for an answer: it was answered, cancelled or it expired.")
+	case errors.Is(err, consent.ErrCannotRemember):
+		s.message(w, http.StatusBadRequest, "Nothing to remember", "This request carries no wording to agree to; approve it without remembering.")
+	default:
+		s.o.Logger.Warn("web: consent service failed", "err", err)
+		s.message(w, http.StatusInternalServerError, "Something broke", "capgate could not read or answer the request. Its log says why.")
+	}
+}
