@@ -237,33 +237,7 @@ func newTokenCmd(g *globals) *cobra.Command {
 				return usageErr("--duration: %v", err)
 			}
 			body := map[string]any{"capabilities": splitList(caps), "duration": secs, "max_uses": maxUses, "reason": reason}
-			if cons != "" {
-				if !json.Valid([]byte(cons)) {
-					return usageErr("--constraints: not JSON")
-				}
-				body["constraints"] = json.RawMessage(cons)
-			}
-			b, _ := json.Marshal(body)
-			status, out, err := cf.do("POST", "/v1/capabilities/request", b)
-			if err != nil {
-				return err
-			}
-			var r struct {
-				Token        string          `json:"token"`
-				ErrorCode    string          `json:"error_code"`
-				ErrorMessage string          `json:"error_message"`
-				Consent      *ipc.ConsentRef `json:"consent"`
-			}
-			_ = json.Unmarshal(out, &r)
-			if status != http.StatusOK || r.Token == "" {
-				msg := r.ErrorMessage
-				if r.Consent != nil {
-					msg += " (request " + r.Consent.ID + ": capgate approvals approve " + r.Consent.ID + ")"
-				}
-				return &exitError{code: exitNo, err: fmt.Errorf("%s: %s", r.ErrorCode, msg)}
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), r.Token)
-			return nil
+			return postForToken(cmd, cf, "/v1/capabilities/request", body, cons)
 		},
 	}
 	cf.register(req)
@@ -326,6 +300,39 @@ revokes any token directly in the data folder's store, as the operator or the pe
 	return cmd
 }
 
+// postForToken posts a token request (body, with the --constraints JSON cons when given) to
+// the gateway and prints the token as its only line; a refusal is exit 1 with the code and
+// message, and names the consent request when the person has yet to answer.
+func postForToken(cmd *cobra.Command, cf clientFlags, path string, body map[string]any, cons string) error {
+	if cons != "" {
+		if !json.Valid([]byte(cons)) {
+			return usageErr("--constraints: not JSON")
+		}
+		body["constraints"] = json.RawMessage(cons)
+	}
+	b, _ := json.Marshal(body)
+	status, out, err := cf.do("POST", path, b)
+	if err != nil {
+		return err
+	}
+	var r struct {
+		Token        string          `json:"token"`
+		ErrorCode    string          `json:"error_code"`
+		ErrorMessage string          `json:"error_message"`
+		Consent      *ipc.ConsentRef `json:"consent"`
+	}
+	_ = json.Unmarshal(out, &r)
+	if status != http.StatusOK || r.Token == "" {
+		msg := r.ErrorMessage
+		if r.Consent != nil {
+			msg += " (request " + r.Consent.ID + ": capgate approvals approve " + r.Consent.ID + ")"
+		}
+		return &exitError{code: exitNo, err: fmt.Errorf("%s: %s", r.ErrorCode, msg)}
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), r.Token)
+	return nil
+}
+
 func newTokenDeriveCmd() *cobra.Command {
 	var cf clientFlags
 	var caps, reason, cons, duration string
@@ -347,28 +354,7 @@ cannot. Its uses count against the parent, and revoking the parent revokes it.`,
 				}
 				body["duration"] = secs
 			}
-			if cons != "" {
-				if !json.Valid([]byte(cons)) {
-					return usageErr("--constraints: not JSON")
-				}
-				body["constraints"] = json.RawMessage(cons)
-			}
-			b, _ := json.Marshal(body)
-			status, out, err := cf.do("POST", "/v1/tokens/derive", b)
-			if err != nil {
-				return err
-			}
-			var r struct {
-				Token        string `json:"token"`
-				ErrorCode    string `json:"error_code"`
-				ErrorMessage string `json:"error_message"`
-			}
-			_ = json.Unmarshal(out, &r)
-			if status != http.StatusOK || r.Token == "" {
-				return &exitError{code: exitNo, err: fmt.Errorf("%s: %s", r.ErrorCode, r.ErrorMessage)}
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), r.Token)
-			return nil
+			return postForToken(cmd, cf, "/v1/tokens/derive", body, cons)
 		},
 	}
 	cf.register(cmd)
