@@ -103,8 +103,12 @@ func (b *Broker) RequestCapability(ctx context.Context, caller Caller, r Capabil
 	if _, err := b.o.Audit.Append(ctx, rec); err != nil {
 		return Issued{}, errors.New("the token was not issued: its audit record could not be written")
 	}
+	body, err := t.Body()
+	if err != nil {
+		return Issued{}, err
+	}
 	st := store.Token{ID: t.ID, ClientID: t.ClientID, IssuedAt: time.Unix(t.IssuedAt, 0), ExpiresAt: time.Unix(t.ExpiresAt, 0),
-		MaxUses: t.Constraints.MaxUses, AuditTag: t.AuditTag, Hash: token.WireHash(wire)}
+		MaxUses: t.Constraints.MaxUses, AuditTag: t.AuditTag, Hash: token.WireHash(wire), Body: body}
 	if err := b.o.Store.PutToken(ctx, st); err != nil {
 		return Issued{}, err
 	}
@@ -200,9 +204,13 @@ func (b *Broker) Derive(ctx context.Context, caller Caller, r DeriveRequest) (Is
 	if _, err := b.o.Audit.Append(ctx, rec); err != nil {
 		return Issued{}, errors.New("the token was not issued: its audit record could not be written")
 	}
+	body, err := child.Body()
+	if err != nil {
+		return Issued{}, err
+	}
 	if err := b.o.Store.PutToken(ctx, store.Token{ID: child.ID, ClientID: child.ClientID, ParentID: parent.ID,
 		IssuedAt: time.Unix(child.IssuedAt, 0), ExpiresAt: time.Unix(child.ExpiresAt, 0), MaxUses: child.Constraints.MaxUses,
-		AuditTag: child.AuditTag, Hash: token.WireHash(wire)}); err != nil {
+		AuditTag: child.AuditTag, Hash: token.WireHash(wire), Body: body}); err != nil {
 		return Issued{}, err
 	}
 	return Issued{Wire: wire, ID: child.ID, ExpiresAt: time.Unix(child.ExpiresAt, 0), ConsentID: child.ConsentID}, nil

@@ -105,6 +105,10 @@ func (t Token) Issued() time.Time { return time.Unix(t.IssuedAt, 0) }
 // Expires returns expires_at as a time.
 func (t Token) Expires() time.Time { return time.Unix(t.ExpiresAt, 0) }
 
+// Body is the token's canonical JSON without its signature: what the store keeps of it for
+// listing (grants, constraints, audit tag), which cannot be used as a token.
+func (t Token) Body() ([]byte, error) { return t.canonical(false) }
+
 // Clone returns a copy of t that shares no slices with it.
 func (t Token) Clone() Token {
 	t.Capabilities = slices.Clone(t.Capabilities)

@@ -35,7 +35,8 @@ func chromium(t *testing.T) string {
 
 // The approval page in a real browser: sign in through the one-time link, see a request
 // arrive while the page is open, approve it and watch the waiting call complete, deny
-// another, and find no injected element when an agent sends hostile strings. With
+// another, find no injected element when an agent sends hostile strings, and revoke a token
+// and see it and its derived token leave the tokens page. With
 // CAPGATE_SCREENSHOTS=1 it saves the pending page to docs/ui-requests.png.
 func TestBrowser(t *testing.T) {
 	bin := chromium(t)
@@ -127,6 +128,27 @@ func TestBrowser(t *testing.T) {
 	}
 	do("deny the hostile request", chromedp.Click(css("#r-"+id3+" button.deny")), chromedp.WaitVisible(css(".state-denied")))
 	<-done
+
+	// Revoke a token on the tokens page: it and the token derived from it leave the list, the
+	// other stays; the hostile audit tag injected nothing.
+	ts := e.tokens("Token holder")
+	do("open the tokens page", chromedp.Navigate(e.srv.URL+"/ui/tokens"), chromedp.WaitVisible(css("#t-"+ts.parent.ID+" button.revoke")))
+	do("revoke", chromedp.Click(css("#t-"+ts.parent.ID+" button.revoke")), chromedp.WaitNotPresent(css("#t-"+ts.parent.ID)),
+		chromedp.WaitNotPresent(css("#t-"+ts.child.ID)), chromedp.WaitVisible(css("#t-"+ts.other.ID)))
+	type left struct {
+		Parent, Child, Other, Injected int
+		Path                           string
+	}
+	after, err := chromedp.Run(ctx, chromedp.Evaluate[left](`({
+		Parent: document.querySelectorAll('#t-`+ts.parent.ID+`').length,
+		Child: document.querySelectorAll('#t-`+ts.child.ID+`').length,
+		Other: document.querySelectorAll('#t-`+ts.other.ID+`').length,
+		Injected: document.querySelectorAll('img, [onerror]').length + (window.__pwned !== undefined ? 1 : 0),
+		Path: location.pathname,
+	})`))
+	if err != nil || after.Parent != 0 || after.Child != 0 || after.Other != 1 || after.Injected != 0 || after.Path != "/ui/tokens" {
+		t.Errorf("after revoking on the tokens page: %+v (%v)", after, err)
+	}
 
 	if os.Getenv("CAPGATE_SCREENSHOTS") == "1" {
 		screenshot(t, e, ctx, alice)

@@ -21,8 +21,9 @@ const (
 	// dropped.
 	MaxLoginLinks = 16
 
-	// MaxListed is the most pending requests one page lists, newest first: more than a
-	// person can read, and a bound on the page's size if an agent floods the queue.
+	// MaxListed is the most pending requests (newest first) or live tokens one page lists:
+	// more than a person can read, and a bound on the page's size if an agent floods the
+	// queue or derives token after token.
 	MaxListed = 200
 
 	// MaxFormBytes bounds the body of a POST: a CSRF token and a checkbox.
@@ -32,6 +33,25 @@ const (
 	// (consent's commitGrace): the window's end, shown as a countdown, is Expires minus it.
 	// TestCommitGraceMatchesConsent keeps the two in step.
 	CommitGrace = 30 * time.Second
+
+	// ActivityPage is how many audit records one activity page shows, newest first.
+	ActivityPage = 50
+
+	// MaxActivityScan bounds the records one activity page reads when a filter matches few:
+	// the page then links to the older records from where it stopped, so that a page of a
+	// long log answers quickly whatever the filter.
+	MaxActivityScan = 20000
+
+	// activityChunk is how many records the activity page reads from the store at once.
+	activityChunk = 500
+
+	// maxProblemsShown is the most audit verification problems the page lists; `capgate
+	// audit verify` lists them all.
+	maxProblemsShown = 20
+
+	// maxDepthShown bounds the indentation of derived tokens, so that a deep chain stays
+	// legible on a narrow window.
+	maxDepthShown = 4
 
 	// tokenBytes is the size of login links, session ids and CSRF tokens: 256 random bits.
 	tokenBytes = 32

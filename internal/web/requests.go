@@ -46,7 +46,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, csrf string) {
 		s.fail(w, err)
 		return
 	}
-	s.render(w, http.StatusOK, "requests.html", page{Title: "Requests waiting for you", CSRF: csrf, Requests: views, Now: now})
+	s.render(w, http.StatusOK, "requests.html", page{Title: "Requests waiting for you", Nav: "requests", CSRF: csrf, Requests: views, Now: now})
 }
 
 // listJSON is the pending requests for the page's script.
@@ -75,7 +75,7 @@ func (s *Server) one(w http.ResponseWriter, r *http.Request, csrf string) {
 	}
 	now := s.o.Now()
 	v := newView(c, req, now)
-	s.render(w, http.StatusOK, "request.html", page{Title: "Request", CSRF: csrf, One: &v, Now: now})
+	s.render(w, http.StatusOK, "request.html", page{Title: "Request", Nav: "requests", CSRF: csrf, One: &v, Now: now})
 }
 
 // answer approves, denies or cancels a request, then shows its page with the outcome.

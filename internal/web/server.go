@@ -1,6 +1,7 @@
 package web
 
 import (
+	"crypto/ed25519"
 	"embed"
 	"errors"
 	"html/template"
@@ -21,6 +22,7 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"card": func(csrf string, standalone bool, r requestView) cardData {
 		return cardData{CSRF: csrf, Standalone: standalone, R: r}
 	},
+	"list": func(s ...string) []string { return s },
 }).ParseFS(assets, "assets/*.html"))
 
 // cardData is what the "card" template shows: one request and the session's CSRF token for
@@ -35,12 +37,16 @@ type cardData struct {
 type Options struct {
 	// Consent is where the requests are read and answered.
 	Consent *consent.Service
-	// Store and Broker are for the pages to come (tokens, mandates, activity); this part of
-	// the page reads and answers consent requests only.
-	Store  store.Store
+	// Store is where the tokens page and the activity page read tokens, clients and the
+	// audit log; nil: those pages answer 404.
+	Store store.Store
+	// Broker revokes tokens; nil: the tokens page answers 404.
 	Broker *broker.Broker
-	Logger *slog.Logger     // nil: slog.Default()
-	Now    func() time.Time // nil: time.Now; decides login and session expiry and time left
+	// PublicKey is the gateway's public key, which verifies the audit log's checkpoints;
+	// nil: the activity page says the log was not checked.
+	PublicKey ed25519.PublicKey
+	Logger    *slog.Logger     // nil: slog.Default()
+	Now       func() time.Time // nil: time.Now; decides login and session expiry and time left
 }
 
 // Server is the approval page. It is safe for concurrent use; its sessions live in memory,
@@ -81,6 +87,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /ui/requests.json", s.authed(s.listJSON))
 	mux.HandleFunc("GET /ui/requests/{id}", s.authed(s.one))
 	mux.HandleFunc("POST /ui/requests/{id}/{verb}", s.authed(s.answer))
+	mux.HandleFunc("GET /ui/tokens", s.authed(s.tokens))
+	mux.HandleFunc("POST /ui/tokens/{id}/revoke", s.authed(s.revoke))
+	mux.HandleFunc("GET /ui/activity", s.authed(s.activity))
 	mux.HandleFunc("/ui/", s.authed(func(w http.ResponseWriter, r *http.Request, _ string) {
 		s.message(w, http.StatusNotFound, "Not found", "There is no such page.")
 	}))
@@ -180,9 +189,12 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 // page is what a full page template gets.
 type page struct {
 	Title    string
+	Nav      string // the nav bar's current page: requests, tokens, activity
 	CSRF     string
 	Requests []requestView // the list page
 	One      *requestView  // a request's own page
+	Tokens   []tokenView   // the tokens page
+	Activity *activityView // the activity page
 	Text     string        // a message page
 	Now      time.Time
 }

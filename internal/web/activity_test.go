@@ -1,0 +1,172 @@
+package web_test
+
+import (
+	"crypto/ed25519"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/store"
+)
+
+var entryID = regexp.MustCompile(`id="a-(\d+)"`)
+
+// seqs are the record numbers an activity page lists, in order.
+func seqs(page string) []string {
+	var out []string
+	for _, m := range entryID.FindAllStringSubmatch(page, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// The activity page lists the audit log newest first, 50 a page, filtered by client, app,
+// decision and time (validated); every field is text, params only as their hash; at the top
+// it says what audit verify found: intact with its checkpoint, or what is wrong.
+func TestActivity(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 0)
+	e.addClient("alice")
+	alice, err := e.g.Store.ClientByName(e.ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, e.srv.URL, e.srv.Client())
+	if resp, body := b.get("/ui/activity"); resp.StatusCode != http.StatusUnauthorized || strings.Contains(body, `id="verify"`) {
+		t.Errorf("activity without a session: HTTP %d", resp.StatusCode)
+	}
+	b.login(e.g.LoginLink())
+
+	// 120 records, one a minute from base: every third a deny for app "mail" by alice, the
+	// rest allows for "pad" by cl_other; record 7 carries hostile text.
+	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	hash := "sha256:" + strings.Repeat("0f", 32)
+	for i := range 120 {
+		r := audit.Record{Timestamp: base.Add(time.Duration(i) * time.Minute).Unix(), Action: "execute", App: "pad", Method: "write",
+			Capability: "notes.org.example.pad.write", Permission: "app.pad.write", ParamsHash: hash, Decision: "allow", Kind: "decision",
+			ClientID: "cl_other", CallID: fmt.Sprintf("call_%03d", i), AuditTag: "weekly notes"}
+		if i%3 == 0 {
+			r.App, r.Decision, r.Code, r.ClientID, r.Result = "mail", "deny", "CAPABILITY_DENIED", alice.ID, "refused"
+		}
+		if i == 7 {
+			r.AuditTag = hostileTag
+			r.Explanation = "because \"><img src=x onerror=alert(1)> said so\u202e"
+		}
+		if _, err := e.g.Audit.Append(e.ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head, err := e.g.Store.AuditHead(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := head.Seq
+	// A checkpoint signed with the gateway's key, as the writer signs them.
+	if err := e.g.Store.PutCheckpoint(e.ctx, audit.SignCheckpoint(e.g.Key, head.Seq, head.Hash, time.Now())); err != nil {
+		t.Fatal(err)
+	}
+
+	_, page := b.get("/ui/activity")
+	if want := fmt.Sprintf("intact: %d records, last checkpoint at seq %d", total, total); !strings.Contains(page, want) || !strings.Contains(page, "verify-ok") {
+		t.Errorf("the page does not say %q", want)
+	}
+	got := seqs(page)
+	if len(got) != 50 || got[0] != fmt.Sprint(total) || got[49] != fmt.Sprint(total-49) {
+		t.Errorf("first page lists %d records %v, want the newest 50", len(got), got)
+	}
+	for _, want := range []string{"call_119", hash, "notes.org.example.pad.write", "CAPABILITY_DENIED", "refused", "weekly notes",
+		`<a href="/ui/requests">Requests</a>`, `<a href="/ui/tokens">Tokens</a>`, `aria-current="page">Activity</a>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the activity page lacks %q", want)
+		}
+	}
+	older := regexp.MustCompile(`id="older" href="/ui/activity\?([^"]+)"`).FindStringSubmatch(page)
+	if older == nil {
+		t.Fatal("no link to older records")
+	}
+	_, page2 := b.get("/ui/activity?" + strings.ReplaceAll(older[1], "&amp;", "&"))
+	if got := seqs(page2); len(got) != 50 || got[0] != fmt.Sprint(total-50) {
+		t.Errorf("second page lists %v", got)
+	}
+
+	// The older link keeps the filter.
+	_, page = b.get("/ui/activity?app=pad&decision=allow")
+	older = regexp.MustCompile(`id="older" href="/ui/activity\?([^"]+)"`).FindStringSubmatch(page)
+	if older == nil {
+		t.Fatal("no link to older allowed pad records")
+	}
+	if _, page2 := b.get("/ui/activity?" + strings.ReplaceAll(older[1], "&amp;", "&")); len(seqs(page2)) != 30 || strings.Contains(page2, "CAPABILITY_DENIED") {
+		t.Errorf("the older page of a filter lists %d records, want 30 allows", len(seqs(page2)))
+	}
+
+	// The hostile record, reached by its time, is text.
+	_, page = b.get("/ui/activity?from=2026-03-01T12:07&to=2026-03-01T12:07")
+	if got := seqs(page); len(got) != 1 {
+		t.Fatalf("time range 12:07 to 12:07 lists %v", got)
+	}
+	for _, bad := range []string{"<script>window", "<img", "\u202e"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the activity page holds %q", bad)
+		}
+	}
+	for _, good := range []string{"&lt;script&gt;window.__pwned=1&lt;/script&gt;", "&lt;img src=x onerror=alert(1)&gt; said so\\u202e"} {
+		if !strings.Contains(page, good) {
+			t.Errorf("the activity page lacks %q", good)
+		}
+	}
+
+	// Filters.
+	for _, c := range []struct {
+		query string
+		n     int
+		want  string // in every listed record's text, when set
+	}{
+		{"decision=deny", 40, "CAPABILITY_DENIED"},
+		{"client=" + alice.ID, 40, "CAPABILITY_DENIED"},
+		{"app=pad&decision=allow", 50, ""},
+		{"app=mail&from=2026-03-01T12:00&to=2026-03-01T12:29", 10, "CAPABILITY_DENIED"},
+		{"from=2026-03-01T13:50", 10, ""},
+		{"to=2026-02-28", 0, ""},
+		{"app=nothing", 0, ""},
+		{"decision=deny&client=cl_other", 0, ""},
+	} {
+		_, page := b.get("/ui/activity?" + c.query)
+		got := seqs(page)
+		if len(got) != c.n {
+			t.Errorf("%s: %d records, want %d", c.query, len(got), c.n)
+		}
+		if c.want != "" && strings.Count(page, c.want) != c.n {
+			t.Errorf("%s: %d records say %s, want %d", c.query, strings.Count(page, c.want), c.want, c.n)
+		}
+	}
+	for _, q := range []string{"decision=maybe", "from=yesterday", "to=2026-13-01", "before=abc", "before=-1",
+		"from=2026-03-02&to=2026-03-01", "app=" + strings.Repeat("a", 2000), "client=%E2%80%AE"} {
+		resp, body := b.get("/ui/activity?" + q)
+		if resp.StatusCode != http.StatusBadRequest || strings.Contains(body, "yesterday") {
+			t.Errorf("%s: HTTP %d, want 400", q, resp.StatusCode)
+		}
+	}
+
+	// A checkpoint that does not verify, and an entry whose hash is wrong: the page says so.
+	_, other, _ := ed25519.GenerateKey(nil)
+	if err := e.g.Store.PutCheckpoint(e.ctx, audit.SignCheckpoint(other, head.Seq-1, "sha256:"+strings.Repeat("00", 32), time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"action":"execute","app":"pad","audit_tag":"","call_id":"","capability":"","client_id":"x","code":"","consent_id":"",` +
+		`"decision":"allow","duration_ms":0,"explanation":"","kind":"decision","method":"","params_hash":"","permission":"","result":"",` +
+		`"timestamp":1772366400,"token_id":""}`)
+	if err := e.g.Store.AppendAudit(e.ctx, []store.AuditEntry{{Seq: total + 1, PrevHash: head.Hash, Hash: "sha256:" + strings.Repeat("11", 32), At: time.Now(), Body: body}}); err != nil {
+		t.Fatal(err)
+	}
+	_, page = b.get("/ui/activity")
+	for _, want := range []string{"NOT intact: 2 problem(s) in " + fmt.Sprint(total+1) + " records (last checkpoint at seq " + fmt.Sprint(total) + ")",
+		"verify-bad", fmt.Sprintf("seq %d: hash does not match", total+1), "checkpoint: ", "after the last checkpoint"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the tampered log's page lacks %q", want)
+		}
+	}
+}
