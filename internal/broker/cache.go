@@ -197,6 +197,14 @@ func (b *Broker) PutMandate(ctx context.Context, m store.Mandate) error {
 	return err
 }
 
+// DeleteMandate removes the person's mandate for a permission (a missing one is
+// store.ErrNotFound) and drops the cached mandates, so that the next decision sees it gone.
+func (b *Broker) DeleteMandate(ctx context.Context, permission string) error {
+	err := b.o.Store.DeleteMandate(ctx, permission)
+	b.dropMandates()
+	return err
+}
+
 func (b *Broker) dropMandates() {
 	b.cache.mu.Lock()
 	b.cache.mandates, b.cache.haveMand = nil, false

@@ -163,7 +163,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
-	g.web = web.New(web.Options{Consent: g.Consent, Store: st, Broker: g.Broker, PublicKey: key.Public().(ed25519.PublicKey), Logger: g.log})
+	g.web = web.New(web.Options{Consent: g.Consent, Store: st, Broker: g.Broker, Registry: g.Registry, PublicKey: key.Public().(ed25519.PublicKey), Logger: g.log})
 	if _, err := g.Broker.Sync(ctx); err != nil {
 		g.Close()
 		return nil, err

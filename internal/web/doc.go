@@ -5,9 +5,11 @@
 // It holds the pending consent requests (/ui/ and /ui/requests, one request at
 // /ui/requests/ID, the link the IPC and MCP answers give) with approve, deny and, for a
 // delayed commit, cancel; the live tokens (/ui/tokens) with revoke, which revokes the tokens
-// derived from one too, and never a token's wire form or hash; and the audit log
+// derived from one too, and never a token's wire form or hash; the person's mandates
+// (/ui/mandates), one autonomy per permission the enabled capabilities declare, never above
+// their ceiling; and the audit log
 // (/ui/activity), newest first, filtered by client, app, decision and time, with what
-// audit.Verify finds said plainly at the top. Mandates and apps are to come.
+// audit.Verify finds said plainly at the top. Apps are to come.
 //
 // The page guards itself:
 //   - it is reached through a one-time login link ([Server.LoginLink], printed by `capgate

@@ -35,13 +35,16 @@ const padID = "org.example.pad"
 const hostileName = `Send <script>window.__pwned=1</script>"><img src=x onerror="window.__pwned=1">`
 
 // padManifest is the test app: a reversible write (undo window), a send that goes to the
-// network (high risk, irreversible) whose name is hostile markup, and an irreversible publish.
+// network (high risk, irreversible) whose name is hostile markup, a read-only review that
+// never acts without asking (ceiling ask), and an irreversible publish.
 var padManifest = `{"app_id":"org.example.pad","version":"1.0.0","manifest_version":"1.0","capabilities":[
  {"id":"notes.org.example.pad.write","name":"Write a note","description":"Writes a note.","category":"TEXT_INPUT",
   "parameters":{"type":"object","required":["id","text"],"properties":{"id":{"type":"string"},"text":{"type":"string"}},"additionalProperties":false},
   "returns":{"type":"object"},"side_effects":"write","permission":"app.pad.write","undo_window_ms":60000},
  {"id":"notes.org.example.pad.send","name":` + jsonString(hostileName) + `,"description":"Sends a note somewhere.","category":"COMMUNICATION",
   "parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"network","permission":"app.pad.send"},
+ {"id":"notes.org.example.pad.review","name":` + jsonString(hostileCapName) + `,"description":"Reviews a note.","category":"TEXT_INPUT",
+  "parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"read","autonomy_ceiling":"ask"},
  {"id":"notes.org.example.pad.publish","name":"Publish a note","description":"Publishes a note; cannot be taken back.","category":"COMMUNICATION",
   "parameters":{"type":"object","required":["id"],"properties":{"id":{"type":"string"}}},"returns":{"type":"object"},
   "side_effects":"write","permission":"app.pad.publish"}
@@ -51,6 +54,10 @@ func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// hostileCapName is the name of the review capability, whose permission is its id and whose
+// autonomy ceiling is ask: markup that must stay text on the mandates page.
+const hostileCapName = `Review <img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>`
 
 // padApp is a real little app on its own data model: notes, and what was sent and published.
 type padApp struct {

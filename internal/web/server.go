@@ -11,6 +11,7 @@ import (
 
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -40,8 +41,11 @@ type Options struct {
 	// Store is where the tokens page and the activity page read tokens, clients and the
 	// audit log; nil: those pages answer 404.
 	Store store.Store
-	// Broker revokes tokens; nil: the tokens page answers 404.
+	// Broker revokes tokens and sets mandates; nil: the tokens and mandates pages answer 404.
 	Broker *broker.Broker
+	// Registry lists the enabled capabilities whose permissions the mandates page shows;
+	// nil: the mandates page answers 404.
+	Registry *registry.Registry
 	// PublicKey is the gateway's public key, which verifies the audit log's checkpoints;
 	// nil: the activity page says the log was not checked.
 	PublicKey ed25519.PublicKey
@@ -90,6 +94,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /ui/tokens", s.authed(s.tokens))
 	mux.HandleFunc("POST /ui/tokens/{id}/revoke", s.authed(s.revoke))
 	mux.HandleFunc("GET /ui/activity", s.authed(s.activity))
+	mux.HandleFunc("GET /ui/mandates", s.authed(s.mandates))
+	mux.HandleFunc("POST /ui/mandates", s.authed(s.setMandate))
 	mux.HandleFunc("/ui/", s.authed(func(w http.ResponseWriter, r *http.Request, _ string) {
 		s.message(w, http.StatusNotFound, "Not found", "There is no such page.")
 	}))
@@ -189,12 +195,13 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 // page is what a full page template gets.
 type page struct {
 	Title    string
-	Nav      string // the nav bar's current page: requests, tokens, activity
+	Nav      string // the nav bar's current page: requests, tokens, mandates, activity
 	CSRF     string
 	Requests []requestView // the list page
 	One      *requestView  // a request's own page
 	Tokens   []tokenView   // the tokens page
 	Activity *activityView // the activity page
+	Mandates *mandatesView // the mandates page
 	Text     string        // a message page
 	Now      time.Time
 }
