@@ -359,7 +359,34 @@ func (w *Writer) commit(batch []*request) {
 		entries []store.AuditEntry
 		err     error
 	)
+	seqr, sequenced := w.s.(store.AuditSequencer)
 	for attempt := 0; ; attempt++ {
+		if sequenced {
+			// The store gives each writer its turn at the head: no head to keep, no race.
+			var h head
+			err = seqr.AppendAuditSequenced(ctx, func(e store.AuditEntry) ([]store.AuditEntry, error) {
+				entries = make([]store.AuditEntry, len(live))
+				h = head{seq: e.Seq, hash: e.Hash}
+				at := w.o.Now().UTC()
+				for i, r := range live {
+					entries[i], h = h.next(r.body, at)
+				}
+				return entries, nil
+			})
+			if err == nil {
+				w.head, w.headKnown = h, true
+				break
+			}
+			w.headKnown = false
+			if !errors.Is(err, store.ErrConflict) {
+				break
+			}
+			w.conflicts.Add(1)
+			if attempt >= w.o.ConflictRetries {
+				break
+			}
+			continue
+		}
 		if !w.headKnown {
 			if err = w.readHead(ctx); err != nil {
 				break

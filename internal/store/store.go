@@ -50,6 +50,37 @@ type Store interface {
 	Close() error
 }
 
+// AuditSequencer is implemented by a store whose audit log several processes append to at
+// once (PostgreSQL replicas). Rather than race for the head and rebuild the batch on every
+// ErrConflict, which under steady load from several replicas is most batches, a writer takes
+// its turn: the store locks the log against every other sequenced writer, reads the head, asks
+// build for the entries that follow it, and appends them, all in one transaction.
+type AuditSequencer interface {
+	// AppendAuditSequenced locks the log, calls build with its head (the zero AuditEntry for
+	// an empty log) and appends what build returns, all or none, under AppendAudit's rules;
+	// ErrConflict still means a writer that does not take the lock appended first. build is
+	// called once per call, while the lock is held: it must be quick and must not block.
+	AppendAuditSequenced(ctx context.Context, build func(head AuditEntry) ([]AuditEntry, error)) error
+}
+
+// Watcher is implemented by a store that can tell of changes committed by other processes as
+// they happen (PostgreSQL: LISTEN/NOTIFY). A cache that compares Revision, or a call waiting
+// for a consent answer, uses it to act at once instead of at its next poll. Callers keep
+// polling all the same: a notification is lost while a connection is down.
+type Watcher interface {
+	// Watch calls fn with the topic of each change (TopicRevision, TopicConsent) committed by
+	// any process sharing the store, this one included, until ctx ends; then it returns
+	// ctx's error. It reconnects by itself after a lost connection and then calls fn with
+	// every topic once, since changes may have been missed. fn must not block.
+	Watch(ctx context.Context, fn func(topic string)) error
+}
+
+// Topics of a Watcher.
+const (
+	TopicRevision = "revision" // Revision moved
+	TopicConsent  = "consent"  // a consent request was put, answered or expired
+)
+
 // App is a registered app: its manifest as received and how far it is trusted.
 type App struct {
 	AppID    string    // reverse-DNS id

@@ -1,0 +1,227 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/capgate/capgate/internal/store"
+)
+
+// AppendAudit appends entries, all or none, in one statement: the first must follow the head
+// (Seq head+1, PrevHash the head's Hash; Seq 1 and "" on an empty log) and each next one the
+// one before, else ErrConflict and nothing is written.
+//
+// The statement inserts the batch only if, as of its start, the head is the one entries[0]
+// follows. Another writer that appended first shows either as a head that moved (nothing is
+// inserted) or, when it committed after the statement began, as a duplicate Seq (the primary
+// key refuses it, once that writer commits): both are ErrConflict, and the log stays without
+// gaps or forks.
+func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	args, err := auditArgs(entries)
+	if err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `INSERT INTO audit_log (seq, prev_hash, hash, at, body)
+		SELECT e.seq, e.prev_hash, e.hash, e.at, e.body
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::bytea[])
+			AS e (seq, prev_hash, hash, at, body)
+		WHERE $6::bigint = coalesce((SELECT max(seq) FROM audit_log), 0) + 1
+			AND $7::text = coalesce((SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1), '')`,
+		append(args, entries[0].Seq, entries[0].PrevHash)...)
+	if isUnique(err) {
+		return fmt.Errorf("postgres: append audit: another writer appended first: %w", store.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: append audit: %w", err)
+	}
+	if tag.RowsAffected() != int64(len(entries)) {
+		return fmt.Errorf("postgres: append audit: entries[0] does not follow the head: %w", store.ErrConflict)
+	}
+	return nil
+}
+
+// auditLockKey names the advisory lock sequenced writers of one schema's audit log take
+// turns on; the schema's name is hashed into its key.
+const auditLockKey = "capgate audit log "
+
+var _ store.AuditSequencer = (*Store)(nil)
+
+// AppendAuditSequenced appends what build makes of the head, with the head locked against
+// every other sequenced writer, in two round trips: BEGIN, the transaction-scoped advisory
+// lock and the head's read travel in one pipeline, the INSERT and COMMIT in a second. The lock
+// is held from the first to the commit, so writers on several replicas take turns instead of
+// racing; each turn appends a whole group commit. A writer that appends without the lock
+// (AppendAudit) can still come first: the primary key then makes this ErrConflict.
+func (s *Store) AppendAuditSequenced(ctx context.Context, build func(head store.AuditEntry) ([]store.AuditEntry, error)) (err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: append audit: %w", err)
+	}
+	defer conn.Release()
+	inTx := false
+	defer func() {
+		if err != nil && inTx {
+			// A failed statement leaves the transaction aborted, and a cancelled context may
+			// leave it open: end it, or the connection goes back to the pool holding the lock.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+			defer cancel()
+			if _, rerr := conn.Exec(rctx, "ROLLBACK"); rerr != nil {
+				conn.Conn().Close(rctx) // the pool drops a closed connection
+			}
+		}
+	}()
+
+	var b pgx.Batch
+	b.Queue("BEGIN")
+	b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1 || current_schema(), 0))`, auditLockKey)
+	b.Queue(`SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1`)
+	br := conn.SendBatch(ctx, &b)
+	inTx = true
+	var head store.AuditEntry
+	_, err = br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(&head.Seq, &head.Hash)
+		if errors.Is(err, pgx.ErrNoRows) {
+			head, err = store.AuditEntry{}, nil
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: append audit: lock the head: %w", err)
+	}
+
+	entries, err := build(head)
+	if err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		_, err = conn.Exec(ctx, "COMMIT")
+		inTx = err != nil
+		return err
+	}
+	args, err := auditArgs(entries)
+	if err != nil {
+		return err
+	}
+	if entries[0].Seq != head.Seq+1 || entries[0].PrevHash != head.Hash {
+		return fmt.Errorf("postgres: append audit: entries[0] does not follow the head: %w", store.ErrConflict)
+	}
+	b = pgx.Batch{}
+	b.Queue(`INSERT INTO audit_log (seq, prev_hash, hash, at, body)
+		SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::bytea[])`, args...)
+	b.Queue("COMMIT")
+	br = conn.SendBatch(ctx, &b)
+	_, err = br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if isUnique(err) {
+		return fmt.Errorf("postgres: append audit: another writer appended first: %w", store.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: append audit: %w", err)
+	}
+	inTx = false
+	return nil
+}
+
+// auditArgs checks that entries follow one another and returns them as the five arrays the
+// INSERT ... unnest statements take.
+func auditArgs(entries []store.AuditEntry) ([]any, error) {
+	seqs := make([]int64, len(entries))
+	prevs := make([]string, len(entries))
+	hashes := make([]string, len(entries))
+	ats := make([]pgtype.Int8, len(entries))
+	bodies := make([][]byte, len(entries))
+	for i, e := range entries {
+		at, err := timeArg(fmt.Sprintf("entries[%d].At", i), e.At)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 && (e.Seq != entries[i-1].Seq+1 || e.PrevHash != entries[i-1].Hash) {
+			return nil, fmt.Errorf("postgres: append audit: entries[%d] does not follow entries[%d]: %w",
+				i, i-1, store.ErrConflict)
+		}
+		seqs[i], prevs[i], hashes[i], ats[i], bodies[i] = e.Seq, e.PrevHash, e.Hash, at, blobArg(e.Body)
+	}
+	return []any{seqs, prevs, hashes, ats, bodies}, nil
+}
+
+// AuditHead returns the last entry, or ErrNotFound for an empty log.
+func (s *Store) AuditHead(ctx context.Context) (store.AuditEntry, error) {
+	e, err := scanAudit(s.pool.QueryRow(ctx,
+		`SELECT seq, prev_hash, hash, at, body FROM audit_log ORDER BY seq DESC LIMIT 1`))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.AuditEntry{}, notFound("audit head")
+	}
+	if err != nil {
+		return store.AuditEntry{}, fmt.Errorf("postgres: audit head: %w", err)
+	}
+	return e, nil
+}
+
+// AuditRange returns the entries with from <= Seq <= to (to 0: to the end), ordered by Seq,
+// at most limit of them (0: no limit). A negative limit is an error.
+func (s *Store) AuditRange(ctx context.Context, from, to int64, limit int) ([]store.AuditEntry, error) {
+	if limit < 0 {
+		return nil, errors.New("postgres: audit range: negative limit")
+	}
+	lim := pgtype.Int8{Int64: int64(limit), Valid: limit > 0} // NULL: LIMIT ALL
+	return list(ctx, s, "audit range", scanAudit, `SELECT seq, prev_hash, hash, at, body FROM audit_log
+		WHERE seq >= $1::bigint AND ($2::bigint = 0 OR seq <= $2::bigint) ORDER BY seq LIMIT $3::bigint`, from, to, lim)
+}
+
+// PutCheckpoint records a checkpoint; a Seq already checkpointed is ErrExists.
+func (s *Store) PutCheckpoint(ctx context.Context, c store.Checkpoint) error {
+	at, err := timeArg("checkpoint.At", c.At)
+	if err != nil {
+		return err
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO audit_checkpoints (seq, head, at, body) VALUES ($1, $2, $3, $4)`,
+		c.Seq, c.Head, at, blobArg(c.Body))
+	if isUnique(err) {
+		return exists("checkpoint seq")
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: put checkpoint: %w", err)
+	}
+	return nil
+}
+
+// Checkpoints returns every checkpoint ordered by Seq.
+func (s *Store) Checkpoints(ctx context.Context) ([]store.Checkpoint, error) {
+	return list(ctx, s, "checkpoints", func(r scanner) (store.Checkpoint, error) {
+		var c store.Checkpoint
+		var at pgtype.Int8
+		if err := r.Scan(&c.Seq, &c.Head, &at, &c.Body); err != nil {
+			return store.Checkpoint{}, err
+		}
+		c.At = timeCol(at)
+		return c, nil
+	}, `SELECT seq, head, at, body FROM audit_checkpoints ORDER BY seq`)
+}
+
+func scanAudit(r scanner) (store.AuditEntry, error) {
+	var e store.AuditEntry
+	var at pgtype.Int8
+	if err := r.Scan(&e.Seq, &e.PrevHash, &e.Hash, &at, &e.Body); err != nil {
+		return store.AuditEntry{}, err
+	}
+	e.At = timeCol(at)
+	return e, nil
+}

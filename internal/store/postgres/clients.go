@@ -1,0 +1,110 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/capgate/capgate/internal/store"
+)
+
+const clientColumns = `id, name, key_hash, trust, never_ask, unix_uid, created, disabled`
+
+// PutClient inserts a client; a taken ID, Name, KeyHash or UnixUID is ErrExists.
+func (s *Store) PutClient(ctx context.Context, c store.Client) error {
+	created, err := timeArg("client.Created", c.Created)
+	if err != nil {
+		return err
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO clients (`+clientColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		c.ID, c.Name, c.KeyHash, c.Trust, c.NeverAsk, uidArg(c.UnixUID), created, c.Disabled)
+	if isUnique(err) {
+		return exists("client id, name, key hash or uid")
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: put client: %w", err)
+	}
+	return nil
+}
+
+// UpdateClient replaces every field of the client with c.ID; a missing client is
+// ErrNotFound, and a Name, KeyHash or UnixUID taken by another client is ErrExists.
+func (s *Store) UpdateClient(ctx context.Context, c store.Client) error {
+	created, err := timeArg("client.Created", c.Created)
+	if err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE clients SET name = $1, key_hash = $2, trust = $3,
+			never_ask = $4, unix_uid = $5, created = $6, disabled = $7 WHERE id = $8`,
+		c.Name, c.KeyHash, c.Trust, c.NeverAsk, uidArg(c.UnixUID), created, c.Disabled, c.ID)
+	if isUnique(err) {
+		return exists("client name, key hash or uid")
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: update client: %w", err)
+	}
+	return checkAffected(tag, "client")
+}
+
+// GetClient returns the client with the id.
+func (s *Store) GetClient(ctx context.Context, id string) (store.Client, error) {
+	return s.oneClient(ctx, `WHERE id = $1`, id)
+}
+
+// ClientByKeyHash returns the client whose key has the hash; the empty hash is nobody's.
+func (s *Store) ClientByKeyHash(ctx context.Context, keyHash string) (store.Client, error) {
+	if keyHash == "" {
+		return store.Client{}, notFound("client")
+	}
+	return s.oneClient(ctx, `WHERE key_hash = $1`, keyHash)
+}
+
+// ClientByName returns the client with the name.
+func (s *Store) ClientByName(ctx context.Context, name string) (store.Client, error) {
+	return s.oneClient(ctx, `WHERE name = $1`, name)
+}
+
+// ClientByUID returns the client bound to the unix uid.
+func (s *Store) ClientByUID(ctx context.Context, uid int) (store.Client, error) {
+	return s.oneClient(ctx, `WHERE unix_uid = $1`, int64(uid))
+}
+
+func (s *Store) oneClient(ctx context.Context, where string, arg any) (store.Client, error) {
+	c, err := scanClient(s.pool.QueryRow(ctx, `SELECT `+clientColumns+` FROM clients `+where, arg))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Client{}, notFound("client")
+	}
+	if err != nil {
+		return store.Client{}, fmt.Errorf("postgres: get client: %w", err)
+	}
+	return c, nil
+}
+
+// ListClients returns every client ordered by Name.
+func (s *Store) ListClients(ctx context.Context) ([]store.Client, error) {
+	return list(ctx, s, "list clients", scanClient, `SELECT `+clientColumns+` FROM clients ORDER BY name`)
+}
+
+func uidArg(uid *int) pgtype.Int8 {
+	if uid == nil {
+		return pgtype.Int8{}
+	}
+	return pgtype.Int8{Int64: int64(*uid), Valid: true}
+}
+
+func scanClient(r scanner) (store.Client, error) {
+	var c store.Client
+	var uid, created pgtype.Int8
+	if err := r.Scan(&c.ID, &c.Name, &c.KeyHash, &c.Trust, &c.NeverAsk, &uid, &created, &c.Disabled); err != nil {
+		return store.Client{}, err
+	}
+	if uid.Valid {
+		u := int(uid.Int64)
+		c.UnixUID = &u
+	}
+	c.Created = timeCol(created)
+	return c, nil
+}

@@ -1,0 +1,220 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/capgate/capgate/internal/store/postgres/pgtest"
+)
+
+// appliedMigrations returns the versions recorded in the schema s uses, and when each was
+// applied.
+func appliedMigrations(t *testing.T, s *Store) map[int]int64 {
+	t.Helper()
+	rows, err := s.pool.Query(t.Context(), `SELECT version, applied_at FROM schema_migrations`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[int]int64{}
+	for rows.Next() {
+		var v int
+		var at int64
+		if err := rows.Scan(&v, &at); err != nil {
+			t.Fatal(err)
+		}
+		out[v] = at
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestOpenConcurrently opens one new schema from several goroutines at once, each with its
+// own pool, as replicas starting together would: every Open must succeed, and every step must
+// be applied once.
+func TestOpenConcurrently(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	const n = 8
+	stores := make([]*Store, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			stores[i], errs[i] = Open(t.Context(), dsn)
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Open %d: %v", i, err)
+		}
+		t.Cleanup(func() { stores[i].Close() })
+	}
+	var rows int
+	if err := stores[0].pool.QueryRow(t.Context(), `SELECT count(*) FROM schema_migrations`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != len(migrations) {
+		t.Errorf("schema_migrations has %d rows, want %d, one per step", rows, len(migrations))
+	}
+	for _, s := range stores {
+		if _, err := s.Revision(t.Context()); err != nil {
+			t.Errorf("Revision: %v", err)
+		}
+	}
+}
+
+// TestMigrationsApplyOnce opens a schema twice, one after the other: the second Open applies
+// nothing.
+func TestMigrationsApplyOnce(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	read := func() map[int]int64 {
+		s, err := Open(t.Context(), dsn)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		defer s.Close()
+		return appliedMigrations(t, s)
+	}
+	first := read()
+	if len(first) != len(migrations) {
+		t.Fatalf("first open applied %d migrations, want %d", len(first), len(migrations))
+	}
+	for i := range migrations {
+		if _, ok := first[i+1]; !ok {
+			t.Errorf("version %d not recorded", i+1)
+		}
+	}
+	second := read()
+	for v, at := range first {
+		if second[v] != at {
+			t.Errorf("version %d applied again on the second open", v)
+		}
+	}
+	if len(second) != len(first) {
+		t.Errorf("second open: %d migrations recorded, want %d", len(second), len(first))
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	s, err := Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	future := len(migrations) + 1
+	if _, err := s.pool.Exec(t.Context(),
+		`INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, 'future', 0)`, future); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = Open(t.Context(), dsn)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of a database with a newer schema succeeded")
+	}
+	if want := fmt.Sprintf("database schema version %d is newer than this capgate understands", future); !strings.Contains(err.Error(), want) {
+		t.Errorf("Open: %v, want it to say %q", err, want)
+	}
+}
+
+// TestObjectsInSchema checks that every table and function lands in the search_path's schema,
+// and that the functions find their tables whatever the caller's search_path.
+func TestObjectsInSchema(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	s, err := Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	var schema string
+	var tables, functions int
+	if err := s.pool.QueryRow(ctx, `SELECT current_schema(),
+			(SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()),
+			(SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+				WHERE n.nspname = current_schema() AND p.proname LIKE 'capgate\_%')`).
+		Scan(&schema, &tables, &functions); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(schema, "capgate_test_") || tables != 10 || functions != 5 {
+		t.Errorf("schema %s has %d tables and %d capgate functions, want a test schema with 10 and 5", schema, tables, functions)
+	}
+	// A session whose search_path does not name the schema still gets the right tables
+	// through the functions and triggers.
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	q := `SET search_path = pg_catalog;
+		INSERT INTO ` + schema + `.tokens (id, client_id, hash, max_uses, uses, revoked, audit_tag, body)
+			VALUES ('tk', 'cl', '', 0, 0, false, '', '');
+		SELECT ` + schema + `.capgate_take_use('tk', 1, 64);
+		SELECT ` + schema + `.capgate_revoke('tk', 1, 64);
+		RESET search_path`
+	if _, err := conn.Exec(ctx, q); err != nil {
+		t.Fatalf("functions with another search_path: %v", err)
+	}
+	tok, err := s.GetToken(ctx, "tk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.Uses != 1 || !tok.Revoked {
+		t.Errorf("token after a use and a revocation from another search_path: uses %d, revoked %v", tok.Uses, tok.Revoked)
+	}
+	if rev, err := s.Revision(ctx); err != nil || rev != 1 {
+		t.Errorf("Revision after a revocation from another search_path: %d, %v; want 1", rev, err)
+	}
+}
+
+// TestOpenErrors checks that Open says what failed, and never shows the password.
+func TestOpenErrors(t *testing.T) {
+	const secret = "s3cr3t-Passw0rd"
+	base := pgtest.DSN(t)
+	for _, tc := range []struct {
+		name, dsn, want string
+	}{
+		{"not a connection string", "postgres://capgate:" + secret + "@[::1/db?sslmode=nonsense", "connection string is not valid"},
+		{"bad option", "postgres://capgate:" + secret + "@127.0.0.1/db?sslmode=" + secret, "connection string is not valid"},
+		{"keyword form", "host=127.0.0.1 password=" + secret + " sslmode=" + secret, "connection string is not valid"},
+		{"nobody listening", "postgres://capgate:" + secret + "@127.0.0.1:1/db?sslmode=disable&connect_timeout=5", "127.0.0.1"},
+		{"no such schema", mustSearchPath(t, base, "capgate_no_such_schema"), "search_path"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			s, err := Open(ctx, tc.dsn)
+			if err == nil {
+				s.Close()
+				t.Fatal("Open succeeded")
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("error shows the password: %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "postgres: ") {
+				t.Errorf("error %q, want it to start with postgres: and say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func mustSearchPath(t *testing.T, dsn, schema string) string {
+	t.Helper()
+	if !strings.Contains(dsn, "://") {
+		return dsn + " search_path=" + schema
+	}
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + "search_path=" + schema
+}
