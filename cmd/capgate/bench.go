@@ -9,12 +9,12 @@ import (
 	"github.com/capgate/capgate/internal/bench"
 )
 
-func newBenchCmd() *cobra.Command {
+func newBenchCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure capgate's hot paths on this machine",
 	}
-	cmd.AddCommand(newBenchManifestCmd(), newBenchGatewayCmd())
+	cmd.AddCommand(newBenchManifestCmd(), newBenchGatewayCmd(g))
 	return cmd
 }
 
@@ -64,11 +64,11 @@ plus one ed25519.Verify. The manifest document's budget is 50 ms.`,
 	return cmd
 }
 
-func newBenchGatewayCmd() *cobra.Command {
+func newBenchGatewayCmd(g *globals) *cobra.Command {
 	var opts bench.GatewayOptions
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "gateway [--duration D] [--workers N] [--json]",
+		Use:   "gateway [--duration D] [--workers N] [--store URL] [--replicas N] [--json]",
 		Short: "Drive real calls through a gateway over loopback HTTP and time them",
 		Long: `Open a gateway in a temporary data folder, serve it on 127.0.0.1 (an ephemeral port), add a
 client, issue it a token for system.settings.read, and drive POST /v1/ipc get_setting calls
@@ -77,7 +77,12 @@ params, decision, the Settings app, and its decision and outcome records durable
 audit log (group commit). Then time the decision alone: Broker.Explain with the token in the
 verifier's cache. The load generator shares the machine with the gateway. Nothing listens
 beyond loopback, and the data folder is removed. The goals: a decision with a cached token in
-at most 2 µs; at least 10,000 calls/s end to end with p99 under 2 ms.`,
+at most 2 µs; at least 10,000 calls/s end to end with p99 under 2 ms.
+
+With --store postgres://... the gateways keep their state in PostgreSQL, in a schema the run
+makes for itself and drops at the end, and --replicas N serves N gateways on it (in this one
+process, each on its own port), the workers spread over them. The run then also reports the
+database round trips per call (goal: at most 2).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Duration <= 0 || opts.Duration > bench.MaxGatewayDuration {
@@ -86,6 +91,14 @@ at most 2 µs; at least 10,000 calls/s end to end with p99 under 2 ms.`,
 			if opts.Workers < 1 || opts.Workers > bench.MaxGatewayWorkers {
 				return usageErr("--workers: must be between 1 and %d", bench.MaxGatewayWorkers)
 			}
+			if opts.Replicas < 1 || opts.Replicas > bench.MaxGatewayReplicas {
+				return usageErr("--replicas: must be between 1 and %d", bench.MaxGatewayReplicas)
+			}
+			l, err := g.load(hostFlags{})
+			if err != nil {
+				return err
+			}
+			opts.Store = l.store
 			r, err := bench.Gateway(opts)
 			if err != nil {
 				return err
@@ -94,7 +107,8 @@ at most 2 µs; at least 10,000 calls/s end to end with p99 under 2 ms.`,
 			if asJSON {
 				return writeJSON(w, r)
 			}
-			fmt.Fprintf(w, "settings get_setting with a token over loopback HTTP, %d workers, %.1f s\n", r.Workers, r.DurationS)
+			fmt.Fprintf(w, "settings get_setting with a token over loopback HTTP, %d workers, %.1f s, %s, %d replica(s)\n",
+				r.Workers, r.DurationS, r.Store, r.Replicas)
 			fmt.Fprintf(w, "%-32s %12d\n", "calls", r.Calls)
 			fmt.Fprintf(w, "%-32s %12d\n", "errors", r.Errors)
 			fmt.Fprintf(w, "%-32s %12.0f\n", "calls/s", r.CallsPerSec)
@@ -103,6 +117,11 @@ at most 2 µs; at least 10,000 calls/s end to end with p99 under 2 ms.`,
 			fmt.Fprintf(w, "%-32s %12.3f\n", "latency max (ms)", r.MaxMS)
 			fmt.Fprintf(w, "%-32s %12d\n", "audit records", r.AuditRecords)
 			fmt.Fprintf(w, "%-32s %12.1f\n", "audit records per commit", r.RecordsPerBatch)
+			if r.RoundTripsPerCall > 0 {
+				fmt.Fprintf(w, "%-32s %12.2f\n", "database round trips per call", r.RoundTripsPerCall)
+				fmt.Fprintf(w, "%-32s %12.2f\n", "  of which the app's own data", r.AppRoundTripsPerCall)
+				fmt.Fprintf(w, "%-32s %12.2f\n", "  of which the gateway's", r.RoundTripsPerCall-r.AppRoundTripsPerCall)
+			}
 			fmt.Fprintf(w, "%-32s %12.2f\n", "decision, cached token (µs)", r.DecisionUS)
 			fmt.Fprintf(w, "%-32s %12d\n", "delayed-commit window (ms)", r.DelayedCommitMS)
 			if opts.WithoutDelayedCommitUnsafe {
@@ -117,6 +136,7 @@ at most 2 µs; at least 10,000 calls/s end to end with p99 under 2 ms.`,
 	}
 	cmd.Flags().DurationVar(&opts.Duration, "duration", 5*time.Second, "how long to drive calls")
 	cmd.Flags().IntVar(&opts.Workers, "workers", 32, "concurrent keep-alive HTTP clients")
+	cmd.Flags().IntVar(&opts.Replicas, "replicas", 1, "gateways served on the one store (more than one needs --store postgres://...)")
 	cmd.Flags().StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the load phase to this file (go tool pprof)")
 	cmd.Flags().BoolVar(&opts.WithoutDelayedCommitUnsafe, "without-delayed-commit-unsafe", false,
 		"serve with a broker that gives no call a delayed-commit window (measures the rest of the path)")

@@ -28,7 +28,6 @@ import (
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/ipc"
 	"github.com/capgate/capgate/internal/store"
-	"github.com/capgate/capgate/internal/store/sqlite"
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/keys"
 	"github.com/capgate/capgate/manifest"
@@ -48,10 +47,11 @@ func (g *globals) dataDir(flag string) (string, error) {
 
 func newServeCmd(g *globals) *cobra.Command {
 	var listen, socket, data, trusted, logLevel, workspace string
+	var uiHosts []string
 	cmd := &cobra.Command{
-		Use:   "serve [--listen ADDR] [--socket PATH] [--data DIR] [--workspace DIR]",
+		Use:   "serve [--listen ADDR] [--socket PATH] [--data DIR] [--store URL] [--workspace DIR]",
 		Short: "Run the gateway: the IPC API over HTTP and a unix socket",
-		Long: `Run the gateway on its embedded SQLite store. With no configuration it listens on
+		Long: `Run the gateway, by default on its embedded SQLite store. With no configuration it listens on
 127.0.0.1:7766 (loopback only) and on the unix socket capgate.sock in the data folder
 ($XDG_DATA_HOME/capgate by default), where it keeps its store, its own key (capgate.key: signs
 tokens and audit checkpoints) and the audit log's JSON-lines mirror.
@@ -61,6 +61,12 @@ solitaire) at Tier 1, signed at start with a local app key (DATA/apps.key) whose
 places in DATA/trusted. Files, editor, terminal and python work inside the workspace folder
 (--workspace, $CAPGATE_WORKSPACE or workspace in the config file; default DATA/workspace): no
 path they take leaves it.
+
+Several replicas can share one PostgreSQL database: give each --store postgres://... (or
+$CAPGATE_STORE, or store in the config file) and the same keys (one shared --data folder, or
+copies of its capgate.key, apps.key and trusted/). Use counts, revocations, consent answers and
+the audit chain are then one across them. A replica that finds the data folder's socket served
+by another serves TCP only.
 
 Agents authenticate with a client key (capgate client add NAME) as a bearer token, or over the
 socket by their uid. SIGINT or SIGTERM stops it gracefully: calls in flight finish and a final
@@ -83,7 +89,10 @@ audit checkpoint is signed.`,
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			ws := config.Resolve(workspace, config.EnvWorkspace, l.file.Workspace, "")
-			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger, Workspace: ws})
+			if _, _, err := gateway.ParseStore(dir, l.store); err != nil {
+				return usageErr("--store: %w", err)
+			}
+			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, Store: l.store, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger, Workspace: ws, UIHosts: uiHosts})
 			if err != nil {
 				return err
 			}
@@ -96,6 +105,7 @@ audit checkpoint is signed.`,
 					fmt.Fprintf(w, "capgate serving on unix:%s\n", sock)
 				}
 				fmt.Fprintf(w, "data in %s\n", dir)
+				fmt.Fprintf(w, "store: %s\n", gateway.DescribeStore(dir, l.store))
 				fmt.Fprintf(w, "apps work in %s\n", gw.Workspace())
 				if tcp != "" {
 					fmt.Fprintf(w, "approve requests at http://%s%s\n", tcp, gw.LoginLink())
@@ -114,27 +124,44 @@ audit checkpoint is signed.`,
 	cmd.Flags().StringVar(&data, "data", "", "data folder (default $CAPGATE_DATA_DIR, else $XDG_DATA_HOME/capgate)")
 	cmd.Flags().StringVar(&trusted, "trusted-dir", "", "folder of trusted app keys (default /etc/portal/keys/trusted)")
 	cmd.Flags().StringVar(&workspace, "workspace", "", "folder the files, editor, terminal and python apps work in (default DATA/workspace)")
+	cmd.Flags().StringSliceVar(&uiHosts, "ui-host", nil, "a host name or address, besides loopback, under which the approval page answers (repeatable); any other Host is refused")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "structured (JSON) log level on stderr: debug (one line per call), info, warn, error")
 	return cmd
 }
 
-// localStore opens the data folder's store directly (--data, else as configured), beside a
-// running gateway: SQLite in WAL mode lets both work.
+// localStore opens the gateway's store directly (--data and --store, else as configured),
+// beside a running gateway: SQLite in WAL mode and PostgreSQL both let them share it.
 func (g *globals) localStore(ctx context.Context, flag string) (store.Store, string, error) {
+	return g.openStore(ctx, flag, false)
+}
+
+// openStore opens the store of the data folder flag names, creating a SQLite one when create
+// is set; without it, a folder that holds no store yet is an error that says what to run.
+func (g *globals) openStore(ctx context.Context, flag string, create bool) (store.Store, string, error) {
 	dir, err := g.dataDir(flag)
 	if err != nil {
 		return nil, "", err
 	}
-	st, err := openStore(ctx, dir)
-	return st, dir, err
-}
-
-// openStore opens the store of an existing data folder.
-func openStore(ctx context.Context, dir string) (store.Store, error) {
-	if _, err := os.Stat(filepath.Join(dir, gateway.DBFile)); err != nil {
-		return nil, &exitError{code: exitNo, err: fmt.Errorf("no capgate store in %s (run capgate serve --data %s first)", dir, dir)}
+	l, err := g.load(hostFlags{dataDir: flag})
+	if err != nil {
+		return nil, "", err
 	}
-	return sqlite.Open(ctx, filepath.Join(dir, gateway.DBFile))
+	if _, _, err := gateway.ParseStore(dir, l.store); err != nil {
+		return nil, "", usageErr("--store: %w", err)
+	}
+	if create {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, "", err
+		}
+	}
+	st, err := gateway.OpenStore(ctx, dir, l.store, create)
+	if errors.Is(err, gateway.ErrNoStore) {
+		return nil, "", &exitError{code: exitNo, err: fmt.Errorf("no capgate store in %s (run capgate serve --data %s first)", dir, dir)}
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", gateway.DescribeStore(dir, l.store), err)
+	}
+	return st, dir, nil
 }
 
 func newClientCmd(g *globals) *cobra.Command {
@@ -154,15 +181,8 @@ Trust levels: public, user (the default), privileged.`,
 			default:
 				return usageErr("--trust: must be public, user or privileged")
 			}
-			dir, err := g.dataDir(data)
-			if err != nil {
-				return err
-			}
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return err
-			}
 			ctx := context.Background()
-			st, err := sqlite.Open(ctx, filepath.Join(dir, gateway.DBFile))
+			st, _, err := g.openStore(ctx, data, true)
 			if err != nil {
 				return err
 			}
@@ -548,14 +568,16 @@ func newUndoCmd() *cobra.Command {
 }
 
 func newApprovalsCmd(g *globals) *cobra.Command {
-	var data string
+	var data, server string
 	var asJSON, remember bool
 	cmd := &cobra.Command{
 		Use:   "approvals list|show|approve|deny|cancel [ID]",
 		Short: "Answer the consent requests waiting for you",
 		Long: `List, show and answer the consent requests the gateway holds for the person: approve or deny
 a pending request, or cancel an irreversible call during its delayed-commit window.
---remember on approve records an act_if_agreed mandate with the request's wording.`,
+--remember on approve records an act_if_agreed mandate with the request's wording.
+With the gateway's URL (--server, or $CAPGATE_SERVER), list and show print each request's own
+page on the approval page, URL/ui/requests/ID.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 || (args[0] == "list" && len(args) != 1) || (args[0] != "list" && len(args) != 2) {
 				return usageErr("usage: capgate approvals list | show ID | approve ID | deny ID | cancel ID")
@@ -570,6 +592,10 @@ a pending request, or cancel an irreversible call during its delayed-commit wind
 			}
 			defer st.Close()
 			cs := consent.New(st, &consent.Options{Surface: true})
+			pages, err := newApprovalPages(server)
+			if err != nil {
+				return err
+			}
 			w := cmd.OutOrStdout()
 			by := approver()
 			var aerr error
@@ -580,12 +606,19 @@ a pending request, or cancel an irreversible call during its delayed-commit wind
 					return err
 				}
 				if asJSON {
-					return writeJSON(w, list)
+					out := make([]listedConsent, len(list))
+					for i, c := range list {
+						out[i] = listedConsent{Consent: c, URL: pages.of(c.ID)}
+					}
+					return writeJSON(w, out)
 				}
 				for _, c := range list {
 					_, r, _ := cs.Get(ctx, c.ID)
 					fmt.Fprintf(w, "%s  %s  %s asks: %s %s (risk %s, %s)  expires %s\n", c.ID, c.Kind, orNone(r.ClientName),
 						r.Summary, strings.Join(r.Grants, ","), orNone(r.Risk), reversibilityWords(r), c.Expires.Format(time.RFC3339))
+					if u := pages.of(c.ID); u != "" {
+						fmt.Fprintf(w, "  answer at %s\n", u)
+					}
 				}
 				if len(list) == 0 {
 					fmt.Fprintln(w, "no pending requests")
@@ -596,7 +629,11 @@ a pending request, or cancel an irreversible call during its delayed-commit wind
 				if err != nil {
 					return &exitError{code: exitNo, err: err}
 				}
-				return writeJSON(w, map[string]any{"request": c, "details": r})
+				out := map[string]any{"request": c, "details": r}
+				if u := pages.of(c.ID); u != "" {
+					out["url"] = u
+				}
+				return writeJSON(w, out)
 			case "approve":
 				aerr = cs.Approve(ctx, args[1], by, remember)
 			case "deny":
@@ -616,6 +653,7 @@ a pending request, or cancel an irreversible call during its delayed-commit wind
 	cmd.Flags().StringVar(&data, "data", "", "data folder")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	cmd.Flags().BoolVar(&remember, "remember", false, "with approve: remember the agreement (act_if_agreed)")
+	cmd.Flags().StringVar(&server, "server", "", "the gateway's URL, to print each request's page (default $CAPGATE_SERVER)")
 	return cmd
 }
 

@@ -21,6 +21,7 @@ type loaded struct {
 	file       config.File
 	trustedDir string
 	dataDir    string
+	store      string // "" (SQLite in the data folder), sqlite:PATH or a postgres:// URL
 }
 
 func (g *globals) load(hf hostFlags) (loaded, error) {
@@ -32,6 +33,7 @@ func (g *globals) load(hf hostFlags) (loaded, error) {
 		file:       cfg,
 		trustedDir: config.Resolve(hf.trustedDir, config.EnvTrustedDir, cfg.TrustedDir, keys.DefaultTrustedDir),
 		dataDir:    config.Resolve(hf.dataDir, config.EnvDataDir, cfg.DataDir, config.DefaultDataDir()),
+		store:      config.Resolve(g.store, config.EnvStore, cfg.Store, ""),
 	}
 	if hf.sandboxRoot != "" {
 		l.file.SandboxRoot = hf.sandboxRoot

@@ -74,6 +74,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 type globals struct {
 	config string
+	store  string // --store
 }
 
 func newRoot() *cobra.Command {
@@ -90,9 +91,10 @@ Exit codes: 0 success, 1 a check that says no, 2 a usage error.`,
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&g.config, "config", "", "configuration file (default $CAPGATE_CONFIG, else $XDG_CONFIG_HOME/capgate/config.yaml)")
+	root.PersistentFlags().StringVar(&g.store, "store", "", "where the gateway keeps its state: empty for SQLite in the data folder (default $CAPGATE_STORE, else store in the config file), sqlite:PATH, or a postgres:// URL shared by replicas")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%w", err) })
 	root.AddCommand(newServeCmd(g), newClientCmd(g), newAppCmd(g), newTokenCmd(g), newCallCmd(), newExplainCmd(), newUndoCmd(), newApprovalsCmd(g), newAuditCmd(g),
-		newManifestCmd(g), newPluginCmd(g), newPolicyCmd(g), newCanonCmd(), newKeygenCmd(), newBenchCmd())
+		newManifestCmd(g), newPluginCmd(g), newPolicyCmd(g), newCanonCmd(), newKeygenCmd(), newBenchCmd(g))
 	root.AddCommand(newDemoCmd(g))
 	root.AddCommand(newMCPCmd())
 	root.AddCommand(newToolServerCmd(g))

@@ -37,6 +37,8 @@ const (
 	MaxGatewayWorkers = 1024
 	// gatewayCallTimeout bounds one HTTP call, so a stuck gateway cannot hold the run.
 	gatewayCallTimeout = 10 * time.Second
+	// MaxGatewayReplicas bounds the gateways served on one store in a run.
+	MaxGatewayReplicas = 16
 	// decisionRuns is how many Broker.Explain calls the decision median is taken over.
 	decisionRuns = 5000
 )
@@ -51,6 +53,12 @@ type GatewayOptions struct {
 	// broker's default window (3 s). Everything else is the gateway's own: store, registry,
 	// audit writer, consent service, keys and the Settings app on the same state.
 	WithoutDelayedCommitUnsafe bool
+	// Store names the store as --store does: "" for SQLite in the temporary data folder, or a
+	// postgres:// URL, in which the run makes its own schema and drops it at the end.
+	Store string
+	// Replicas is how many gateways serve on the one store, each on its own port, the workers
+	// spread over them; 0 means 1. More than one needs a PostgreSQL store.
+	Replicas int
 	// CPUProfile, when set, names a file to write a CPU profile of the load phase to (for
 	// go tool pprof): the gateway and the load generator together, as they share the machine.
 	CPUProfile string
@@ -60,6 +68,8 @@ type GatewayOptions struct {
 // with a capability token, through the IPC API over loopback HTTP, each with its durable audit
 // records, and the decision alone (Broker.Explain with the token in the verifier's cache).
 type GatewayReport struct {
+	Store       string  `json:"store"` // "sqlite" or "postgres"
+	Replicas    int     `json:"replicas"`
 	Workers     int     `json:"workers"`
 	DurationS   float64 `json:"duration_s"` // the load phase as measured
 	Calls       int64   `json:"calls"`      // calls answered with success
@@ -75,8 +85,16 @@ type GatewayReport struct {
 	RecordsPerBatch float64 `json:"audit_records_per_batch"`
 	// DecisionUS is the median of Broker.Explain with the cached token, measured after the
 	// load phase on the same gateway.
-	DecisionUS   float64 `json:"decision_us"`
-	DecisionRuns int     `json:"decision_runs"`
+	// RoundTripsPerCall is the database round trips of the load phase (every replica's) per
+	// successful call, for a store that counts them (PostgreSQL); 0 for SQLite, which runs in
+	// the process.
+	RoundTripsPerCall float64 `json:"db_round_trips_per_call,omitempty"`
+	// AppRoundTripsPerCall is the part of RoundTripsPerCall that is the Settings app reading
+	// its own value from the store (one round trip per read or write of app state): the app's
+	// data model, not the gateway's decision and audit.
+	AppRoundTripsPerCall float64 `json:"app_round_trips_per_call,omitempty"`
+	DecisionUS           float64 `json:"decision_us"`
+	DecisionRuns         int     `json:"decision_runs"`
 	// DelayedCommitMS is the delayed-commit window the decision gives each call; every call
 	// waits it out before it runs.
 	DelayedCommitMS int64  `json:"delayed_commit_ms"`
@@ -97,6 +115,18 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 	}
 	opts.Workers = min(opts.Workers, MaxGatewayWorkers)
 
+	if opts.Replicas <= 0 {
+		opts.Replicas = 1
+	}
+	kind, _, err := gateway.ParseStore("", opts.Store)
+	if err != nil {
+		return GatewayReport{}, err
+	}
+	if opts.Replicas > 1 && kind != gateway.Postgres {
+		return GatewayReport{}, errors.New("bench: several replicas need a postgres:// store")
+	}
+	opts.Replicas = min(opts.Replicas, MaxGatewayReplicas)
+
 	dir, err := os.MkdirTemp("", "capgate-bench-")
 	if err != nil {
 		return GatewayReport{}, err
@@ -105,17 +135,31 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 	// The whole run is bounded: setup, the load phase, the decision runs and shutdown.
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Duration+2*time.Minute)
 	defer cancel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	g, err := gateway.Open(ctx, gateway.Config{DataDir: dir, Listen: "127.0.0.1:0", Socket: "-", Logger: quiet})
-	if err != nil {
-		return GatewayReport{}, err
-	}
-	defer g.Close()
-	if opts.WithoutDelayedCommitUnsafe {
-		if err := withoutDelayedCommit(g); err != nil {
+	storeURL := opts.Store
+	if kind == gateway.Postgres {
+		u, drop, err := benchSchema(ctx, opts.Store)
+		if err != nil {
 			return GatewayReport{}, err
 		}
+		defer drop()
+		storeURL = u
 	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	gs := make([]*gateway.Gateway, opts.Replicas)
+	for i := range gs {
+		g, err := gateway.Open(ctx, gateway.Config{DataDir: dir, Store: storeURL, Listen: "127.0.0.1:0", Socket: "-", Logger: quiet})
+		if err != nil {
+			return GatewayReport{}, err
+		}
+		defer g.Close()
+		if opts.WithoutDelayedCommitUnsafe {
+			if err := withoutDelayedCommit(g); err != nil {
+				return GatewayReport{}, err
+			}
+		}
+		gs[i] = g
+	}
+	g := gs[0]
 
 	key, caller, err := addClient(ctx, g.Store)
 	if err != nil {
@@ -129,43 +173,59 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 	}
 
 	serveCtx, stop := context.WithCancel(ctx)
-	addrc := make(chan string, 1)
-	served := make(chan error, 1)
-	go func() { served <- g.Serve(serveCtx, func(tcp, _ string) { addrc <- tcp }) }()
-	var addr string
-	select {
-	case addr = <-addrc:
-	case err := <-served:
-		stop()
-		return GatewayReport{}, fmt.Errorf("bench: serve: %w", err)
+	defer stop()
+	served := make(chan error, len(gs))
+	var urls []string
+	for _, rg := range gs {
+		addrc := make(chan string, 1)
+		go func() { served <- rg.Serve(serveCtx, func(tcp, _ string) { addrc <- tcp }) }()
+		select {
+		case addr := <-addrc:
+			urls = append(urls, "http://"+addr+"/v1/ipc")
+		case err := <-served:
+			return GatewayReport{}, fmt.Errorf("bench: serve: %w", err)
+		}
 	}
 	if opts.CPUProfile != "" {
 		f, err := os.Create(opts.CPUProfile)
 		if err != nil {
-			stop()
 			return GatewayReport{}, fmt.Errorf("bench: cpu profile: %w", err)
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			stop()
 			return GatewayReport{}, fmt.Errorf("bench: cpu profile: %w", err)
 		}
 	}
-	r, err := drive(ctx, "http://"+addr+"/v1/ipc", key, issued.Wire, opts)
+	rt0, app0 := roundTrips(gs), appStateOps(gs)
+	r, err := drive(ctx, urls, key, issued.Wire, opts)
+	rt, app := roundTrips(gs)-rt0, appStateOps(gs)-app0
 	if opts.CPUProfile != "" {
 		pprof.StopCPUProfile()
 	}
 	stop()
-	if serr := <-served; err == nil && serr != nil {
-		err = fmt.Errorf("bench: serve: %w", serr)
+	for range gs {
+		if serr := <-served; err == nil && serr != nil {
+			err = fmt.Errorf("bench: serve: %w", serr)
+		}
 	}
 	if err != nil {
 		return GatewayReport{}, err
 	}
-	st := g.Audit.Stats()
-	r.AuditRecords = st.Records
-	if st.Batches > 0 {
-		r.RecordsPerBatch = float64(st.Records) / float64(st.Batches)
+	r.Store, r.Replicas = "sqlite", len(gs)
+	if kind == gateway.Postgres {
+		r.Store = "postgres"
+		r.RoundTripsPerCall = float64(rt) / float64(r.Calls)
+		r.AppRoundTripsPerCall = float64(app) / float64(r.Calls)
+	}
+	var records, batches int64
+	for _, rg := range gs {
+		st := rg.Audit.Stats()
+		records += st.Records
+		batches += st.Batches
+	}
+	r.AuditRecords = records
+	if batches > 0 {
+		r.RecordsPerBatch = float64(records) / float64(batches)
 	}
 
 	req := broker.Request{RequestID: "bench", Action: ipc.ActionQuery, App: "settings", Method: "get_setting",
@@ -182,6 +242,26 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 	r.DecisionUS, r.DecisionRuns = median(ds), len(ds)
 	r.DelayedCommitMS = g.Broker.Explain(ctx, caller, req).DelayedCommit.Milliseconds()
 	return r, nil
+}
+
+// roundTrips sums the database round trips of the gateways' stores, for stores that count them.
+func roundTrips(gs []*gateway.Gateway) int64 {
+	var n int64
+	for _, g := range gs {
+		if c, ok := g.Store.(interface{ RoundTrips() int64 }); ok {
+			n += c.RoundTrips()
+		}
+	}
+	return n
+}
+
+// appStateOps sums the built-in apps' reads and writes of their state.
+func appStateOps(gs []*gateway.Gateway) int64 {
+	var n int64
+	for _, g := range gs {
+		n += g.AppStateOps()
+	}
+	return n
 }
 
 // withoutDelayedCommit replaces the gateway's broker with one of the same parts that gives no
@@ -244,7 +324,7 @@ type workerResult struct {
 
 // drive runs the load phase: each worker sends get_setting calls on its own keep-alive
 // connection until the deadline.
-func drive(ctx context.Context, url, key, tok string, opts GatewayOptions) (GatewayReport, error) {
+func drive(ctx context.Context, urls []string, key, tok string, opts GatewayOptions) (GatewayReport, error) {
 	tr := &http.Transport{MaxIdleConns: opts.Workers, MaxIdleConnsPerHost: opts.Workers, IdleConnTimeout: time.Minute,
 		DisableCompression: true}
 	defer tr.CloseIdleConnections()
@@ -260,7 +340,7 @@ func drive(ctx context.Context, url, key, tok string, opts GatewayOptions) (Gate
 			for i := 0; ctx.Err() == nil && time.Now().Before(deadline); i++ {
 				body := envelope("b"+strconv.Itoa(w)+"-"+strconv.Itoa(i), tok)
 				t0 := time.Now()
-				err := callOnce(ctx, client, url, key, body)
+				err := callOnce(ctx, client, urls[w%len(urls)], key, body)
 				el := time.Since(t0)
 				if err != nil {
 					res.errors++

@@ -567,7 +567,7 @@ func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, r
 	}
 	if out.UndoToken != "" && c.UndoWindowMS != nil && *c.UndoWindowMS > 0 {
 		until := b.o.Now().Add(time.Duration(*c.UndoWindowMS) * time.Millisecond)
-		tok, err := b.saveUndo(ctx, undoRecord{AppID: f.cap.App.ID, Capability: c.ID, ClientID: caller.ClientID, HandlerToken: out.UndoToken, Until: until.UnixMilli()})
+		tok, err := b.saveUndo(ctx, undoRecord{AppID: f.cap.App.ID, Capability: c.ID, ClientID: caller.ClientID, HandlerToken: out.UndoToken, Until: until.UnixMilli(), CallID: res.CallID})
 		if err == nil {
 			res.UndoToken, res.UndoUntil = tok, until
 		}

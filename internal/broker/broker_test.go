@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -367,6 +368,71 @@ func TestUndoWindowPasses(t *testing.T) {
 	}
 	now = now.Add(61 * time.Second)
 	if err := e.b.Undo(context.Background(), alice, r.UndoToken); !errors.Is(err, ErrUndoExpired) {
+		t.Fatalf("late undo: %v", err)
+	}
+}
+
+// The person can undo any client's call within its window, by its call id: Undoable lists
+// the call, UndoCall reverts it through the handler and spends the undo token (the client
+// can no longer use it), and both steps are in the audit log under the person's name.
+// Calls whose windows passed are no longer listed, and cannot be undone.
+func TestUndoCallByThePerson(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	now := time.Now()
+	e.b.o.Now = func() time.Time { return now }
+	wire := e.issue(t, alice.ClientID, []string{"app.notes.delete"}, 0, time.Hour, e.key)
+	e.answer(t, true)
+	r := e.b.Call(ctx, alice, call("delete", `{"id":"1"}`, wire))
+	if !r.OK() || r.UndoToken == "" {
+		t.Fatalf("delete: %+v", r)
+	}
+	u, err := e.b.Undoable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := u[r.CallID]; len(u) != 1 || !ok || got.ClientID != alice.ClientID || got.Capability != "notes.org.example.notes.delete" ||
+		!got.Until.Equal(time.UnixMilli(r.UndoUntil.UnixMilli())) {
+		t.Fatalf("undoable calls: %+v", u)
+	}
+	if err := e.b.UndoCall(ctx, "call_nosuch", "person (test)"); !errors.Is(err, ErrUndoUnknown) {
+		t.Fatalf("undo of an unknown call: %v", err)
+	}
+	if err := e.b.UndoCall(ctx, r.CallID, "person (test)"); err != nil {
+		t.Fatal(err)
+	}
+	if e.app.notes["1"] != "milk" {
+		t.Fatal("the person's undo did not restore the note")
+	}
+	if err := e.b.Undo(ctx, alice, r.UndoToken); !errors.Is(err, ErrUndoUnknown) {
+		t.Fatalf("the client's undo after the person's: %v", err)
+	}
+	if err := e.b.UndoCall(ctx, r.CallID, "person (test)"); !errors.Is(err, ErrUndoUnknown) {
+		t.Fatalf("a second undo: %v", err)
+	}
+	entries, err := audit.Tail(ctx, e.st, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, kind := range []string{"decision", "outcome"} {
+		rec := entries[i].Record
+		if rec.Action != "undo" || rec.Kind != kind || rec.ClientID != "person (test)" || rec.CallID != r.CallID ||
+			!strings.Contains(rec.Explanation, alice.ClientID) || (kind == "outcome" && rec.Result != "success") {
+			t.Errorf("audit record %d: %+v", i, rec)
+		}
+	}
+
+	// A window that passed: not listed, not undone.
+	e.answer(t, true)
+	r = e.b.Call(ctx, alice, call("delete", `{"id":"2"}`, wire))
+	if !r.OK() {
+		t.Fatalf("delete: %+v", r)
+	}
+	now = now.Add(61 * time.Second)
+	if u, err := e.b.Undoable(ctx); err != nil || len(u) != 0 {
+		t.Fatalf("undoable after the window: %+v %v", u, err)
+	}
+	if err := e.b.UndoCall(ctx, r.CallID, "person (test)"); !errors.Is(err, ErrUndoUnknown) {
 		t.Fatalf("late undo: %v", err)
 	}
 }

@@ -27,6 +27,10 @@ const EnvTrustedDir = "CAPGATE_TRUSTED_DIR"
 // EnvDataDir names the environment variable for capgate's data folder.
 const EnvDataDir = "CAPGATE_DATA_DIR"
 
+// EnvStore names the environment variable for the store: empty for SQLite in the data
+// folder, or a postgres:// URL for replicas on PostgreSQL.
+const EnvStore = "CAPGATE_STORE"
+
 // EnvWorkspace names the environment variable for the built-in apps' workspace.
 const EnvWorkspace = "CAPGATE_WORKSPACE"
 
@@ -40,6 +44,9 @@ type File struct {
 	TrustedDir string `json:"trusted_dir,omitempty"`
 	// DataDir holds the lockfile and the store (default $XDG_DATA_HOME/capgate).
 	DataDir string `json:"data_dir,omitempty"`
+	// Store is where the gateway keeps its state: empty for SQLite in the data folder (the
+	// default), "sqlite:PATH", or a postgres:// URL, which several replicas can share.
+	Store string `json:"store,omitempty"`
 	// Workspace is the folder the built-in files, editor, terminal and python apps work in
 	// (default DATA/workspace).
 	Workspace string `json:"workspace,omitempty"`

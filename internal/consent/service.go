@@ -291,6 +291,11 @@ func (s *Service) signal() <-chan struct{} {
 	return s.changed
 }
 
+// Changed tells s that a request changed elsewhere (another process or replica answered,
+// cancelled or expired it), so that its waiters re-read the store now instead of at their
+// next poll. A store that notifies (store.Watcher) calls it through the gateway.
+func (s *Service) Changed() { s.notify() }
+
 // notify wakes everyone waiting on signal.
 func (s *Service) notify() {
 	s.mu.Lock()

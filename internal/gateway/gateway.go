@@ -28,9 +28,9 @@ import (
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/ipc"
 	"github.com/capgate/capgate/internal/mcp"
+	"github.com/capgate/capgate/internal/plugin"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
-	"github.com/capgate/capgate/internal/store/sqlite"
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/internal/toolserver"
 	"github.com/capgate/capgate/internal/web"
@@ -49,12 +49,19 @@ const (
 // Config of a gateway. The zero Config (with DataDir set) serves on 127.0.0.1:7766 and the
 // data folder's socket.
 type Config struct {
-	DataDir    string
+	DataDir string
+	// Store names the store (ParseStore): "" is SQLite in DataDir/capgate.db; a postgres://
+	// URL lets several replicas share one PostgreSQL database.
+	Store      string
 	Listen     string // TCP address; "" means DefaultListen; "-" disables TCP
 	Socket     string // unix socket path; "" means DataDir/capgate.sock; "-" disables it
 	TrustedDir string // trusted app keys
 	Handlers   map[string]sdk.Handler
 	Logger     *slog.Logger
+	// UIHosts are the host names (and addresses) besides loopback under which the approval
+	// page answers, for a gateway reached through a name of its own; every other Host header
+	// is refused (DNS rebinding).
+	UIHosts []string
 	// Workspace is the folder the files, editor, terminal and python apps work in: every path
 	// they take is confined to it. "" means DataDir/workspace, created on first use.
 	Workspace string
@@ -95,6 +102,8 @@ type Gateway struct {
 	web        *web.Server // the approval page, /ui/
 	toolsSync  sync.Mutex  // one tool-server sync at a time
 	toolsAgain atomic.Bool // a reload came while a sync ran
+
+	appStateOps atomic.Int64 // AppStateOps
 }
 
 // Workspace returns the folder the built-in files, editor, terminal and python apps work in.
@@ -116,9 +125,13 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, DBFile))
+	st, err := OpenStore(ctx, cfg.DataDir, cfg.Store, true)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: store: %w", err)
+	}
+	if err := pinIdentity(ctx, st, "gateway key", key.Public().(ed25519.PublicKey), filepath.Join(cfg.DataDir, KeyFile)); err != nil {
+		st.Close()
+		return nil, err
 	}
 	g := &Gateway{cfg: cfg, Store: st, Key: key}
 	// capgate's own log goes where the operator sent it and into the ring the syslog app reads.
@@ -163,7 +176,15 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
-	g.web = web.New(web.Options{Consent: g.Consent, Store: st, Broker: g.Broker, Registry: g.Registry, PublicKey: key.Public().(ed25519.PublicKey), Logger: g.log})
+	g.web = web.New(web.Options{Consent: g.Consent, Store: st, Broker: g.Broker, Registry: g.Registry, PublicKey: key.Public().(ed25519.PublicKey), Logger: g.log,
+		Audit:        g.Audit,
+		AllowedHosts: cfg.UIHosts,
+		ToolServers:  &toolserver.Env{Store: st, Registry: g.Registry, DataDir: cfg.DataDir, Version: "capgate"},
+		// An accept on the page pins the tool in the store; the connections read it now.
+		ToolsChanged: func() { go g.syncTools(context.Background()) },
+		// The lockfile in the data folder, as capgate plugin uses it. Approving re-diffs the
+		// pending widening against the lock; it verifies no signature, so no trust is needed.
+		Plugins: &plugin.Host{DataDir: cfg.DataDir}})
 	if _, err := g.Broker.Sync(ctx); err != nil {
 		g.Close()
 		return nil, err
@@ -228,6 +249,10 @@ func loadOrCreate(path string) (ed25519.PrivateKey, error) {
 		return nil, err
 	}
 	if err := keys.WritePrivateKey(path, k, false); err != nil {
+		if errors.Is(err, keys.ErrExists) {
+			// Another replica sharing this data folder made it first: use theirs.
+			return keys.LoadPrivateKey(path)
+		}
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	return k, nil
@@ -276,26 +301,35 @@ func (g *Gateway) Serve(ctx context.Context, ready func(tcp, socket string)) err
 		if sockPath == "" {
 			sockPath = filepath.Join(g.cfg.DataDir, SocketFile)
 		}
-		_ = os.Remove(sockPath) // a socket left by a crash
-		ln, err := net.Listen("unix", sockPath)
-		if err != nil {
+		ln, err := listenSocket(sockPath, g.cfg.Socket != "")
+		switch {
+		case errors.Is(err, errSocketInUse):
+			// Another replica sharing this data folder serves the default socket: this
+			// one serves TCP alone rather than take it over.
+			g.log.Warn("the data folder's socket is served by another capgate; serving TCP only", "socket", sockPath)
+			sockPath = ""
+		case err != nil:
 			for _, l := range lns {
 				l.Close()
 			}
-			return fmt.Errorf("gateway: socket %s: %w", sockPath, err)
-		}
-		if err := os.Chmod(sockPath, 0o660); err != nil {
-			ln.Close()
 			return err
+		default:
+			lns = append(lns, ln)
 		}
-		lns = append(lns, ln)
+	}
+	if len(lns) == 0 {
+		return errors.New("gateway: nothing to listen on (--listen - and no socket)")
 	}
 	errc := make(chan error, len(lns))
 	for _, ln := range lns {
 		go func() { errc <- srv.Serve(ln) }()
 	}
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
-	go g.sweep(sweepCtx)
+	kick := make(chan struct{}, 1)
+	if w, ok := g.Store.(store.Watcher); ok {
+		go g.watch(sweepCtx, w, kick)
+	}
+	go g.sweep(sweepCtx, kick)
 	g.log.Info("[OK] capgate serving", "tcp", tcpAddr, "socket", sockPath, "data", g.cfg.DataDir, "workspace", g.workspace)
 	if ready != nil {
 		ready(tcpAddr, sockPath)
@@ -321,39 +355,106 @@ func (g *Gateway) Serve(ctx context.Context, ready func(tcp, socket string)) err
 	return err
 }
 
+// errSocketInUse: another process owns the socket path.
+var errSocketInUse = errors.New("socket in use")
+
+// listenSocket listens on the unix socket at path, once this process owns it (ownSocket): a
+// socket file left by a crash is replaced, one another live process owns is errSocketInUse
+// when it is the data folder's default (explicit false), and an error naming it when it was
+// asked for explicitly.
+func listenSocket(path string, explicit bool) (net.Listener, error) {
+	release, err := ownSocket(path)
+	if errors.Is(err, errSocketInUse) && explicit {
+		return nil, fmt.Errorf("gateway: socket %s: another capgate is serving it", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	_ = os.Remove(path) // a socket left by a crash
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		release()
+		return nil, fmt.Errorf("gateway: socket %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o660); err != nil {
+		ln.Close()
+		release()
+		return nil, fmt.Errorf("gateway: socket %s: %w", path, err)
+	}
+	return &ownedListener{Listener: ln, release: release}, nil
+}
+
+// ownedListener releases the socket's ownership when it is closed.
+type ownedListener struct {
+	net.Listener
+	release func()
+	once    sync.Once
+}
+
+func (l *ownedListener) Close() error {
+	err := l.Listener.Close()
+	l.once.Do(l.release)
+	return err
+}
+
 // sweep keeps the gateway in step with its store: every broker.SyncInterval it compares the
 // store's revision and, when another process revoked a token or changed a mandate, a client
 // or an app, drops the broker's caches and reloads the registry (so that apps registered by
 // capgate app register or another replica are seen within a fraction of a second); every
 // second it expires unanswered consent requests.
-func (g *Gateway) sweep(ctx context.Context) {
+func (g *Gateway) sweep(ctx context.Context, kick <-chan struct{}) {
 	t := time.NewTicker(broker.SyncInterval)
 	defer t.Stop()
 	lastRev, lastSweep := int64(-1), time.Time{}
 	for {
+		var now time.Time
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
-			rev, err := g.Broker.Sync(ctx)
-			if err != nil && ctx.Err() == nil {
-				g.log.Warn("store revision check failed", "err", err)
-			}
-			if err == nil && rev != lastRev {
-				if err := g.Registry.Reload(ctx); err != nil && ctx.Err() == nil {
-					g.log.Warn("registry reload failed", "err", err)
-				} else {
-					lastRev = rev
-					go g.syncTools(ctx)
-				}
-			}
-			if now.Sub(lastSweep) >= time.Second {
-				lastSweep = now
-				if _, err := g.Consent.Sweep(ctx); err != nil && ctx.Err() == nil {
-					g.log.Warn("consent sweep failed", "err", err)
-				}
+		case now = <-t.C:
+		case <-kick:
+			now = time.Now()
+		}
+		rev, err := g.Broker.Sync(ctx)
+		if err != nil && ctx.Err() == nil {
+			g.log.Warn("store revision check failed", "err", err)
+		}
+		if err == nil && rev != lastRev {
+			if err := g.Registry.Reload(ctx); err != nil && ctx.Err() == nil {
+				g.log.Warn("registry reload failed", "err", err)
+			} else {
+				lastRev = rev
+				go g.syncTools(ctx)
 			}
 		}
+		if now.Sub(lastSweep) >= time.Second {
+			lastSweep = now
+			if _, err := g.Consent.Sweep(ctx); err != nil && ctx.Err() == nil {
+				g.log.Warn("consent sweep failed", "err", err)
+			}
+		}
+	}
+}
+
+// watch listens to a store that tells of other processes' changes as they happen
+// (PostgreSQL's notifications): a revision wakes the sweep at once, so that caches drop
+// and the registry reloads without waiting for the next tick, and a consent change wakes the
+// calls waiting for an answer given through another replica. The polls stay, for
+// notifications lost while a connection was down.
+func (g *Gateway) watch(ctx context.Context, w store.Watcher, kick chan<- struct{}) {
+	err := w.Watch(ctx, func(topic string) {
+		switch topic {
+		case store.TopicRevision:
+			select {
+			case kick <- struct{}{}:
+			default: // a sync is already due
+			}
+		case store.TopicConsent:
+			g.Consent.Changed()
+		}
+	})
+	if err != nil && ctx.Err() == nil {
+		g.log.Warn("store notifications stopped; changes by other replicas are seen at the next poll", "err", err)
 	}
 }
 

@@ -4,6 +4,8 @@
 package plugin
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,7 +69,19 @@ var (
 	ErrNotInstalled = errors.New("plugin is not installed")
 	ErrInstalled    = errors.New("plugin is already installed; use upgrade")
 	ErrNoPending    = errors.New("no widening is pending for this plugin")
+	// ErrPendingChanged is an ApproveSeen whose pending widening is no longer the one the
+	// reviewer was shown: another install replaced it. Nothing is approved.
+	ErrPendingChanged = errors.New("the widening pending for this plugin changed since it was shown")
 )
+
+// PendingHash names one pending widening: "sha256:" and the hex SHA-256 of the manifest it
+// would install (canonical, signature included; it declares the package's digest). A
+// reviewer shown a widening approves it by this hash (ApproveSeen), so that a widening
+// replaced meanwhile is not approved in its place.
+func PendingHash(p lock.Pending) string {
+	sum := sha256.Sum256(p.Entry.Manifest)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
 
 func (h *Host) now() time.Time {
 	if h.Now != nil {
@@ -237,11 +251,28 @@ func (h *Host) Install(src string, opts Options) (Outcome, error) {
 // Approve applies the widening pending for appID, after comparing it again with what is locked
 // now: if the lock changed since, the diff is taken anew and a reject is still refused.
 func (h *Host) Approve(appID, approver string) (Outcome, error) {
+	return h.approve(appID, "", approver)
+}
+
+// ApproveSeen is Approve of the widening the reviewer was shown: only when the widening
+// pending for appID is still the one named by seen (PendingHash), else ErrPendingChanged.
+func (h *Host) ApproveSeen(appID, seen, approver string) (Outcome, error) {
+	if seen == "" {
+		return Outcome{}, fmt.Errorf("%s: %w", appID, ErrPendingChanged)
+	}
+	return h.approve(appID, seen, approver)
+}
+
+// approve is Approve; seen, when set, must be the pending widening's PendingHash.
+func (h *Host) approve(appID, seen, approver string) (Outcome, error) {
 	var out Outcome
 	err := lock.Update(h.DataDir, func(f *lock.File) error {
 		p, ok := f.Pending[appID]
 		if !ok {
 			return fmt.Errorf("%s: %w", appID, ErrNoPending)
+		}
+		if seen != "" && PendingHash(p) != seen {
+			return fmt.Errorf("%s: %w", appID, ErrPendingChanged)
 		}
 		nd, err := manifest.Parse(p.Entry.Manifest)
 		if err != nil {

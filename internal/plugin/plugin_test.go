@@ -227,6 +227,45 @@ func TestNewPluginIsAWideningUntilApproved(t *testing.T) {
 	}
 }
 
+// ApproveSeen approves only the widening the reviewer was shown: one replaced by another
+// install of the same plugin (a wider one here) is ErrPendingChanged and stays pending.
+func TestApproveSeen(t *testing.T) {
+	f := newFixture(t)
+	v1 := baseManifest()
+	mustInstall(t, f.host, f.writePlugin(t, "kb-1.0.0", v1, "v1", f.key), Options{})
+	shown := PendingHash(locked(t, f.host).Pending[appID])
+	if !strings.HasPrefix(shown, "sha256:") || len(shown) != len("sha256:")+64 {
+		t.Fatalf("PendingHash %q", shown)
+	}
+	// Another install replaces the pending widening before the reviewer approves: the same
+	// content (so the same digest), one more network destination in the manifest.
+	wider := clone(v1)
+	capOf(wider, 0)["network_intents"] = append(capOf(wider, 0)["network_intents"].([]any), map[string]any{"host": "mirror.example.com", "port": 443})
+	if err := f.host.Remove(appID); err != nil {
+		t.Fatal(err)
+	}
+	mustInstall(t, f.host, f.writePlugin(t, "kb-1.0.0-wider", wider, "v1", f.key), Options{})
+	p := locked(t, f.host).Pending[appID]
+	if PendingHash(p) == shown {
+		t.Fatal("two manifests share a PendingHash")
+	}
+	for _, seen := range []string{shown, "", "sha256:" + strings.Repeat("0", 64)} {
+		if _, err := f.host.ApproveSeen(appID, seen, "test"); !errors.Is(err, ErrPendingChanged) {
+			t.Fatalf("approving %q: %v", seen, err)
+		}
+	}
+	if lf := locked(t, f.host); len(lf.Plugins) != 0 || len(lf.Pending) != 1 {
+		t.Fatalf("a refused approval changed the lock: %+v", lf)
+	}
+	out, err := f.host.ApproveSeen(appID, PendingHash(p), "test")
+	if err != nil || !out.Applied {
+		t.Fatalf("approving what was shown: %+v %v", out, err)
+	}
+	if e := locked(t, f.host).Plugins[appID]; e.ApprovedBy != "test" || string(e.Manifest) != string(p.Entry.Manifest) {
+		t.Fatalf("lock after approval: %+v", e)
+	}
+}
+
 func (f *fixture) installed(t *testing.T, m map[string]any, name string) {
 	t.Helper()
 	out := mustInstall(t, f.host, f.writePlugin(t, name, m, name, f.key), Options{Approve: true, Approver: "test"})

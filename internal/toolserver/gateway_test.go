@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -353,6 +355,53 @@ func TestRenamedAndRemovedTools(t *testing.T) {
 		t.Errorf("pins after the removal: %+v, %v", pins, err)
 	}
 	checkNoSecrets(t, f)
+}
+
+// AcceptSeen pins a changed tool only with the definition of its pin request: after the
+// server changes it again, the old request's hash accepts nothing (ErrChangedAgain), and the
+// hash of the definition listed now accepts it, recording the pin request as approved.
+func TestAcceptSeen(t *testing.T) {
+	f := newFixture(t)
+	f.setControl("mutate")
+	f.eventually("a pin request for echo", func() bool {
+		rs, _ := toolserver.PinRequests(f.ctx, f.g.Store, "srv")
+		return len(rs) == 1
+	})
+	env := &toolserver.Env{Store: f.g.Store, Registry: f.g.Registry, DataDir: f.data}
+	reqs, err := toolserver.PinRequests(f.ctx, f.g.Store, "srv")
+	if err != nil || len(reqs) != 1 || reqs[0].Tool != "echo" || !strings.HasPrefix(reqs[0].Hash, "sha256:") {
+		t.Fatalf("pin requests: %+v %v", reqs, err)
+	}
+	seen := reqs[0]
+	before, _ := toolserver.LoadPins(f.ctx, f.g.Store, "srv")
+
+	// greet did not change: there is nothing to accept. Then the server adds a tool, and echo
+	// is accepted only with the hash the person was shown.
+	if _, err := toolserver.AcceptSeen(f.ctx, env, "srv", "greet", seen.Hash, "person"); !errors.Is(err, toolserver.ErrNothingToAccept) {
+		t.Errorf("accepting an unchanged tool: %v", err)
+	}
+	f.setControl("mutate,hostile")
+	f.eventually("a pin request for the hostile tool", func() bool {
+		rs, _ := toolserver.PinRequests(f.ctx, f.g.Store, "srv")
+		return len(rs) == 2
+	})
+	if _, err := toolserver.AcceptSeen(f.ctx, env, "srv", "echo", "sha256:"+strings.Repeat("0", 64), "person"); !errors.Is(err, toolserver.ErrChangedAgain) {
+		t.Fatalf("accepting with a hash the server does not list: %v", err)
+	}
+	if after, _ := toolserver.LoadPins(f.ctx, f.g.Store, "srv"); !reflect.DeepEqual(before, after) {
+		t.Errorf("a refused AcceptSeen changed the pins")
+	}
+	rep, err := toolserver.AcceptSeen(f.ctx, env, "srv", "echo", seen.Hash, "person")
+	if err != nil || len(rep.Accepted) != 1 || rep.Accepted[0].Hash != seen.Hash {
+		t.Fatalf("accepting what was shown: %+v %v", rep.Accepted, err)
+	}
+	if c, _ := f.g.Store.GetConsent(f.ctx, seen.ConsentID); c.State != store.ConsentApproved || c.AnsweredBy != "person" {
+		t.Errorf("the pin request after AcceptSeen: %s by %s", c.State, c.AnsweredBy)
+	}
+	rs, _ := toolserver.PinRequests(f.ctx, f.g.Store, "srv")
+	if len(rs) != 1 || rs[0].Tool == "echo" {
+		t.Errorf("pin requests after accepting echo: %+v", rs)
+	}
 }
 
 func auditHas(t *testing.T, f *fixture, action, capability, consentID string) bool {

@@ -192,12 +192,29 @@ func (e *Env) register(ctx context.Context, name string, pins []Pin) (bool, erro
 // ErrNothingToAccept is an Accept that names a tool neither changed nor new.
 var ErrNothingToAccept = errors.New("toolserver: nothing to accept")
 
+// ErrChangedAgain is an AcceptSeen whose tool the server now lists with another definition
+// than the one the person was shown: nothing is accepted, and the person must look again.
+var ErrChangedAgain = errors.New("toolserver: the tool changed again since it was shown")
+
 // Accept lists the tool server's tools and compares them with the pins (Report.Changes,
 // with their differences); unless dryRun, it pins the changed and new tools named by tools
 // (every one when tools is empty), drops the pins of removed tools, registers the manifest
 // again and records the open pin requests of the accepted tools as approved by by. A named
 // tool that is neither changed nor new is ErrNothingToAccept, and nothing is accepted.
 func Accept(ctx context.Context, e *Env, name string, tools []string, dryRun bool, by string) (Report, error) {
+	return accept(ctx, e, name, tools, nil, dryRun, by)
+}
+
+// AcceptSeen is Accept of the one changed or new tool, only when the server lists it now with
+// the definition whose hash the person was shown (the hash of its PinRequest): what the
+// person accepts is what they read, even if the server changed the tool again meanwhile
+// (then ErrChangedAgain, and nothing is accepted).
+func AcceptSeen(ctx context.Context, e *Env, name, tool, hash, by string) (Report, error) {
+	return accept(ctx, e, name, []string{tool}, map[string]string{tool: hash}, false, by)
+}
+
+// accept is Accept; seen, when set, holds the hash each named tool must be listed with.
+func accept(ctx context.Context, e *Env, name string, tools []string, seen map[string]string, dryRun bool, by string) (Report, error) {
 	c, err := LoadConfig(ctx, e.Store, name)
 	if err != nil {
 		return Report{}, err
@@ -220,6 +237,9 @@ func Accept(ctx context.Context, e *Env, name string, tools []string, dryRun boo
 	for _, ch := range r.Changes {
 		if want[ch.Tool] && ch.Kind != Changed && ch.Kind != New {
 			return r, fmt.Errorf("%w: the tool %q is %s", ErrNothingToAccept, ch.Tool, ch.Kind)
+		}
+		if h, ok := seen[ch.Tool]; ok && want[ch.Tool] && ch.Listed.Hash != h {
+			return r, fmt.Errorf("%w: the tool %q", ErrChangedAgain, ch.Tool)
 		}
 		delete(want, ch.Tool)
 	}

@@ -131,6 +131,30 @@ func loadPending(ctx context.Context, st store.State, name string) (map[string]p
 	return out, nil
 }
 
+// PinRequest is a tool's open pin request: the consent request (ConsentID, of kind KindPin)
+// that asked the person to accept the tool's changed or new definition, whose hash is Hash.
+// It stays recorded after the person denies it (the tool stays stopped), and is dropped
+// when the tool is accepted or removed.
+type PinRequest struct {
+	Tool      string
+	Hash      string
+	ConsentID string
+}
+
+// PinRequests returns the pin requests of the tool server name, ordered by tool name.
+func PinRequests(ctx context.Context, st store.State, name string) ([]PinRequest, error) {
+	m, err := loadPending(ctx, st, name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PinRequest, 0, len(m))
+	for tool, p := range m {
+		out = append(out, PinRequest{Tool: tool, Hash: p.Hash, ConsentID: p.ConsentID})
+	}
+	slices.SortFunc(out, func(a, b PinRequest) int { return strings.Compare(a.Tool, b.Tool) })
+	return out, nil
+}
+
 func putPending(ctx context.Context, st store.State, name, tool string, p pending) error {
 	raw, _ := json.Marshal(p)
 	return st.PutState(ctx, AppPrefix+name, statePending+tool, raw)

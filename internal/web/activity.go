@@ -7,10 +7,12 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -56,6 +58,11 @@ type entryView struct {
 	ParamsHash  string // never the params themselves: the log holds only their hash
 	Duration    string
 	Broken      bool // the body does not decode: audit verify says why
+	// Undo is set on a successful call's outcome while its undo window is open: the page
+	// offers to undo it, and counts down to UndoUntil (Unix milliseconds).
+	Undo      bool
+	UndoUntil int64
+	UndoLeft  string
 }
 
 // verifyView is audit.Verify's report in plain words.
@@ -148,7 +155,7 @@ type olderPage struct {
 }
 
 // activity is the audit log page.
-func (s *Server) activity(w http.ResponseWriter, r *http.Request, _ string) {
+func (s *Server) activity(w http.ResponseWriter, r *http.Request, csrf string) {
 	if s.o.Store == nil {
 		s.message(w, http.StatusNotFound, "Not available", "This gateway serves no activity log.")
 		return
@@ -174,8 +181,56 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request, _ string) {
 		s.message(w, http.StatusInternalServerError, "Something broke", "capgate could not read the audit log. Its log says why.")
 		return
 	}
+	now := s.o.Now()
+	s.markUndoable(r, v, now)
 	v.Verify = s.verify(r)
-	s.render(w, http.StatusOK, "activity.html", page{Title: "Activity", Nav: "activity", Activity: v, Now: s.o.Now()})
+	s.render(w, http.StatusOK, "activity.html", page{Title: "Activity", Nav: "activity", CSRF: csrf, Activity: v, Now: now})
+}
+
+// markUndoable offers undo on the successful calls listed whose undo window is open at now.
+func (s *Server) markUndoable(r *http.Request, v *activityView, now time.Time) {
+	if s.o.Broker == nil {
+		return
+	}
+	u, err := s.o.Broker.Undoable(r.Context())
+	if err != nil {
+		s.o.Logger.Warn("web: listing the calls that can be undone failed", "err", err)
+		return
+	}
+	for i := range v.Entries {
+		e := &v.Entries[i]
+		if c, ok := u[e.CallID]; ok && e.Kind == audit.KindOutcome && e.Result == "success" && e.Action != "undo" && now.Before(c.Until) {
+			e.Undo, e.UndoUntil, e.UndoLeft = true, c.Until.UnixMilli(), timeLeft(c.Until, now)
+		}
+	}
+}
+
+// undo reverts a call on the person's behalf, through the broker as an agent's undo goes
+// (audited there), then shows the activity page, where the undo is the newest record.
+func (s *Server) undo(w http.ResponseWriter, r *http.Request, _ string) {
+	if s.o.Broker == nil {
+		s.message(w, http.StatusNotFound, "Not available", "This gateway cannot undo calls here.")
+		return
+	}
+	id := r.PostForm.Get("call")
+	if id == "" || len(id) > maxIDBytes {
+		s.message(w, http.StatusBadRequest, "Nothing to undo", "The field call must name a call.")
+		return
+	}
+	err := s.o.Broker.UndoCall(r.Context(), id, person)
+	switch {
+	case err == nil:
+		http.Redirect(w, r, "/ui/activity", http.StatusSeeOther)
+	case errors.Is(err, broker.ErrUndoUnknown):
+		s.message(w, http.StatusConflict, "Cannot be undone", "This call can no longer be undone: it was undone already, or its undo window passed.")
+	case errors.Is(err, broker.ErrUndoExpired):
+		s.message(w, http.StatusConflict, "Too late", "This call's undo window has passed: it can no longer be undone.")
+	case errors.Is(err, broker.ErrUndoNotSupp):
+		s.message(w, http.StatusConflict, "Cannot be undone", "The app that ran this call cannot undo it.")
+	default:
+		s.o.Logger.Warn("web: undoing a call failed", "err", err)
+		s.message(w, http.StatusInternalServerError, "The undo failed", "capgate asked the app to undo the call, and it failed, or the undo could not be recorded. The activity log and capgate's log say more.")
+	}
 }
 
 // readActivity fills v with one page of the records matching f, newest first, reading the
@@ -240,16 +295,63 @@ func newEntryView(e audit.Entry, names map[string]string) entryView {
 	return v
 }
 
-// verify runs audit.Verify over the whole log and says what it found in plain words.
+// verdictCache holds what audit.Verify last found, keyed by what it read: the log's head
+// (seq and hash) and the number of checkpoints. Verify reads the whole log, so the activity
+// page runs it again only when the log grew or a checkpoint was added. The cost: an old
+// entry altered in place, the head unchanged, shows on the page only once the log grows
+// again (the next call does that); `capgate audit verify` always reads everything.
+type verdictCache struct {
+	mu  sync.Mutex // held while Verify runs, so that loads at once wait for one run
+	key verdictKey
+	v   verifyView
+	ok  bool
+}
+
+// verdictKey is what a verdict was found for.
+type verdictKey struct {
+	seq         int64
+	hash        string
+	checkpoints int
+}
+
+// verify says what audit.Verify finds in the log, in plain words, running it only when the
+// log changed since its last run (verdictCache).
 func (s *Server) verify(r *http.Request) verifyView {
 	if len(s.o.PublicKey) == 0 {
 		return verifyView{Text: "not checked: this page was not given the gateway's public key"}
 	}
-	rep, err := audit.Verify(r.Context(), s.o.Store, s.o.PublicKey)
+	ctx := r.Context()
+	var key verdictKey
+	h, err := s.o.Store.AuditHead(ctx)
+	if err == nil {
+		key.seq, key.hash = h.Seq, h.Hash
+	}
+	var cps []store.Checkpoint
+	if err == nil || errors.Is(err, store.ErrNotFound) {
+		cps, err = s.o.Store.Checkpoints(ctx)
+		key.checkpoints = len(cps)
+	}
+	if err != nil {
+		s.o.Logger.Warn("web: reading the audit log's head failed", "err", err)
+		return verifyView{Text: "not checked: capgate could not read the log (its log says why)"}
+	}
+	c := &s.verdict
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ok && c.key == key {
+		return c.v
+	}
+	rep, err := audit.Verify(ctx, s.o.Store, s.o.PublicKey)
 	if err != nil {
 		s.o.Logger.Warn("web: verifying the audit log failed", "err", err)
 		return verifyView{Text: "not checked: capgate could not read the log (its log says why)"}
 	}
+	c.key, c.v, c.ok = key, verdictOf(rep), true
+	return c.v
+}
+
+// verdictOf says a report in plain words.
+func verdictOf(rep audit.Report) verifyView {
 	v := verifyView{OK: rep.OK()}
 	cp := "no checkpoint yet"
 	if rep.LastCheckpointSeq > 0 {

@@ -2,14 +2,19 @@ package web_test
 
 import (
 	"crypto/ed25519"
+	"database/sql"
 	"fmt"
 	"net/http"
+	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -168,5 +173,145 @@ func TestActivity(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("the tampered log's page lacks %q", want)
 		}
+	}
+}
+
+// undoButton finds the call ids the activity page offers to undo, newest first.
+var undoButton = regexp.MustCompile(`name="call" value="(call_[0-9a-f]+)"><button class="undo-call"`)
+
+func undoable(page string) []string {
+	var out []string
+	for _, m := range undoButton.FindAllStringSubmatch(page, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// approvedWrite writes a note as the client with key, the person approving the call, and
+// wants it to succeed with an undo token.
+func (e *env) approvedWrite(key, id, text string) {
+	e.t.Helper()
+	done := e.callAsync(key, "write", `{"id":"`+id+`","text":"`+text+`"}`, "")
+	if err := e.g.Consent.Approve(e.ctx, e.waitPending(consent.KindCall), "test", false); err != nil {
+		e.t.Fatal(err)
+	}
+	if r := <-done; r.Body.Status != "success" || r.Body.UndoToken == "" {
+		e.t.Fatalf("write %s: %+v", id, r.Body)
+	}
+}
+
+// A call whose undo window is open is offered for undo on the activity page; undoing it
+// there reverts the app's state through the broker, spends the undo token, and is recorded
+// as the person's; an undone call, an unknown one or a form without the CSRF token undoes
+// nothing.
+func TestActivityUndo(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 0)
+	alice := e.addClient("alice")
+	b := newBrowser(t, e.srv.URL, e.srv.Client())
+	csrf := b.login(e.g.LoginLink())
+	e.approvedWrite(alice, "1", "milk")
+	e.approvedWrite(alice, "2", "bread")
+
+	_, page := b.get("/ui/activity")
+	calls := undoable(page)
+	if len(calls) != 2 || !strings.Contains(page, "Can be undone for") {
+		t.Fatalf("the activity page offers to undo %v, want the two writes", calls)
+	}
+	first := calls[1] // newest first: the milk
+	for _, c := range []struct {
+		form url.Values
+		want int
+	}{
+		{url.Values{"call": {first}}, http.StatusForbidden},
+		{url.Values{"csrf": {csrf}, "call": {"call_000000000000000000000000"}}, http.StatusConflict},
+		{url.Values{"csrf": {csrf}}, http.StatusBadRequest},
+	} {
+		if resp, _ := b.postForm("/ui/activity/undo", c.form); resp.StatusCode != c.want {
+			t.Errorf("undo %v: HTTP %d, want %d", c.form, resp.StatusCode, c.want)
+		}
+	}
+	if e.app.note("1") != "milk" || e.app.count("undo") != 0 {
+		t.Fatal("a refused undo undid something")
+	}
+	if resp, body := b.postForm("/ui/activity/undo", url.Values{"csrf": {csrf}, "call": {first}}); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/activity" {
+		t.Fatalf("undo: HTTP %d %s", resp.StatusCode, body)
+	}
+	if e.app.note("1") != "" || e.app.note("2") != "bread" || e.app.count("undo") != 1 {
+		t.Fatalf("after the undo: note 1 %q, note 2 %q, %d undos", e.app.note("1"), e.app.note("2"), e.app.count("undo"))
+	}
+	if resp, _ := b.postForm("/ui/activity/undo", url.Values{"csrf": {csrf}, "call": {first}}); resp.StatusCode != http.StatusConflict {
+		t.Errorf("a second undo: HTTP %d", resp.StatusCode)
+	}
+	_, page = b.get("/ui/activity")
+	if got := undoable(page); len(got) != 1 || got[0] != calls[0] {
+		t.Errorf("after the undo the page offers %v, want only %s", got, calls[0])
+	}
+	recs := e.auditActions("undo")
+	if len(recs) != 2 || recs[0].Kind != "decision" || recs[1].Result != "success" || recs[1].CallID != first ||
+		recs[1].ClientID != "person (approval page)" || !strings.Contains(recs[1].Explanation, "client cl_") {
+		t.Errorf("the undo's audit records: %+v", recs)
+	}
+	if !strings.Contains(page, "person (approval page)") || !strings.Contains(page, "undo (decision)") {
+		t.Errorf("the activity page does not show the person's undo")
+	}
+}
+
+// The activity page runs audit verify again only when the log changed: an entry altered in
+// place while the head stays shows only once the log grows; a new checkpoint also makes it
+// look again.
+func TestActivityVerifyCached(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 0)
+	b := newBrowser(t, e.srv.URL, e.srv.Client())
+	b.login(e.g.LoginLink())
+	rec := func(i int) audit.Record {
+		return audit.Record{Action: "execute", App: "pad", Method: "write", Decision: "allow", Kind: "decision", ClientID: "cl_x", CallID: fmt.Sprintf("call_%d", i)}
+	}
+	for i := range 3 {
+		if _, err := e.g.Audit.Append(e.ctx, rec(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, page := b.get("/ui/activity"); !strings.Contains(page, "intact: 3 records") {
+		t.Fatal("a fresh log is not intact")
+	}
+	db, err := sql.Open("sqlite", filepath.Join(e.data, gateway.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var body []byte
+	if err := db.QueryRow(`SELECT body FROM audit_log WHERE seq = 1`).Scan(&body); err != nil {
+		t.Fatal(err)
+	}
+	tampered := []byte(strings.Replace(string(body), "call_0", "call_9", 1))
+	if _, err := db.Exec(`UPDATE audit_log SET body = ? WHERE seq = 1`, tampered); err != nil {
+		t.Fatal(err)
+	}
+	if _, page := b.get("/ui/activity"); !strings.Contains(page, "intact: 3 records") {
+		t.Error("the verdict was not kept while the log's head stayed the same")
+	}
+	if _, err := e.g.Audit.Append(e.ctx, rec(3)); err != nil {
+		t.Fatal(err)
+	}
+	if _, page := b.get("/ui/activity"); !strings.Contains(page, "NOT intact: 1 problem(s) in 4 records") || !strings.Contains(page, "seq 1: hash does not match") {
+		t.Error("the grown log was not verified again")
+	}
+	if _, err := db.Exec(`UPDATE audit_log SET body = ? WHERE seq = 1`, body); err != nil {
+		t.Fatal(err)
+	}
+	if _, page := b.get("/ui/activity"); !strings.Contains(page, "NOT intact") {
+		t.Error("the verdict was not kept while the log's head stayed the same")
+	}
+	head, err := e.g.Store.AuditHead(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.g.Store.PutCheckpoint(e.ctx, audit.SignCheckpoint(e.g.Key, head.Seq, head.Hash, time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	if _, page := b.get("/ui/activity"); !strings.Contains(page, "intact: 4 records, last checkpoint at seq 4") {
+		t.Error("a new checkpoint did not make the page verify again")
 	}
 }

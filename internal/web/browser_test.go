@@ -33,31 +33,76 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// The approval page in a real browser: sign in through the one-time link, see a request
-// arrive while the page is open, approve it and watch the waiting call complete, deny
-// another, find no injected element when an agent sends hostile strings, and revoke a token
-// and see it and its derived token leave the tokens page. With
-// CAPGATE_SCREENSHOTS=1 it saves the pending page to docs/ui-requests.png.
-func TestBrowser(t *testing.T) {
+// newChrome starts headless chromium for one test and returns its context (bounded by
+// timeout) and do, which runs steps or fails the test naming what.
+func newChrome(t *testing.T, timeout time.Duration) (context.Context, func(what string, steps ...chromedp.Action[chromedp.Void])) {
+	t.Helper()
 	bin := chromium(t)
-	e := newEnv(t, 0)
-	alice := e.addClient("Research assistant")
-
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.Headless,
 		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(820, 1100))
 	actx, stopAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer stopAlloc()
+	t.Cleanup(stopAlloc)
 	bctx, stopBrowser := chromedp.NewContext(actx)
-	defer stopBrowser()
-	ctx, stop := context.WithTimeout(bctx, 90*time.Second)
-	defer stop()
+	t.Cleanup(stopBrowser)
+	ctx, stop := context.WithTimeout(bctx, timeout)
+	t.Cleanup(stop)
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(ctx, steps...); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
+	return ctx, do
+}
+
+func css(s string) chromedp.CSS { return chromedp.CSS(s) }
+
+// screenshotDir is where the browser tests save pictures of the pages: with
+// CAPGATE_SCREENSHOTS=1, docs/ (the README's figures); with any other value, that folder;
+// unset, nowhere, so that no ordinary run rewrites docs/.
+func screenshotDir() string {
+	switch d := os.Getenv("CAPGATE_SCREENSHOTS"); d {
+	case "":
+		return ""
+	case "1":
+		return filepath.Join("..", "..", "docs")
+	default:
+		return d
+	}
+}
+
+// saveScreenshot saves the page the browser shows as name in screenshotDir, when set: the
+// whole page, or with window set what the window shows (a long page's top).
+func saveScreenshot(t *testing.T, ctx context.Context, name string, window bool) {
+	t.Helper()
+	dir := screenshotDir()
+	if dir == "" {
+		return
+	}
+	shot := chromedp.FullScreenshot(100)
+	if window {
+		shot = chromedp.CaptureScreenshot()
+	}
+	png, err := chromedp.Run(ctx, shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, name)
+	if err := os.WriteFile(out, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s (%d bytes)", out, len(png))
+}
+
+// The approval page in a real browser: sign in through the one-time link, see a request
+// arrive while the page is open, approve it and watch the waiting call complete, deny
+// another, find no injected element when an agent sends hostile strings, and revoke a token
+// and see it and its derived token leave the tokens page. With CAPGATE_SCREENSHOTS set it
+// saves the pending page as ui-requests.png (screenshotDir).
+func TestBrowser(t *testing.T) {
+	ctx, do := newChrome(t, 90*time.Second)
+	e := newEnv(t, 0)
+	alice := e.addClient("Research assistant")
 
 	do("log in", chromedp.Navigate(e.srv.URL+e.g.LoginLink()), chromedp.WaitVisible(css("#empty")))
 	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || loc != e.srv.URL+"/ui/" {
@@ -150,12 +195,12 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("after revoking on the tokens page: %+v (%v)", after, err)
 	}
 
-	if os.Getenv("CAPGATE_SCREENSHOTS") == "1" {
+	if screenshotDir() != "" {
 		screenshot(t, e, ctx, alice)
 	}
 }
 
-// screenshot saves the pending page with a token request and a call to docs/ui-requests.png.
+// screenshot saves the pending page with a token request and a call as ui-requests.png.
 func screenshot(t *testing.T, e *env, ctx context.Context, alice string) {
 	var ans struct{ Token string }
 	tokDone := make(chan int, 1)
@@ -171,15 +216,7 @@ func screenshot(t *testing.T, e *env, ctx context.Context, alice string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join("..", "..", "docs", "ui-requests.png")
-	if err := os.WriteFile(out, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote %s (%d bytes)", out, len(png))
+	saveScreenshot(t, ctx, "ui-requests.png", false)
 	for _, id := range []string{tid, cid} {
 		if err := e.g.Consent.Deny(e.ctx, id, "test"); err != nil {
 			t.Error(err)

@@ -7,11 +7,27 @@
 // delayed commit, cancel; the live tokens (/ui/tokens) with revoke, which revokes the tokens
 // derived from one too, and never a token's wire form or hash; the person's mandates
 // (/ui/mandates), one autonomy per permission the enabled capabilities declare, never above
-// their ceiling; and the audit log
+// their ceiling; the apps (/ui/apps): every registered app with its tier and why, each tool
+// server with its pinned tools and the changed or new tools it stopped, each with its
+// difference and "accept the new definition" (toolserver.AcceptSeen, as `capgate toolserver
+// accept` pins, and only the definition the page showed) or "keep it stopped" (its pin request
+// denied), and the plugins under the lockfile with the widenings pending and their
+// differences, each approved only as shown (plugin.Host.ApproveSeen); and the audit log
 // (/ui/activity), newest first, filtered by client, app, decision and time, with what
-// audit.Verify finds said plainly at the top. Apps are to come.
+// audit.Verify finds said plainly at the top (run again only when the log's head or its
+// checkpoints changed), and an "undo" on each call whose undo window is still open, which
+// goes through the broker as an agent's undo does (broker.Broker.UndoCall).
+//
+// The person's changes that no other part records (revoking a token, accepting a tool,
+// keeping one stopped, approving a widening) are written to the audit log under the client
+// "person (approval page)", before they are made; an accept or an approval whose record
+// cannot be written is not made.
 //
 // The page guards itself:
+//   - it answers only under a loopback Host (localhost, 127.0.0.0/8, [::1], any port) or
+//     one the operator allowed (Options.AllowedHosts), and refuses every other with 421
+//     before any page runs, so that a web site rebinding its name to the gateway's address
+//     (DNS rebinding) reaches nothing;
 //   - it is reached through a one-time login link ([Server.LoginLink], printed by `capgate
 //     serve`) that sets a session cookie (HttpOnly, SameSite=Strict, Path=/ui/, Secure over
 //     TLS); every other page answers 401 without a session;
@@ -19,8 +35,9 @@
 //     and a cross-origin browser request is refused (http.CrossOriginProtection);
 //   - every answer carries a strict Content-Security-Policy (no inline script or style, no
 //     framing), nosniff, no referrer and no caching;
-//   - whatever an agent, an app or a tool server wrote is rendered as text by html/template,
-//     never as markup, with control and bidirectional characters shown as escapes; a URL in
+//   - whatever an agent, an app, a tool server or a plugin wrote is rendered as text by
+//     html/template, never as markup, with control and bidirectional characters shown as
+//     escapes; a form names a tool by its pin request, never by the server's text; a URL in
 //     params is shown with its host highlighted and look-alike characters flagged, and is
 //     never a link and never fetched.
 //

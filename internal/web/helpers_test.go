@@ -7,6 +7,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -60,12 +62,20 @@ func jsonString(s string) string {
 const hostileCapName = `Review <img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>`
 
 // padApp is a real little app on its own data model: notes, and what was sent and published.
+// A write can be undone: its undo token names the note's text before it.
 type padApp struct {
 	doc *manifest.Document
 
 	mu    sync.Mutex
 	notes map[string]string
 	calls map[string]int
+	prev  map[string]prevNote // by undo token
+}
+
+// prevNote is a note as it was before a write.
+type prevNote struct {
+	id, text string
+	had      bool
 }
 
 func (p *padApp) Manifest() *manifest.Document { return p.doc }
@@ -78,13 +88,33 @@ func (p *padApp) Invoke(ctx context.Context, id string, params json.RawMessage, 
 	defer p.mu.Unlock()
 	p.calls[action]++
 	if action == "write" {
+		old, had := p.notes[in.ID]
+		tok := fmt.Sprintf("undo:%d", len(p.prev))
+		if p.prev == nil {
+			p.prev = map[string]prevNote{}
+		}
+		p.prev[tok] = prevNote{id: in.ID, text: old, had: had}
 		p.notes[in.ID] = in.Text
-		return sdk.Result{Success: true, Data: json.RawMessage(`{}`), UndoToken: "undo:" + in.ID}, nil
+		return sdk.Result{Success: true, Data: json.RawMessage(`{}`), UndoToken: tok}, nil
 	}
 	return sdk.Result{Success: true, Data: json.RawMessage(`{}`)}, nil
 }
 
+// Undo puts the note back as it was before the write the token names.
 func (p *padApp) Undo(ctx context.Context, id, undoToken string, ic sdk.InvocationContext) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n, ok := p.prev[undoToken]
+	if !ok {
+		return errors.New("pad: no such write")
+	}
+	delete(p.prev, undoToken)
+	if n.had {
+		p.notes[n.id] = n.text
+	} else {
+		delete(p.notes, n.id)
+	}
+	p.calls["undo"]++
 	return nil
 }
 
@@ -103,27 +133,38 @@ func (p *padApp) note(id string) string {
 // env is a real gateway on its own data folder with the pad app at Tier 1, its whole HTTP
 // handler (API and approval page) served by httptest.
 type env struct {
-	t   *testing.T
-	ctx context.Context
-	g   *gateway.Gateway
-	srv *httptest.Server
-	app *padApp
+	t    *testing.T
+	ctx  context.Context
+	g    *gateway.Gateway
+	srv  *httptest.Server
+	app  *padApp
+	data string // the gateway's data folder
 }
 
 func newEnv(t *testing.T, delayedCommit time.Duration) *env {
+	t.Helper()
+	return newEnvWith(t, delayedCommit, nil)
+}
+
+// newEnvWith is newEnv with before run on the data folder before the gateway opens it: to
+// add a tool server, as `capgate toolserver add` does with no gateway running.
+func newEnvWith(t *testing.T, delayedCommit time.Duration, before func(data string)) *env {
 	t.Helper()
 	if delayedCommit == 0 {
 		delayedCommit = -1
 	}
 	ctx := context.Background()
-	e := &env{t: t, ctx: ctx, app: &padApp{notes: map[string]string{}, calls: map[string]int{}}}
+	e := &env{t: t, ctx: ctx, app: &padApp{notes: map[string]string{}, calls: map[string]int{}}, data: t.TempDir()}
+	if before != nil {
+		before(e.data)
+	}
 	trusted := t.TempDir()
 	appKey, err := keys.Generate()
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.g, err = gateway.Open(ctx, gateway.Config{
-		DataDir: t.TempDir(), Listen: "-", Socket: "-", TrustedDir: trusted,
+		DataDir: e.data, Listen: "-", Socket: "-", TrustedDir: trusted,
 		Handlers: map[string]sdk.Handler{padID: e.app}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		ConsentWait: 30 * time.Second, DelayedCommit: delayedCommit,
 	})
@@ -194,7 +235,12 @@ func (e *env) api(key, path string, body any, into any) int {
 // callAsync calls a pad method through POST /v1/ipc from its own goroutine, as an agent
 // would, and yields the answer when the call completes (after the person's answer).
 func (e *env) callAsync(key, method, params, tok string) <-chan ipc.Response {
-	body := map[string]any{"action": "execute", "app": "pad", "method": method, "params": json.RawMessage(params)}
+	return e.callAppAsync(key, "pad", method, params, tok)
+}
+
+// callAppAsync is callAsync of the app named app.
+func (e *env) callAppAsync(key, app, method, params, tok string) <-chan ipc.Response {
+	body := map[string]any{"action": "execute", "app": app, "method": method, "params": json.RawMessage(params)}
 	if tok != "" {
 		body["capability_token"] = tok
 	}

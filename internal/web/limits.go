@@ -55,4 +55,16 @@ const (
 
 	// tokenBytes is the size of login links, session ids and CSRF tokens: 256 random bits.
 	tokenBytes = 32
+
+	// maxIDBytes bounds an id taken from a path or a form (a token's, a call's, a plugin's
+	// app id) before it is looked up or written to the audit log: far above any real one.
+	maxIDBytes = 256
+
+	// maxDescriptionShown is the most bytes of a tool's own description the apps page
+	// shows; the rest is cut, marked with "…".
+	maxDescriptionShown = 600
+
+	// maxDiffLinesShown is the most lines of a tool's difference the apps page shows (the
+	// pin request holds at most toolserver.MaxDiffLines and a line saying how many more).
+	maxDiffLinesShown = 80
 )

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/plugin"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/toolserver"
 )
 
 //go:embed assets
@@ -35,6 +38,9 @@ type cardData struct {
 }
 
 // Options configure a Server. Consent is required; the rest may be nil.
+//
+// A page whose parts are nil answers 404 "not available", and a change that would widen what
+// runs (accepting a tool, approving a widening) is refused without Audit.
 type Options struct {
 	// Consent is where the requests are read and answered.
 	Consent *consent.Service
@@ -49,8 +55,32 @@ type Options struct {
 	// PublicKey is the gateway's public key, which verifies the audit log's checkpoints;
 	// nil: the activity page says the log was not checked.
 	PublicKey ed25519.PublicKey
-	Logger    *slog.Logger     // nil: slog.Default()
-	Now       func() time.Time // nil: time.Now; decides login and session expiry and time left
+	// Audit records the changes the person makes here that no other part records: revoking
+	// a token, accepting a tool server's changed or new tool or keeping it stopped,
+	// approving a plugin's widening. Each is recorded before it is made, and an accept or
+	// an approval whose record cannot be written is not made; nil: they are not offered.
+	// (Answers to consent requests are kept by the consent service; undo records itself in
+	// the broker.) A revoke, which only takes away, is made even when its record fails.
+	Audit Recorder
+	// ToolServers is where the apps page reads the tool servers, their pins and their pin
+	// requests, and accepts a tool, as `capgate toolserver accept` does (it starts or
+	// reaches the server to list its tools); nil: the page lists no tool server.
+	ToolServers *toolserver.Env
+	// ToolsChanged, when set, is called after the person accepted a tool, so that the
+	// running connections read the new pin at once rather than at their next listing. It
+	// must not block.
+	ToolsChanged func()
+	// Plugins is the plugin host whose lockfile the apps page lists, with the widenings
+	// pending approval; nil: the page lists no plugin.
+	Plugins *plugin.Host
+	// AllowedHosts are the host names or addresses (no port) the page answers under besides
+	// loopback ones, for a gateway reached by another name. A request naming any other Host
+	// is refused with 421, so that a web site whose name is rebound to the gateway's address
+	// cannot reach the page (DNS rebinding). An entry that is not a host name or address is
+	// ignored, and logged.
+	AllowedHosts []string
+	Logger       *slog.Logger     // nil: slog.Default()
+	Now          func() time.Time // nil: time.Now; decides login and session expiry and time left
 }
 
 // Server is the approval page. It is safe for concurrent use; its sessions live in memory,
@@ -59,6 +89,8 @@ type Server struct {
 	o        Options
 	sessions *sessions
 	origin   *http.CrossOriginProtection
+	hosts    hosts
+	verdict  verdictCache // audit.Verify's last report, by the log's head
 }
 
 // New returns the approval page on opts. It panics without opts.Consent.
@@ -73,6 +105,11 @@ func New(opts Options) *Server {
 		opts.Now = time.Now
 	}
 	s := &Server{o: opts, sessions: newSessions(opts.Now), origin: http.NewCrossOriginProtection()}
+	var bad []int
+	s.hosts, bad = newHosts(opts.AllowedHosts)
+	for _, i := range bad {
+		opts.Logger.Warn("web: an allowed host is not a host name or address; it is ignored", "field", fmt.Sprintf("AllowedHosts[%d]", i))
+	}
 	return s
 }
 
@@ -94,12 +131,16 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /ui/tokens", s.authed(s.tokens))
 	mux.HandleFunc("POST /ui/tokens/{id}/revoke", s.authed(s.revoke))
 	mux.HandleFunc("GET /ui/activity", s.authed(s.activity))
+	mux.HandleFunc("POST /ui/activity/undo", s.authed(s.undo))
+	mux.HandleFunc("GET /ui/apps", s.authed(s.apps))
+	mux.HandleFunc("POST /ui/apps/toolservers/{name}/{verb}", s.authed(s.toolAnswer))
+	mux.HandleFunc("POST /ui/apps/plugins/{app}/approve", s.authed(s.approvePlugin))
 	mux.HandleFunc("GET /ui/mandates", s.authed(s.mandates))
 	mux.HandleFunc("POST /ui/mandates", s.authed(s.setMandate))
 	mux.HandleFunc("/ui/", s.authed(func(w http.ResponseWriter, r *http.Request, _ string) {
 		s.message(w, http.StatusNotFound, "Not found", "There is no such page.")
 	}))
-	return secureHeaders(mux)
+	return secureHeaders(s.checkHost(mux))
 }
 
 // csp is the Content-Security-Policy of every answer: the page's own script and style only,
@@ -195,13 +236,14 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 // page is what a full page template gets.
 type page struct {
 	Title    string
-	Nav      string // the nav bar's current page: requests, tokens, mandates, activity
+	Nav      string // the nav bar's current page: requests, tokens, mandates, apps, activity
 	CSRF     string
 	Requests []requestView // the list page
 	One      *requestView  // a request's own page
 	Tokens   []tokenView   // the tokens page
 	Activity *activityView // the activity page
 	Mandates *mandatesView // the mandates page
+	Apps     *appsView     // the apps page
 	Text     string        // a message page
 	Now      time.Time
 }

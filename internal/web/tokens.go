@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -173,13 +174,36 @@ func (s *Server) tokens(w http.ResponseWriter, r *http.Request, csrf string) {
 	s.render(w, http.StatusOK, "tokens.html", page{Title: "Live tokens", Nav: "tokens", CSRF: csrf, Tokens: views, Now: now})
 }
 
-// revoke revokes a token and every token derived from it, then shows the tokens page.
+// revoke revokes a token and every token derived from it, recorded in the audit log as the
+// person's, then shows the tokens page. A revoke only takes away: it is made even when its
+// record cannot be written.
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request, _ string) {
 	if s.o.Broker == nil {
 		s.message(w, http.StatusNotFound, "Not available", "This gateway serves no token list.")
 		return
 	}
-	err := s.o.Broker.Revoke(r.Context(), r.PathValue("id"))
+	id, ctx := r.PathValue("id"), r.Context()
+	if len(id) > maxIDBytes {
+		s.message(w, http.StatusNotFound, "No such token", "There is no token with this id.")
+		return
+	}
+	rec := audit.Record{Action: "token.revoke", TokenID: id, Result: "revoke requested",
+		Explanation: "the person revoked the token, and every token derived from it, on the approval page"}
+	recorded := s.decided(ctx, rec)
+	if recorded != nil && !errors.Is(recorded, errNoAudit) {
+		s.o.Logger.Warn("web: the revoke could not be recorded; revoking all the same", "err", recorded)
+	}
+	err := s.o.Broker.Revoke(ctx, id)
+	if recorded == nil {
+		code := ""
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			code = "INVALID_TOKEN"
+		case err != nil:
+			code = "EXECUTION_FAILED"
+		}
+		s.done(ctx, rec, code)
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		s.message(w, http.StatusNotFound, "No such token", "There is no token with this id.")

@@ -1,0 +1,127 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capgate/capgate/internal/store/postgres/pgtest"
+)
+
+func TestParseStore(t *testing.T) {
+	for _, tc := range []struct {
+		raw   string
+		kind  StoreKind
+		where string
+	}{
+		{"", SQLite, "/data/capgate.db"},
+		{"sqlite", SQLite, "/data/capgate.db"},
+		{"sqlite:other.db", SQLite, "/data/other.db"},
+		{"sqlite:/var/lib/capgate/c.db", SQLite, "/var/lib/capgate/c.db"},
+		{"postgres://u:pw@db:5432/capgate", Postgres, "postgres://u:pw@db:5432/capgate"},
+		{"postgresql://db/capgate?sslmode=require", Postgres, "postgresql://db/capgate?sslmode=require"},
+		{"PostgreSQL://db/Capgate", Postgres, "postgresql://db/Capgate"},
+	} {
+		kind, where, err := ParseStore("/data", tc.raw)
+		if err != nil || kind != tc.kind || where != tc.where {
+			t.Errorf("ParseStore(%q) = %v %q %v, want %v %q", tc.raw, kind, where, err, tc.kind, tc.where)
+		}
+	}
+	for _, raw := range []string{"sqlite:", "mysql://db/x", "postgres:/db", "host=db dbname=x", "postgres://u:se%cret@db", "/tmp/x.db"} {
+		_, _, err := ParseStore("/data", raw)
+		if err == nil {
+			t.Errorf("ParseStore(%q): no error", raw)
+			continue
+		}
+		if strings.Contains(err.Error(), "se%cret") {
+			t.Errorf("ParseStore(%q): the error repeats the password: %v", raw, err)
+		}
+	}
+}
+
+func TestDescribeStoreHidesPasswords(t *testing.T) {
+	for _, raw := range []string{
+		"postgres://capgate:hunter2@db:5432/capgate?sslmode=require",
+		"postgres://capgate@db/capgate?password=hunter2",
+		"postgres://capgate@db/capgate?PassWord=hunter2&search_path=cg",
+	} {
+		d := DescribeStore("/data", raw)
+		if strings.Contains(d, "hunter2") || !strings.HasPrefix(d, "PostgreSQL postgres://capgate@db") {
+			t.Errorf("DescribeStore(%q) = %q", raw, d)
+		}
+	}
+	if d := DescribeStore("/data", ""); d != "SQLite /data/capgate.db" {
+		t.Errorf("DescribeStore(\"\") = %q", d)
+	}
+}
+
+func TestOpenStoreWithoutCreate(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := OpenStore(t.Context(), dir, "", false); !errors.Is(err, ErrNoStore) {
+		t.Fatalf("OpenStore on an empty folder: %v, want ErrNoStore", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, DBFile)); err == nil {
+		t.Fatal("OpenStore without create left a database behind")
+	}
+}
+
+// TestReplicaWithOtherKeysRefused opens a gateway on a PostgreSQL store from one data folder,
+// then another from a fresh data folder (other keys): the second must refuse to start and say
+// which keys to copy, since its tokens would not verify on the first and its built-in apps
+// would register under a key the first does not trust.
+func TestReplicaWithOtherKeysRefused(t *testing.T) {
+	pg := pgtest.Schema(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	open := func(dir string) (*Gateway, error) {
+		return Open(context.Background(), Config{DataDir: dir, Store: pg, Listen: "-", Socket: "-", Logger: quiet})
+	}
+	shared := t.TempDir()
+	g, err := open(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	g2, err := open(shared) // a second replica on the same folder: the same keys
+	if err != nil {
+		t.Fatalf("a second replica with the same keys: %v", err)
+	}
+	g2.Close()
+	_, err = open(t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "gateway key") || !strings.Contains(err.Error(), KeyFile) {
+		t.Fatalf("a replica with other keys: %v", err)
+	}
+}
+
+// TestUIHosts: the approval page answers under loopback and the hosts the operator named, and
+// refuses any other Host (a rebound DNS name) before it looks at the request.
+func TestUIHosts(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	g, err := Open(context.Background(), Config{DataDir: t.TempDir(), Listen: "-", Socket: "-", Logger: quiet,
+		UIHosts: []string{"capgate.home.arpa"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	h := g.Handler()
+	for host, want := range map[string]int{
+		"127.0.0.1:7766":             http.StatusUnauthorized, // no session yet
+		"capgate.home.arpa:7766":     http.StatusUnauthorized,
+		"attacker.example":           http.StatusMisdirectedRequest,
+		"capgate.home.arpa.evil.net": http.StatusMisdirectedRequest,
+	} {
+		req := httptest.NewRequest("GET", "/ui/tokens", nil)
+		req.Host = host
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("Host %s: HTTP %d, want %d", host, rec.Code, want)
+		}
+	}
+}
