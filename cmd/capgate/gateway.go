@@ -29,6 +29,7 @@ import (
 	"github.com/capgate/capgate/internal/ipc"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
+	"github.com/capgate/capgate/internal/web"
 	"github.com/capgate/capgate/keys"
 	"github.com/capgate/capgate/manifest"
 )
@@ -91,6 +92,11 @@ audit checkpoint is signed.`,
 			ws := config.Resolve(workspace, config.EnvWorkspace, l.file.Workspace, "")
 			if _, _, err := gateway.ParseStore(dir, l.store); err != nil {
 				return usageErr("--store: %w", err)
+			}
+			for i, h := range uiHosts {
+				if !web.ValidAllowedHost(h) {
+					return usageErr("--ui-host[%d]: must be a host name or an address, without port or path", i)
+				}
 			}
 			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, Store: l.store, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger, Workspace: ws, UIHosts: uiHosts})
 			if err != nil {

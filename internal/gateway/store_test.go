@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,4 +125,42 @@ func TestUIHosts(t *testing.T) {
 			t.Errorf("Host %s: HTTP %d, want %d", host, rec.Code, want)
 		}
 	}
+}
+
+// FuzzParseStore: whatever the store setting holds, ParseStore and DescribeStore do not panic,
+// an error never repeats the setting (it may hold a password), a description never holds the
+// URL's password, and a PostgreSQL store comes back with its scheme in lower case for pgx.
+func FuzzParseStore(f *testing.F) {
+	for _, s := range []string{"", "sqlite", "sqlite:x.db", "postgres://u:pw@h/db", "PostgreSQL://h/db?password=pw",
+		"postgres://u:p%zz@h", "postgres://[::1]:5432/db", "mysql://h/db"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		kind, where, err := ParseStore("/data", raw)
+		if err != nil {
+			// The errors are fixed sentences: none repeats anything of the setting.
+			switch err.Error() {
+			case "store: sqlite: wants a file path after the colon",
+				"store: not a valid postgres:// URL",
+				`store: must be empty (SQLite in the data folder), "sqlite:PATH", or a postgres:// URL`:
+			default:
+				t.Fatalf("ParseStore(%q): an error that is not a fixed sentence: %v", raw, err)
+			}
+			return
+		}
+		d := DescribeStore("/data", raw)
+		if kind != Postgres {
+			return
+		}
+		if !strings.HasPrefix(where, "postgres://") && !strings.HasPrefix(where, "postgresql://") {
+			t.Fatalf("ParseStore(%q) = %q", raw, where)
+		}
+		u, err := url.Parse(where)
+		if err != nil {
+			t.Fatalf("ParseStore accepted %q, which url cannot parse: %v", raw, err)
+		}
+		if pw, ok := u.User.Password(); ok && len(pw) > 3 && strings.Contains(d, pw) {
+			t.Fatalf("DescribeStore(%q) = %q holds the password", raw, d)
+		}
+	})
 }

@@ -34,6 +34,14 @@ func newHosts(allowed []string) (h hosts, bad []int) {
 	return h, bad
 }
 
+// ValidAllowedHost reports whether s can be an entry of Options.AllowedHosts: a host name or
+// an address (IPv6 in brackets or not), without port, path or zone. Callers that take entries
+// from an operator check them with it, to refuse a mistyped one rather than ignore it.
+func ValidAllowedHost(s string) bool {
+	_, bad := newHosts([]string{s})
+	return len(bad) == 0
+}
+
 // hostName reports whether s has the form of a DNS host name: labels of letters, digits and
 // hyphens (underscores too, as some local names use them), separated by single dots, with no
 // trailing dot.
