@@ -99,6 +99,7 @@ type request struct {
 	ctx   context.Context
 	body  []byte
 	after *request    // written only if this one is (see Submit)
+	next  *request    // submitted with this one and always in the same batch (SubmitPair)
 	done  chan result // buffered: the writer never blocks on a caller that left
 
 	// Owned by the run goroutine: what the request came to, once settled.
@@ -238,6 +239,47 @@ func (w *Writer) Submit(ctx context.Context, rec Record, after *Pending) (*Pendi
 	return &Pending{r: req}, nil
 }
 
+// SubmitPair hands two records to the writer at once, to be written in the same transaction,
+// the second after the first and only if it is: one commit makes both durable. A read that
+// has run submits its decision and outcome records this way, so that its answer waits for one
+// commit instead of two in a row. The errors are Submit's; on an error neither is submitted.
+func (w *Writer) SubmitPair(ctx context.Context, first, second Record) (*Pending, *Pending, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	reqs := [2]*request{}
+	for i, rec := range [2]Record{first, second} {
+		if rec.Timestamp == 0 {
+			rec.Timestamp = w.o.Now().Unix()
+		}
+		body, err := rec.Body()
+		if err != nil {
+			return nil, nil, err
+		}
+		reqs[i] = &request{ctx: ctx, body: body, done: make(chan result, 1)}
+	}
+	reqs[0].next, reqs[1].after = reqs[1], reqs[0]
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return nil, nil, ErrClosed
+	}
+	select {
+	case w.reqs <- reqs[0]:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	return &Pending{r: reqs[0]}, &Pending{r: reqs[1]}, nil
+}
+
+// group appends r and the records submitted with it to batch.
+func group(batch []*request, r *request) []*request {
+	for ; r != nil; r = r.next {
+		batch = append(batch, r)
+	}
+	return batch
+}
+
 // Close writes every record already accepted, signs a last checkpoint when a key is set and
 // the head moved since the last one, closes a mirror file it opened, and stops the writer.
 // Later Appends fail with ErrClosed. It returns the error of that last checkpoint, if any.
@@ -302,14 +344,14 @@ func (w *Writer) run() {
 // collect gathers a batch that starts with first: whatever is already waiting, then, for up
 // to MaxDelay, whatever arrives, until MaxBatch.
 func (w *Writer) collect(first *request) []*request {
-	batch := []*request{first}
+	batch := group(nil, first)
 	for len(batch) < w.o.MaxBatch {
 		select {
 		case r, ok := <-w.reqs:
 			if !ok {
 				return batch
 			}
-			batch = append(batch, r)
+			batch = group(batch, r)
 			continue
 		default:
 		}
@@ -326,7 +368,7 @@ func (w *Writer) collect(first *request) []*request {
 			if !ok {
 				return batch
 			}
-			batch = append(batch, r)
+			batch = group(batch, r)
 		case <-timer.C:
 			return batch
 		}

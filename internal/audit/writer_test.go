@@ -603,3 +603,53 @@ func TestSubmitAfterAWrittenRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestSubmitPair: the two records of a pair are written in one transaction, one after the
+// other, however many other records arrive at the same moment; an invalid second record
+// submits neither.
+func TestSubmitPair(t *testing.T) {
+	m := &memAudit{}
+	w := NewWriter(m, &Options{MaxBatch: 3})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	const pairs = 50
+	seqs := make([][2]int64, pairs)
+	for i := range pairs {
+		wg.Go(func() {
+			if i%2 == 0 { // others' records in between
+				if _, err := w.Append(ctx, sampleRecord(1000+i)); err != nil {
+					t.Error(err)
+				}
+			}
+			p1, p2, err := w.SubmitPair(ctx, sampleRecord(2*i), sampleRecord(2*i+1))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			s1, err1 := p1.Wait(ctx)
+			s2, err2 := p2.Wait(ctx)
+			if err1 != nil || err2 != nil {
+				t.Error(err1, err2)
+			}
+			seqs[i] = [2]int64{s1, s2}
+		})
+	}
+	wg.Wait()
+	for i, s := range seqs {
+		if s[1] != s[0]+1 {
+			t.Errorf("pair %d written at seqs %d and %d, not one after the other", i, s[0], s[1])
+		}
+	}
+	bad := sampleRecord(0)
+	bad.Kind = "Decision"
+	before := w.Stats().Records
+	if _, _, err := w.SubmitPair(ctx, sampleRecord(1), bad); !errors.Is(err, ErrInvalidRecord) {
+		t.Fatalf("a pair with an invalid record: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Stats().Records; got != before {
+		t.Errorf("%d records written after the refused pair, want none", got-before)
+	}
+}

@@ -434,17 +434,15 @@ func (b *Broker) call(ctx context.Context, caller Caller, req Request) Result {
 			return b.refuse(ctx, f, caller, req, res, code, msg)
 		}
 	}
-	// A call that changes something runs only once its decision record is durable. A read
-	// runs while its decision record is being written: its answer leaves only when the
-	// decision and the outcome are both durable, and the outcome is written only if the
-	// decision is (audit.Writer.Submit), so the log never holds one without the other and a
-	// read whose records fail is refused like any call.
+	// A call that changes something runs only once its decision record is durable. A read,
+	// which changes nothing, runs first: its decision and outcome records are then written
+	// together, in one commit, the outcome only if the decision is (audit.Writer.SubmitPair),
+	// and its answer leaves only once both are durable. So the log never holds one without
+	// the other, a read whose records fail is refused like any call, and a read waits for one
+	// commit, not two in a row.
 	if readsOnly(f) && d.DelayedCommit == 0 {
-		decided, err := b.o.Audit.Submit(ctx, b.auditRecord(f, caller, req, callID, "decision", string(policy.Allow), "", d.Explanation, "allowed", res.ConsentID, 0), nil)
-		if err != nil {
-			return Result{Decision: denyDecision(), CallID: callID, Code: CodeExecutionFailed, Message: errAuditRefused}
-		}
-		return b.run(ctx, f, caller, req, res, decided)
+		rec := b.auditRecord(f, caller, req, callID, "decision", string(policy.Allow), "", d.Explanation, "allowed", res.ConsentID, 0)
+		return b.run(ctx, f, caller, req, res, &rec)
 	}
 	if err := b.record(ctx, f, caller, req, callID, "decision", string(policy.Allow), "", d.Explanation, "allowed", res.ConsentID, 0); err != nil {
 		return Result{Decision: denyDecision(), CallID: callID, Code: CodeExecutionFailed, Message: errAuditRefused}
@@ -518,8 +516,8 @@ func (b *Broker) refuse(ctx context.Context, f facts, caller Caller, req Request
 }
 
 // run invokes the provider and records the outcome. decided is the decision record of a
-// read, still being written (nil when it is durable already).
-func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, res Result, decided *audit.Pending) Result {
+// read, to be written with the outcome (nil when it is durable already).
+func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, res Result, decided *audit.Record) Result {
 	c := f.cap.Cap
 	h, ok := b.o.Handlers[f.cap.App.ID]
 	if !ok && b.o.Providers != nil {
@@ -584,7 +582,7 @@ func invoke(ctx context.Context, h sdk.Handler, id string, params json.RawMessag
 	return h.Invoke(ctx, id, params, ic)
 }
 
-func (b *Broker) outcome(ctx context.Context, f facts, caller Caller, req Request, res Result, decided *audit.Pending, dur time.Duration, code, msg string) Result {
+func (b *Broker) outcome(ctx context.Context, f facts, caller Caller, req Request, res Result, decided *audit.Record, dur time.Duration, code, msg string) Result {
 	res.Code, res.Message = code, msg
 	result := "success"
 	if code != "" {
@@ -592,12 +590,16 @@ func (b *Broker) outcome(ctx context.Context, f facts, caller Caller, req Reques
 		res.Data = nil
 	}
 	rec := b.auditRecord(f, caller, req, res.CallID, "outcome", string(policy.Allow), code, msg, result, res.ConsentID, dur)
-	p, err := b.o.Audit.Submit(ctx, rec, decided)
-	if err == nil && decided != nil {
-		_, err = decided.Wait(ctx)
-	}
-	if err == nil {
-		_, err = p.Wait(ctx)
+	var err error
+	if decided != nil {
+		var pd, po *audit.Pending
+		if pd, po, err = b.o.Audit.SubmitPair(ctx, *decided, rec); err == nil {
+			if _, err = pd.Wait(ctx); err == nil {
+				_, err = po.Wait(ctx)
+			}
+		}
+	} else {
+		_, err = b.o.Audit.Append(ctx, rec)
 	}
 	if err != nil {
 		if decided != nil {
