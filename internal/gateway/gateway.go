@@ -242,6 +242,11 @@ func loadOrCreate(path string) (ed25519.PrivateKey, error) {
 		return k, nil
 	}
 	if _, statErr := os.Lstat(path); statErr == nil {
+		// It exists: either it is broken (the error says how) or another replica sharing
+		// this data folder made it since the load above; load it once more to tell.
+		if k, err = keys.LoadPrivateKey(path); err == nil {
+			return k, nil
+		}
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	k, err = keys.Generate()

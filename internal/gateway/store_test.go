@@ -164,3 +164,33 @@ func FuzzParseStore(f *testing.F) {
 		}
 	})
 }
+
+// TestKeysMadeOnceByReplicasStartingTogether: many gateways starting at the same moment on one
+// fresh data folder all end with the one key that was written first, whichever of them wrote
+// it and whenever each looked.
+func TestKeysMadeOnceByReplicasStartingTogether(t *testing.T) {
+	for range 20 {
+		dir := t.TempDir()
+		keys := make([][]byte, 8)
+		errs := make([]error, 8)
+		done := make(chan struct{})
+		for i := range keys {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				k, err := LoadOrCreateKey(dir)
+				keys[i], errs[i] = k, err
+			}()
+		}
+		for range keys {
+			<-done
+		}
+		for i := range keys {
+			if errs[i] != nil {
+				t.Fatalf("starter %d: %v", i, errs[i])
+			}
+			if string(keys[i]) != string(keys[0]) {
+				t.Fatalf("starter %d ended with another key", i)
+			}
+		}
+	}
+}
