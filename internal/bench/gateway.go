@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/capgate/capgate/internal/apps/settings"
@@ -144,6 +145,8 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 		defer drop()
 		storeURL = u
 	}
+	// unsafeAppOps counts the Settings app's state reads in the brokers withoutDelayedCommit makes.
+	var unsafeAppOps atomic.Int64
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	gs := make([]*gateway.Gateway, opts.Replicas)
 	for i := range gs {
@@ -153,7 +156,7 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 		}
 		defer g.Close()
 		if opts.WithoutDelayedCommitUnsafe {
-			if err := withoutDelayedCommit(g); err != nil {
+			if err := withoutDelayedCommit(g, &unsafeAppOps); err != nil {
 				return GatewayReport{}, err
 			}
 		}
@@ -196,9 +199,9 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 			return GatewayReport{}, fmt.Errorf("bench: cpu profile: %w", err)
 		}
 	}
-	rt0, app0 := roundTrips(gs), appStateOps(gs)
+	rt0, app0 := roundTrips(gs), appStateOps(gs)+unsafeAppOps.Load()
 	r, err := drive(ctx, urls, key, issued.Wire, opts)
-	rt, app := roundTrips(gs)-rt0, appStateOps(gs)-app0
+	rt, app := roundTrips(gs)-rt0, appStateOps(gs)+unsafeAppOps.Load()-app0
 	if opts.CPUProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -266,14 +269,15 @@ func appStateOps(gs []*gateway.Gateway) int64 {
 
 // withoutDelayedCommit replaces the gateway's broker with one of the same parts that gives no
 // call a delayed-commit window. Serve builds its handler on g.Broker.
-func withoutDelayedCommit(g *gateway.Gateway) error {
+// ops counts the Settings app's reads and writes of its state, as Gateway.AppStateOps does.
+func withoutDelayedCommit(g *gateway.Gateway, ops *atomic.Int64) error {
 	app, ok := g.Registry.App(settings.AppID)
 	if !ok {
 		return errors.New("bench: the Settings app is not registered")
 	}
 	b, err := broker.New(broker.Options{Store: g.Store, Registry: g.Registry, Tokens: token.NewVerifier(g.PublicKey(), 4096),
 		Audit: g.Audit, Consent: g.Consent, TokenKey: g.Key, DelayedCommit: -1,
-		Handlers: map[string]sdk.Handler{settings.AppID: settings.New(app.Doc, settingsState{g.Store})}})
+		Handlers: map[string]sdk.Handler{settings.AppID: settings.New(app.Doc, settingsState{g.Store, ops})}})
 	if err != nil {
 		return err
 	}
@@ -282,9 +286,13 @@ func withoutDelayedCommit(g *gateway.Gateway) error {
 }
 
 // settingsState keeps the Settings app's values in the store, as the gateway does.
-type settingsState struct{ s store.State }
+type settingsState struct {
+	s   store.State
+	ops *atomic.Int64
+}
 
 func (st settingsState) Get(ctx context.Context, key string) ([]byte, error) {
+	st.ops.Add(1)
 	v, err := st.s.GetState(ctx, settings.AppID, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, settings.ErrUnset
@@ -293,6 +301,7 @@ func (st settingsState) Get(ctx context.Context, key string) ([]byte, error) {
 }
 
 func (st settingsState) Put(ctx context.Context, key string, value []byte) error {
+	st.ops.Add(1)
 	return st.s.PutState(ctx, settings.AppID, key, value)
 }
 
