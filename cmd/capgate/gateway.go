@@ -144,13 +144,13 @@ func (g *globals) localStore(ctx context.Context, flag string) (store.Store, str
 // openStore opens the store of the data folder flag names, creating a SQLite one when create
 // is set; without it, a folder that holds no store yet is an error that says what to run.
 func (g *globals) openStore(ctx context.Context, flag string, create bool) (store.Store, string, error) {
-	dir, err := g.dataDir(flag)
-	if err != nil {
-		return nil, "", err
-	}
 	l, err := g.load(hostFlags{dataDir: flag})
 	if err != nil {
 		return nil, "", err
+	}
+	dir := l.dataDir
+	if dir == "" {
+		return nil, "", usageErr("no data folder: set --data, CAPGATE_DATA_DIR or data_dir")
 	}
 	if _, _, err := gateway.ParseStore(dir, l.store); err != nil {
 		return nil, "", usageErr("--store: %w", err)
@@ -162,7 +162,7 @@ func (g *globals) openStore(ctx context.Context, flag string, create bool) (stor
 	}
 	st, err := gateway.OpenStore(ctx, dir, l.store, create)
 	if errors.Is(err, gateway.ErrNoStore) {
-		return nil, "", &exitError{code: exitNo, err: fmt.Errorf("no capgate store in %s (run capgate serve --data %s first)", dir, dir)}
+		return nil, "", &exitError{code: exitNo, err: fmt.Errorf("%w (run capgate serve --data %s first)", err, dir)}
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", gateway.DescribeStore(dir, l.store), err)

@@ -18,7 +18,8 @@ import (
 // Options tunes a Writer. A nil *Options is the zero Options: batches of up to
 // DefaultMaxBatch with no added wait, no mirror, no checkpoints.
 type Options struct {
-	// MaxBatch is the most records written in one store call; zero means DefaultMaxBatch.
+	// MaxBatch is the most records written in one store call (one more when the last is a
+	// SubmitPair, whose two records are never split); zero means DefaultMaxBatch.
 	MaxBatch int
 	// MaxDelay is how long the writer waits, after the first record of a batch arrives, for
 	// more to join it. Zero waits for nothing: records that arrive while a batch is being

@@ -351,9 +351,6 @@ func (g *Gateway) Serve(ctx context.Context, ready func(tcp, socket string)) err
 	if serr := srv.Shutdown(shutdownCtx); serr != nil && err == nil {
 		err = serr
 	}
-	if sockPath != "" {
-		_ = os.Remove(sockPath)
-	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
@@ -389,7 +386,9 @@ func listenSocket(path string, explicit bool) (net.Listener, error) {
 	return &ownedListener{Listener: ln, release: release}, nil
 }
 
-// ownedListener releases the socket's ownership when it is closed.
+// ownedListener releases the socket's ownership when it is closed, after the listener has
+// removed the socket file (a unix listener from net.Listen unlinks its path on Close): a
+// replica that takes the socket over next never has its new socket file removed by this one.
 type ownedListener struct {
 	net.Listener
 	release func()
@@ -405,8 +404,9 @@ func (l *ownedListener) Close() error {
 // sweep keeps the gateway in step with its store: every broker.SyncInterval it compares the
 // store's revision and, when another process revoked a token or changed a mandate, a client
 // or an app, drops the broker's caches and reloads the registry (so that apps registered by
-// capgate app register or another replica are seen within a fraction of a second); every
-// second it expires unanswered consent requests.
+// capgate app register or another replica are seen within a fraction of a second), and at
+// once when kick says the store notified such a change; every second it expires unanswered
+// consent requests.
 func (g *Gateway) sweep(ctx context.Context, kick <-chan struct{}) {
 	t := time.NewTicker(broker.SyncInterval)
 	defer t.Stop()
