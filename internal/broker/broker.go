@@ -50,6 +50,12 @@ type Options struct {
 	// tool servers, which come and go while the gateway runs. It must be safe for
 	// concurrent use.
 	Providers func(appID string) (sdk.Handler, bool)
+	// TrustedRead, when set, reports whether a Tier 2 capability that declares side effects
+	// none or read was classified so by someone capgate trusts rather than by the app: the
+	// operator's overlay of a tool server. Such a call runs before its decision record is
+	// durable, as a Tier 1 read does, so that its answer waits for one commit instead of two.
+	// It must be safe for concurrent use.
+	TrustedRead func(appID, capabilityID string) bool
 	// DelayedCommit is how long an allowed irreversible call waits, cancellable (default 3 s;
 	// negative: no wait).
 	DelayedCommit time.Duration
@@ -353,13 +359,20 @@ func (b *Broker) record(ctx context.Context, f facts, caller Caller, req Request
 	return err
 }
 
-// readsOnly reports whether the call's capability is a Tier 1 one that declares it changes
-// nothing (side effects none or read): its decision record need not be durable before it
-// runs, only before its answer leaves.
-func readsOnly(f facts) bool {
+// readsOnly reports whether the call's capability changes nothing (side effects none or read)
+// on a word capgate trusts: a Tier 1 app's signed declaration, or, for a Tier 2 capability,
+// Options.TrustedRead (an operator's classification of a tool server's tool). Its decision
+// record need not be durable before it runs, only before its answer leaves. A Tier 2 app's
+// own declaration is never enough: it may lie.
+func (b *Broker) readsOnly(f facts) bool {
 	c := f.cap.Cap
-	return c != nil && f.cap.App != nil && f.cap.App.Tier == manifest.Tier1 &&
-		(c.SideEffects == manifest.SideEffectNone || c.SideEffects == manifest.SideEffectRead)
+	if c == nil || f.cap.App == nil || (c.SideEffects != manifest.SideEffectNone && c.SideEffects != manifest.SideEffectRead) {
+		return false
+	}
+	if f.cap.App.Tier == manifest.Tier1 {
+		return true
+	}
+	return b.o.TrustedRead != nil && b.o.TrustedRead(f.cap.App.ID, c.ID)
 }
 
 func clip(s string) string {
@@ -440,7 +453,7 @@ func (b *Broker) call(ctx context.Context, caller Caller, req Request) Result {
 	// and its answer leaves only once both are durable. So the log never holds one without
 	// the other, a read whose records fail is refused like any call, and a read waits for one
 	// commit, not two in a row.
-	if readsOnly(f) && d.DelayedCommit == 0 {
+	if b.readsOnly(f) && d.DelayedCommit == 0 {
 		rec := b.auditRecord(f, caller, req, callID, "decision", string(policy.Allow), "", d.Explanation, "allowed", res.ConsentID, 0)
 		return b.run(ctx, f, caller, req, res, &rec)
 	}

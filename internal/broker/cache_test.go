@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/store/sqlite"
 	"github.com/capgate/capgate/internal/token"
+	"github.com/capgate/capgate/manifest"
+	"github.com/capgate/capgate/sdk"
 )
 
 // otherProcess opens the env's database a second time, as the CLI with --data or another
@@ -284,5 +287,77 @@ func TestTokenRequestShowsItsWorstRisk(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// probe is the notes app that, on every call, looks whether the call's decision record is
+// already durable in the store.
+type probe struct {
+	*notes
+	st      store.Store
+	mu      sync.Mutex
+	durable map[string]bool // call id → its decision record was in the log when it ran
+}
+
+func (p *probe) Invoke(ctx context.Context, id string, params json.RawMessage, ic sdk.InvocationContext) (sdk.Result, error) {
+	head, err := p.st.AuditHead(ctx)
+	var rec struct {
+		Kind   string `json:"kind"`
+		CallID string `json:"call_id"`
+	}
+	if err == nil {
+		_ = json.Unmarshal(head.Body, &rec)
+	}
+	p.mu.Lock()
+	p.durable[ic.CallID] = rec.Kind == "decision" && rec.CallID == ic.CallID
+	p.mu.Unlock()
+	return p.notes.Invoke(ctx, strings.Replace(id, "org.example.memo", notesID, 1), params, ic)
+}
+
+// A Tier 2 app's own claim that a capability only reads is not trusted: its call runs only
+// once its decision record is durable, unless Options.TrustedRead (an operator's
+// classification) says it reads. A Tier 1 read runs first either way.
+func TestTier2ReadRunsFirstOnlyWhenTrusted(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	// The same app under another id, unsigned: Tier 2, declaring the same reads.
+	raw := strings.ReplaceAll(notesManifest, notesID, "org.example.memo")
+	memo, err := e.b.o.Registry.Register(ctx, []byte(raw), false, "memo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if memo.Tier != manifest.Tier2 {
+		t.Fatalf("the unsigned app is %v", memo.Tier)
+	}
+	p := &probe{notes: &notes{doc: memo.Doc, notes: map[string]string{"1": "milk"}, trash: map[string]string{}}, st: e.st, durable: map[string]bool{}}
+	tier1 := &probe{notes: e.app, st: e.st, durable: map[string]bool{}}
+	var trusted atomic.Bool
+	b, err := New(Options{Store: e.st, Registry: e.b.o.Registry, Tokens: e.b.o.Tokens, Audit: e.writer, Consent: e.consents,
+		Handlers: map[string]sdk.Handler{notesID: tier1, "org.example.memo": p}, DelayedCommit: -1,
+		TrustedRead: func(appID, capID string) bool {
+			return trusted.Load() && appID == "org.example.memo" && capID == "notes.org.example.memo.search"
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(app string) string {
+		t.Helper()
+		req := call("search", `{"query":"milk"}`, "")
+		req.App = app
+		r := b.Call(ctx, alice, req)
+		if !r.OK() {
+			t.Fatalf("%s search: %+v", app, r)
+		}
+		return r.CallID
+	}
+	if id := run("memo"); !p.durable[id] {
+		t.Error("an untrusted Tier 2 read ran before its decision record was durable")
+	}
+	trusted.Store(true)
+	if id := run("memo"); p.durable[id] {
+		t.Error("a Tier 2 read the operator classified waited for its decision record")
+	}
+	if id := run("notes"); tier1.durable[id] {
+		t.Error("a Tier 1 read waited for its decision record")
 	}
 }

@@ -171,7 +171,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	g.Broker, err = broker.New(broker.Options{Store: st, Registry: g.Registry, Tokens: token.NewVerifier(key.Public().(ed25519.PublicKey), 4096),
 		Audit: g.Audit, Consent: g.Consent, Handlers: handlers, TokenKey: key, Observe: g.metrics.observe,
 		ConsentWait: cfg.ConsentWait, DelayedCommit: cfg.DelayedCommit, PathDir: g.workspace,
-		AlsoNeeds: map[string][]string{python.ExecuteFileID: {"fs.read"}}, Providers: g.tools.Handler})
+		AlsoNeeds: map[string][]string{python.ExecuteFileID: {"fs.read"}}, Providers: g.tools.Handler, TrustedRead: g.tools.OperatorRead})
 	if err != nil {
 		g.Close()
 		return nil, err

@@ -20,7 +20,7 @@ import (
 // 0.3 ms. The tool is classified read and low risk by an operator overlay, so no call waits
 // for the person.
 func BenchmarkAddedLatency(b *testing.B) {
-	f := newFixtureWith(b, map[string]any{"echo": map[string]any{"side_effects": "read", "risk": "low", "reversibility": "reversible"}})
+	f := newFixtureOf(b, map[string]any{"echo": map[string]any{"side_effects": "read", "risk": "low", "reversibility": "reversible"}}, false)
 	caller := broker.Caller{ClientID: "cl_alice", Name: "alice", Trust: manifest.AuthUser}
 	iss, err := f.g.Broker.RequestCapability(f.ctx, caller, broker.CapabilityRequest{Capabilities: []string{"mcp.srv.echo"}, Duration: 3600, Reason: "bench"})
 	if err != nil {

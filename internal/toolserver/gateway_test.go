@@ -97,10 +97,20 @@ func newFixture(t testing.TB) *fixture { return newFixtureWith(t, nil) }
 
 // newFixtureWith is newFixture with the operator overlay given written first.
 func newFixtureWith(t testing.TB, overlay map[string]any) *fixture {
+	return newFixtureOf(t, overlay, true)
+}
+
+// newFixtureOf is newFixtureWith; with record false the test server records nothing (it
+// rewrites its whole record on every call, which a benchmark must not measure).
+func newFixtureOf(t testing.TB, overlay map[string]any, record bool) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &fixture{t: t, ctx: ctx, data: t.TempDir(), records: t.TempDir()}
 	f.control = filepath.Join(t.TempDir(), "control")
+	args := []string{"-control", f.control}
+	if record {
+		args = append(args, "-record", f.records)
+	}
 	if err := os.WriteFile(f.control, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +130,7 @@ func newFixtureWith(t testing.TB, overlay map[string]any) *fixture {
 		}
 	}
 	r := addServer(t, ctx, f.data, toolserver.Config{Name: "srv", Command: testServer,
-		Args: []string{"-control", f.control, "-record", f.records}, Env: []string{"TS_ALLOWED"}})
+		Args: args, Env: []string{"TS_ALLOWED"}})
 	if len(r.Accepted) != 2 || r.AppID != "mcp.srv" {
 		t.Fatalf("add accepted %+v, left %v", r.Accepted, r.Left)
 	}
@@ -465,4 +475,28 @@ func checkNoSecrets(t *testing.T, f *fixture) {
 	if calls == 0 {
 		t.Error("the test server recorded no call")
 	}
+}
+
+// A tool the operator's overlay classifies as a read runs as a Tier 1 read does, before its
+// decision record is durable, so that its answer waits for one commit (both records) instead
+// of two; the server's own read-only annotation (greet has one) never does that.
+func TestOperatorReadWaitsForOneCommit(t *testing.T) {
+	f := newFixtureWith(t, map[string]any{"echo": map[string]any{"side_effects": "read", "risk": "low", "reversibility": "reversible"}})
+	caller := broker.Caller{ClientID: "cl_alice", Name: "alice", Trust: manifest.AuthUser}
+	iss, err := f.g.Broker.RequestCapability(f.ctx, caller, broker.CapabilityRequest{Capabilities: []string{"mcp.srv.echo"}, Duration: 3600, Reason: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOutput(t, "echo", f.callWith("echo", `{"text":"hi"}`, iss.Wire), "echo", "echo: hi")
+	before := f.g.Audit.Stats().Batches
+	const calls = 5
+	for range calls {
+		wantOutput(t, "echo", f.callWith("echo", `{"text":"hi"}`, iss.Wire), "echo", "echo: hi")
+	}
+	if n := f.g.Audit.Stats().Batches - before; n > calls+1 {
+		t.Errorf("%d calls of a classified read took %d commits, want one each", calls, n)
+	}
+	// greet is annotated read-only by its server, not classified: it asks, and is no read.
+	r := f.approvedCall("greet", `{"name":"bo"}`)
+	wantOutput(t, "greet", r, "greet", "hello, bo")
 }

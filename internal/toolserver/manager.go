@@ -119,6 +119,22 @@ func (m *Manager) Handler(appID string) (sdk.Handler, bool) {
 	return s, true
 }
 
+// OperatorRead reports whether the operator's overlay classifies the tool behind capabilityID
+// of the tool server app appID as changing nothing (side effects none or read), as of the
+// last listing; broker.Options.TrustedRead takes it. A tool the overlay does not name counts
+// as the worst case, so it is never a read, whatever the server's annotations say.
+func (m *Manager) OperatorRead(appID, capabilityID string) bool {
+	m.mu.Lock()
+	s, ok := m.servers[appID]
+	m.mu.Unlock()
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads[capabilityID]
+}
+
 // Close stops every connection.
 func (m *Manager) Close() error {
 	m.mu.Lock()
@@ -149,6 +165,7 @@ type server struct {
 	pins  map[string]Pin    // by tool name
 	byCap map[string]string // capability id → tool name
 	now   map[string]Listed // the last listing, by tool name
+	reads map[string]bool   // capability id → the operator classified its tool a read
 }
 
 var _ sdk.Handler = (*server)(nil)
@@ -253,6 +270,8 @@ func (s *server) refresh(ctx context.Context) {
 		s.log().Warn("reading the pins failed", "err", err)
 		return
 	}
+	// An overlay that cannot be read classifies nothing (register reports it below).
+	overlay, _ := ReadOverlay(e.DataDir, s.cfg.Name)
 	var now map[string]Listed
 	if sess != nil {
 		tools, cut, err := List(ctx, sess)
@@ -271,7 +290,7 @@ func (s *server) refresh(ctx context.Context) {
 	}
 	if now == nil {
 		// Not listed: keep the last listing, so that the handler can tell; nothing changes.
-		s.setPins(pins, nil)
+		s.setPins(pins, nil, overlay)
 		return
 	}
 	if changed, err := s.approved(ctx, pins, now); err != nil {
@@ -310,20 +329,24 @@ func (s *server) refresh(ctx context.Context) {
 			s.log().Info("a tool was removed by its server", "tool", ch.Tool)
 		}
 	}
-	s.setPins(keep, now)
+	s.setPins(keep, now, overlay)
 	if _, err := e.register(ctx, s.cfg.Name, keep); err != nil {
 		s.log().Warn("registering the tool server's manifest failed", "err", err)
 	}
 }
 
-func (s *server) setPins(pins []Pin, now map[string]Listed) {
+func (s *server) setPins(pins []Pin, now map[string]Listed, overlay Overlay) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pins = make(map[string]Pin, len(pins))
 	s.byCap = make(map[string]string, len(pins))
+	s.reads = make(map[string]bool)
 	for _, p := range pins {
 		s.pins[p.Tool] = p
 		s.byCap[s.capID(p.Action)] = p.Tool
+		if c, ok := overlay[p.Tool]; ok && (c.SideEffects == manifest.SideEffectNone || c.SideEffects == manifest.SideEffectRead) {
+			s.reads[s.capID(p.Action)] = true
+		}
 	}
 	if now != nil {
 		s.now = now

@@ -39,20 +39,17 @@ func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) err
 		if entries[0].Seq != headSeq+1 || entries[0].PrevHash != headHash {
 			return fmt.Errorf("sqlite: append audit: entries[0] does not follow the head: %w", store.ErrConflict)
 		}
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit_log (seq, prev_hash, hash, at, body)
-			VALUES (?, ?, ?, ?, ?)`)
-		if err != nil {
-			return fmt.Errorf("sqlite: append audit: %w", err)
-		}
-		defer stmt.Close()
 		for i, e := range entries {
-			if _, err := stmt.ExecContext(ctx, e.Seq, e.PrevHash, e.Hash, ats[i], blobArg(e.Body)); err != nil {
+			// The store's prepared statement, so that a commit does not parse the INSERT again.
+			if _, err := s.txExec(ctx, tx, insertAudit, e.Seq, e.PrevHash, e.Hash, ats[i], blobArg(e.Body)); err != nil {
 				return fmt.Errorf("sqlite: append audit: entries[%d]: %w", i, err)
 			}
 		}
 		return nil
 	})
 }
+
+const insertAudit = `INSERT INTO audit_log (seq, prev_hash, hash, at, body) VALUES (?, ?, ?, ?, ?)`
 
 // AuditHead returns the last entry, or ErrNotFound for an empty log.
 func (s *Store) AuditHead(ctx context.Context) (store.AuditEntry, error) {
