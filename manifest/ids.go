@@ -187,16 +187,29 @@ func ParsePermission(s string) (Permission, error) {
 	if len(s) > MaxCapabilityIDBytes {
 		return Permission{}, syntaxError("permission", fmt.Sprintf("longer than %d bytes", MaxCapabilityIDBytes))
 	}
-	segs := strings.Split(s, ".")
-	if len(segs) < 2 {
+	if !strings.Contains(s, ".") {
 		return Permission{}, syntaxError("permission", "needs at least two dot-separated segments")
 	}
-	for _, seg := range segs {
-		if !isPermissionSegment(seg) {
-			return Permission{}, syntaxError("permission", "each segment matches [a-z]([a-z0-9_-]*[a-z0-9_])?")
-		}
+	if !IsPermissionPrefix(s) {
+		return Permission{}, syntaxError("permission", "each segment matches [a-z]([a-z0-9_-]*[a-z0-9_])?")
 	}
 	return Permission{s}, nil
+}
+
+// IsPermissionPrefix reports whether s is one or more dot-separated permission segments (a
+// permission, or what a grant pattern such as "fs.*" holds before its ".*"). It allocates
+// nothing: a call's decision asks it.
+func IsPermissionPrefix(s string) bool {
+	for {
+		seg, rest, more := strings.Cut(s, ".")
+		if !isPermissionSegment(seg) {
+			return false
+		}
+		if !more {
+			return true
+		}
+		s = rest
+	}
 }
 
 func isPermissionSegment(seg string) bool {

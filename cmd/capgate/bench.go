@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capgate/capgate/internal/bench"
+	"github.com/capgate/capgate/internal/gateway"
 )
 
 func newBenchCmd(g *globals) *cobra.Command {
@@ -99,6 +100,7 @@ database round trips per call (goal: at most 2).`,
 				return err
 			}
 			opts.Store = l.store
+			gateway.TuneRuntime() // as capgate serve does
 			r, err := bench.Gateway(opts)
 			if err != nil {
 				return err

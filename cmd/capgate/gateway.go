@@ -98,6 +98,7 @@ audit checkpoint is signed.`,
 					return usageErr("--ui-host[%d]: must be a host name or an address, without port or path", i)
 				}
 			}
+			gateway.TuneRuntime()
 			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, Store: l.store, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger, Workspace: ws, UIHosts: uiHosts})
 			if err != nil {
 				return err

@@ -154,6 +154,12 @@ type Tokens interface {
 	// exist is ErrNotFound.
 	PutToken(ctx context.Context, t Token) error
 	GetToken(ctx context.Context, id string) (Token, error)
+	// CheckToken reports whether the token itself can be used at time now, without taking a
+	// use: ErrNotFound, ErrRevoked (Revoke marks every descendant too), or ErrExpired if now
+	// is at or after its own expiry. Neither uses nor ancestors' expiries are looked at, so it
+	// is the check at use of a root token with no use limit (every other token goes through
+	// TakeUse); it runs on every such call, so it is one small read.
+	CheckToken(ctx context.Context, id string, now time.Time) error
 	// TakeUse atomically takes one use of the token at time now and returns the uses taken so
 	// far including this one: ErrRevoked if it or an ancestor is revoked, ErrExpired if now is
 	// at or after its expiry (or an ancestor's), ErrExhausted if MaxUses uses are taken (or an

@@ -27,7 +27,7 @@ func Covers(grants []string, permission string) bool {
 // coversOne reports whether grant g covers the valid permission p.
 func coversOne(g, p string) bool {
 	if prefix, ok := strings.CutSuffix(g, ".*"); ok {
-		return validPattern(prefix) && strings.HasPrefix(p, prefix+".")
+		return validPattern(prefix) && len(p) > len(prefix) && p[len(prefix)] == '.' && strings.HasPrefix(p, prefix)
 	}
 	return g == p
 }
@@ -43,14 +43,12 @@ func validGrant(g string) bool {
 }
 
 // validPattern reports whether prefix, the part of a pattern before ".*", is one or more
-// permission segments. ParsePermission wants two segments, so one segment is checked as the
-// first of a two-segment name.
+// permission segments.
 func validPattern(prefix string) bool {
 	if prefix == "" || len(prefix)+2 > manifest.MaxCapabilityIDBytes {
 		return false
 	}
-	_, err := manifest.ParsePermission(prefix + ".x")
-	return err == nil
+	return manifest.IsPermissionPrefix(prefix)
 }
 
 // grantWithin reports whether every permission child covers is covered by parent; both are

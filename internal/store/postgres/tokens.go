@@ -69,6 +69,24 @@ func (s *Store) GetToken(ctx context.Context, id string) (store.Token, error) {
 	return t, nil
 }
 
+// CheckToken reads the token's revocation and expiry alone, in one round trip.
+func (s *Store) CheckToken(ctx context.Context, id string, now time.Time) error {
+	var revoked bool
+	var expires pgtype.Int8
+	err := s.pool.QueryRow(ctx, `SELECT revoked, expires_at FROM tokens WHERE id = $1`, id).Scan(&revoked, &expires)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return notFound("token")
+	case err != nil:
+		return fmt.Errorf("postgres: check token: %w", err)
+	case revoked:
+		return store.ErrRevoked
+	case expires.Valid && !now.Before(timeCol(expires)):
+		return store.ErrExpired
+	}
+	return nil
+}
+
 // TakeUse takes one use of the token and of each of its ancestors, in one call of the
 // schema's capgate_take_use function: it locks the chain root first, checks every link for
 // revocation, expiry and remaining uses, and counts the use against each, all in the one

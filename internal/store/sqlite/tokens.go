@@ -71,6 +71,24 @@ func (s *Store) GetToken(ctx context.Context, id string) (store.Token, error) {
 	return t, nil
 }
 
+// CheckToken reads the token's revocation and expiry alone.
+func (s *Store) CheckToken(ctx context.Context, id string, now time.Time) error {
+	var revoked int
+	var expires sql.NullInt64
+	err := s.queryRow(ctx, `SELECT revoked, expires_at FROM tokens WHERE id = ?`, id).Scan(&revoked, &expires)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return notFound("token")
+	case err != nil:
+		return fmt.Errorf("sqlite: check token: %w", err)
+	case revoked != 0:
+		return store.ErrRevoked
+	case expires.Valid && !now.Before(timeCol(expires)):
+		return store.ErrExpired
+	}
+	return nil
+}
+
 // TakeUse takes one use of the token and of each of its ancestors, in one immediate
 // transaction, after checking all of them for revocation, expiry and remaining uses.
 func (s *Store) TakeUse(ctx context.Context, id string, now time.Time) (int64, error) {

@@ -129,6 +129,27 @@ func testTokens(t *testing.T, open func(t *testing.T) store.Store) {
 		wantErr(t, "TakeUse grandchild after the root's expiry", err, store.ErrExpired)
 	})
 
+	t.Run("CheckToken", func(t *testing.T) {
+		s, ctx := open(t), t.Context()
+		wantErr(t, "CheckToken unknown", s.CheckToken(ctx, "tk_none", now), store.ErrNotFound)
+		tok := token("tk_k", "", 1, 0)
+		put(t, s, tok)
+		must(t, "CheckToken live", s.CheckToken(ctx, "tk_k", now))
+		must(t, "CheckToken just before expiry", s.CheckToken(ctx, "tk_k", tok.ExpiresAt.Add(-time.Nanosecond)))
+		wantErr(t, "CheckToken at expiry", s.CheckToken(ctx, "tk_k", tok.ExpiresAt), store.ErrExpired)
+		_, err := s.TakeUse(ctx, "tk_k", now)
+		must(t, "TakeUse", err)
+		must(t, "CheckToken of a token with no uses left (uses are not its business)", s.CheckToken(ctx, "tk_k", now))
+		if got := get(t, s, "tk_k").Uses; got != 1 {
+			t.Errorf("Uses = %d after CheckToken, want 1: a check took a use", got)
+		}
+		put(t, s, token("tk_kc", "tk_k", 0, 1))
+		must(t, "Revoke", s.Revoke(ctx, "tk_k", now))
+		wantErr(t, "CheckToken revoked", s.CheckToken(ctx, "tk_k", now), store.ErrRevoked)
+		wantErr(t, "CheckToken of a revoked token's child", s.CheckToken(ctx, "tk_kc", now), store.ErrRevoked)
+		wantErr(t, "CheckToken revoked and expired", s.CheckToken(ctx, "tk_k", tok.ExpiresAt.Add(time.Hour)), store.ErrRevoked)
+	})
+
 	t.Run("Revoke", func(t *testing.T) {
 		s, ctx := open(t), t.Context()
 		//   root ─┬─ a ─── a1
