@@ -6,7 +6,6 @@ package ipc
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/capgate/capgate/internal/jcs"
@@ -134,13 +133,6 @@ func (e *RequestError) Error() string {
 }
 
 var (
-	requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
-	appPattern       = regexp.MustCompile(`^[a-z][a-z0-9._-]{0,252}$`)
-	methodPattern    = regexp.MustCompile(`^[a-z][a-z0-9_.]{0,511}$`)
-	tokenPattern     = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
-)
-
-var (
 	envelopeFields = map[string]bool{"header": true, "body": true}
 	headerFields   = map[string]bool{"msg_type": true, "version": true, "request_id": true, "timestamp": true}
 	bodyFields     = map[string]bool{"action": true, "app": true, "method": true, "params": true, "capability_token": true, "undo_token": true}
@@ -176,7 +168,7 @@ func ParseRequest(data []byte) (Request, error) {
 		}
 		return true
 	}
-	str := func(v jcs.Value, name, path string, pattern *regexp.Regexp, required bool) string {
+	str := func(v jcs.Value, name, path string, pattern *grammar, required bool) string {
 		m, ok := v.Get(name)
 		switch {
 		case !ok:
