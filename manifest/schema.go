@@ -17,7 +17,12 @@ import (
 
 // Schema is a compiled JSON Schema of a capability's parameters, returns or an event payload.
 // It is safe for concurrent use.
-type Schema struct{ s *jsonschema.Schema }
+type Schema struct {
+	s *jsonschema.Schema
+	// fast answers "valid" for the common subset of keywords without the library; nil when
+	// the schema uses anything outside that subset (see fastcheck.go).
+	fast *fastSchema
+}
 
 // errRemoteRef is what the loader says to every reference outside the schema itself: a
 // manifest's schemas are compiled from what was signed, never from what a server answers.
@@ -89,7 +94,7 @@ func (sc *schemaCompiler) compile(raw json.RawMessage, path string, d *decoder) 
 		d.add(schemaErrorPath(err, path), schemaErrorRule(err))
 		return nil
 	}
-	compiled := &Schema{s}
+	compiled := &Schema{s: s, fast: newFastSchema(s)}
 	cacheSchema(key, compiled)
 	return compiled
 }
@@ -200,11 +205,30 @@ func joinLocation(base string, loc []string) string {
 	return p
 }
 
+// libraryValidate is the library's check of v. The library panics on some values it cannot
+// read (a number such as 1e-1000001 against a minimum: math/big refuses exponents that
+// large), and a value comes from an agent: such a value is refused as one that cannot be
+// checked, never a crash.
+func (s *Schema) libraryValidate(v any, base string) (err error) {
+	defer func() {
+		if recover() != nil {
+			err = Problems{{Path: base, Rule: "cannot be checked against the schema"}}
+		}
+	}()
+	return s.s.Validate(v)
+}
+
 // Validate checks v, a value decoded from JSON (as by encoding/json with UseNumber, or
 // jsonschema.UnmarshalJSON), against s. It returns nil or Problems, each naming the path
 // below base and the rule broken, never the value.
+//
+// A value the fast path (fastcheck.go) finds valid is not shown to the library; every other
+// value is, so every error is the library's.
 func (s *Schema) Validate(v any, base string) error {
-	err := s.s.Validate(v)
+	if s.fast != nil && s.fast.valid(v) {
+		return nil
+	}
+	err := s.libraryValidate(v, base)
 	if err == nil {
 		return nil
 	}
