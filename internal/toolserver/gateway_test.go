@@ -496,7 +496,19 @@ func TestOperatorReadWaitsForOneCommit(t *testing.T) {
 	if n := f.g.Audit.Stats().Batches - before; n > calls+1 {
 		t.Errorf("%d calls of a classified read took %d commits, want one each", calls, n)
 	}
-	// greet is annotated read-only by its server, not classified: it asks, and is no read.
+	// greet is annotated read-only by its server, not classified: it is the worst case, so
+	// the call asks the person.
 	r := f.approvedCall("greet", `{"name":"bo"}`)
 	wantOutput(t, "greet", r, "greet", "hello, bo")
+	cs, err := f.g.Store.ListConsents(f.ctx, store.ConsentApproved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := false
+	for _, c := range cs {
+		asked = asked || (c.Kind == "call" && strings.Contains(string(c.Payload), "mcp.srv.greet"))
+	}
+	if !asked {
+		t.Error("greet, annotated read-only by its server alone, ran without asking the person")
+	}
 }

@@ -270,8 +270,13 @@ func (s *server) refresh(ctx context.Context) {
 		s.log().Warn("reading the pins failed", "err", err)
 		return
 	}
-	// An overlay that cannot be read classifies nothing (register reports it below).
-	overlay, _ := ReadOverlay(e.DataDir, s.cfg.Name)
+	// One read of the overlay gives both the registered manifest and the reads OperatorRead
+	// answers, so the two never disagree. One that cannot be read classifies nothing.
+	overlay, oerr := ReadOverlay(e.DataDir, s.cfg.Name)
+	if oerr != nil {
+		s.log().Warn("reading the operator's overlay failed", "err", oerr)
+		overlay = nil
+	}
 	var now map[string]Listed
 	if sess != nil {
 		tools, cut, err := List(ctx, sess)
@@ -330,7 +335,10 @@ func (s *server) refresh(ctx context.Context) {
 		}
 	}
 	s.setPins(keep, now, overlay)
-	if _, err := e.register(ctx, s.cfg.Name, keep); err != nil {
+	if oerr != nil {
+		return // register would refuse the overlay too; the manifest stays as it was
+	}
+	if _, err := e.registerWith(ctx, s.cfg.Name, keep, overlay); err != nil {
 		s.log().Warn("registering the tool server's manifest failed", "err", err)
 	}
 }

@@ -172,6 +172,11 @@ func (e *Env) register(ctx context.Context, name string, pins []Pin) (bool, erro
 	if err != nil {
 		return false, err
 	}
+	return e.registerWith(ctx, name, pins, overlay)
+}
+
+// registerWith is register with the overlay already read.
+func (e *Env) registerWith(ctx context.Context, name string, pins []Pin, overlay Overlay) (bool, error) {
 	doc, _, err := Derive(name, pins, overlay)
 	if err != nil {
 		return false, err
