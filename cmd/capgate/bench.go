@@ -126,6 +126,13 @@ database round trips per call (goal: at most 2).`,
 			}
 			fmt.Fprintf(w, "%-32s %12.2f\n", "decision, cached token (µs)", r.DecisionUS)
 			fmt.Fprintf(w, "%-32s %12d\n", "delayed-commit window (ms)", r.DelayedCommitMS)
+			if f := r.Floor; f != nil {
+				fmt.Fprintln(w, "floor on this machine: the empty HTTP exchange (same workers, nothing decided or recorded)")
+				fmt.Fprintf(w, "%-32s %12.0f\n", "  calls/s", f.CallsPerSec)
+				fmt.Fprintf(w, "%-32s %12.3f\n", "  latency p50 (ms)", f.P50MS)
+				fmt.Fprintf(w, "%-32s %12.3f\n", "  latency p99 (ms)", f.P99MS)
+				fmt.Fprintf(w, "%-32s %12.3f\n", "synchronous 4 KiB write (ms)", f.SyncWriteMS)
+			}
 			if opts.WithoutDelayedCommitUnsafe {
 				fmt.Fprintln(w, "served without delayed-commit windows: not the gateway as shipped")
 			}
@@ -140,6 +147,9 @@ database round trips per call (goal: at most 2).`,
 	cmd.Flags().IntVar(&opts.Workers, "workers", 32, "concurrent keep-alive HTTP clients")
 	cmd.Flags().IntVar(&opts.Replicas, "replicas", 1, "gateways served on the one store (more than one needs --store postgres://...)")
 	cmd.Flags().StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the load phase to this file (go tool pprof)")
+	cmd.Flags().StringVar(&opts.Trace, "trace", "", "write an execution trace of the load phase to this file (go tool trace; -pprof=sync shows where calls wait)")
+	cmd.Flags().BoolVar(&opts.Floor, "floor", false,
+		"also measure the floors on this machine: the empty HTTP exchange with the same workers, and a synchronous 4 KiB write")
 	cmd.Flags().BoolVar(&opts.WithoutDelayedCommitUnsafe, "without-delayed-commit-unsafe", false,
 		"serve with a broker that gives no call a delayed-commit window (measures the rest of the path)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -470,6 +471,11 @@ func (w *Writer) commit(batch []*request) {
 	for i, r := range live {
 		r.settle(result{seq: entries[i].Seq})
 	}
+	// The waiters just woken are queued on this goroutine's processor, and the next commit
+	// ends in an fsync that keeps the processor until the runtime's monitor takes it back
+	// (up to milliseconds later): let them run first. Measured in capgate bench gateway:
+	// about 7% more calls a second and larger batches.
+	runtime.Gosched()
 	w.writeMirror(entries)
 }
 

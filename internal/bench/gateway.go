@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"sync"
@@ -63,6 +64,13 @@ type GatewayOptions struct {
 	// CPUProfile, when set, names a file to write a CPU profile of the load phase to (for
 	// go tool pprof): the gateway and the load generator together, as they share the machine.
 	CPUProfile string
+	// Trace, when set, names a file to write an execution trace of the load phase to (for go
+	// tool trace, whose -pprof=sync, net, syscall and sched views show where calls wait).
+	Trace string
+	// Floor, when set, also measures the floors the run is compared with (Floors): the empty
+	// HTTP exchange with the same workers for the same duration, before the load phase, and
+	// a synchronous 4 KiB write in the data folder.
+	Floor bool
 }
 
 // GatewayReport is what a gateway run measured: real calls of the Settings app's get_setting
@@ -100,6 +108,8 @@ type GatewayReport struct {
 	// waits it out before it runs.
 	DelayedCommitMS int64  `json:"delayed_commit_ms"`
 	FirstError      string `json:"first_error,omitempty"`
+	// Floor is what the same machine does with nothing decided or recorded, when asked for.
+	Floor *Floors `json:"floor,omitempty"`
 }
 
 // Gateway opens a gateway in a temporary data folder, serves it on 127.0.0.1 (an ephemeral
@@ -189,6 +199,14 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 			return GatewayReport{}, fmt.Errorf("bench: serve: %w", err)
 		}
 	}
+	var floor *Floors
+	if opts.Floor {
+		f, err := measureFloors(ctx, dir, opts.Duration, key, issued.Wire, opts)
+		if err != nil {
+			return GatewayReport{}, err
+		}
+		floor = &f
+	}
 	if opts.CPUProfile != "" {
 		f, err := os.Create(opts.CPUProfile)
 		if err != nil {
@@ -199,11 +217,24 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 			return GatewayReport{}, fmt.Errorf("bench: cpu profile: %w", err)
 		}
 	}
+	if opts.Trace != "" {
+		f, err := os.Create(opts.Trace)
+		if err != nil {
+			return GatewayReport{}, fmt.Errorf("bench: trace: %w", err)
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return GatewayReport{}, fmt.Errorf("bench: trace: %w", err)
+		}
+	}
 	rt0, app0 := roundTrips(gs), appStateOps(gs)+unsafeAppOps.Load()
 	r, err := drive(ctx, urls, key, issued.Wire, opts)
 	rt, app := roundTrips(gs)-rt0, appStateOps(gs)+unsafeAppOps.Load()-app0
 	if opts.CPUProfile != "" {
 		pprof.StopCPUProfile()
+	}
+	if opts.Trace != "" {
+		trace.Stop()
 	}
 	stop()
 	for range gs {
@@ -214,7 +245,7 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 	if err != nil {
 		return GatewayReport{}, err
 	}
-	r.Store, r.Replicas = "sqlite", len(gs)
+	r.Store, r.Replicas, r.Floor = "sqlite", len(gs), floor
 	if kind == gateway.Postgres {
 		r.Store = "postgres"
 		r.RoundTripsPerCall = float64(rt) / float64(r.Calls)

@@ -42,3 +42,32 @@ func TestGateway(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayFloor checks that a run asked for its floors reports them, and one not asked
+// does not; it asserts no speed.
+func TestGatewayFloor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens a gateway and serves it on loopback")
+	}
+	r, err := Gateway(GatewayOptions{Duration: 200 * time.Millisecond, Workers: 2, Floor: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := r.Floor
+	if f == nil {
+		t.Fatal("no floor reported")
+	}
+	if f.CallsPerSec <= 0 || f.P50MS <= 0 || f.P50MS > f.P99MS || f.SyncWriteMS <= 0 {
+		t.Errorf("floor figures out of order: %+v", *f)
+	}
+	if r.Calls <= 0 || r.Errors != 0 {
+		t.Fatalf("calls = %d, errors = %d (first: %s)", r.Calls, r.Errors, r.FirstError)
+	}
+	r, err = Gateway(GatewayOptions{Duration: 100 * time.Millisecond, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Floor != nil {
+		t.Errorf("a floor reported unasked: %+v", *r.Floor)
+	}
+}

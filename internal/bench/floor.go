@@ -1,0 +1,97 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/capgate/capgate/internal/ipc"
+)
+
+// Floors are what a gateway run is compared with on the same machine: the least any gateway
+// answering over loopback HTTP with durable records could do.
+type Floors struct {
+	// The empty exchange: the same workers, client, envelope and keep-alive connections
+	// against an HTTP handler that reads the request and writes a fixed success answer.
+	// Nothing is decided, run or recorded.
+	CallsPerSec float64 `json:"calls_per_sec"`
+	P50MS       float64 `json:"p50_ms"`
+	P99MS       float64 `json:"p99_ms"`
+	// SyncWriteMS is the median of appending 4 KiB to a file in the data folder and waiting
+	// for it to reach the disk (fsync), as a commit appends to SQLite's WAL: the least one
+	// durable commit costs.
+	SyncWriteMS float64 `json:"sync_write_ms"`
+}
+
+// syncWriteRuns is how many synchronous writes the SyncWriteMS median is taken over.
+const syncWriteRuns = 200
+
+// floorAnswer is the empty exchange's answer: a success envelope of the size of a real one.
+var floorAnswer = []byte(`{"header":{"msg_type":"llm_response","version":"1.0","request_id":"floor","timestamp":1706620800},` +
+	`"body":{"status":"success","result":{"category":"display","key":"brightness","value":50}}}`)
+
+// measureFloors measures the empty exchange for d with opts.Workers workers, then the
+// synchronous write in dir.
+func measureFloors(ctx context.Context, dir string, d time.Duration, key, tok string, opts GatewayOptions) (Floors, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return Floors{}, fmt.Errorf("bench: floor: %w", err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: gatewayCallTimeout, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, io.LimitReader(r.Body, ipc.MaxEnvelopeBytes)); err != nil {
+			http.Error(w, "bad body", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(floorAnswer)
+	})}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	o := opts
+	o.Duration = d
+	r, err := drive(ctx, []string{"http://" + ln.Addr().String() + "/v1/ipc"}, key, tok, o)
+	srv.Close()
+	if serr := <-served; err == nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = serr
+	}
+	if err != nil {
+		return Floors{}, fmt.Errorf("bench: floor: %w", err)
+	}
+	f := Floors{CallsPerSec: r.CallsPerSec, P50MS: r.P50MS, P99MS: r.P99MS}
+	if f.SyncWriteMS, err = syncWrite(dir); err != nil {
+		return Floors{}, fmt.Errorf("bench: floor: %w", err)
+	}
+	return f, nil
+}
+
+// syncWrite is the median time, in milliseconds, of appending 4 KiB to a file in dir and
+// syncing it.
+func syncWrite(dir string) (float64, error) {
+	f, err := os.CreateTemp(dir, "sync-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	page := make([]byte, 4096)
+	ds := make([]time.Duration, 0, syncWriteRuns)
+	for i := range syncWriteRuns {
+		page[0] = byte(i)
+		start := time.Now()
+		if _, err := f.Write(page); err != nil {
+			return 0, err
+		}
+		if err := f.Sync(); err != nil {
+			return 0, err
+		}
+		ds = append(ds, time.Since(start))
+	}
+	slices.Sort(ds)
+	return float64(ds[len(ds)/2].Nanoseconds()) / 1e6, nil
+}
