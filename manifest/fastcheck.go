@@ -30,23 +30,9 @@ import (
 // compiled jsonschema.Schema that is set, anywhere in the tree, leaves the whole schema
 // without a fast path (see fastFields): $ref, the combinators, format, patternProperties,
 // uniqueItems, multipleOf, the unevaluated keywords, vocabulary extensions, and any field a
-// later version of the library adds.
+// later version of the library adds. Its bounds are in limits.go.
 
-// Bounds on what is precompiled. A schema past them has no fast path, which only costs
-// speed; they keep the checker's recursion shallow and its size near the schema's.
 const (
-	// maxFastDepth bounds the nesting of subschemas. Parameter schemas nest a few levels.
-	maxFastDepth = 16
-
-	// maxFastNodes bounds the subschemas of one schema.
-	maxFastNodes = 512
-
-	// maxFastRatBytes bounds the length of a number literal that is not a plain integer
-	// which the fast path turns into a big.Rat, as the library does, to compare it with a
-	// bound or an enumerated number. Literals with an exponent are left to the library
-	// (1e999999 is an expensive rational), as are longer ones.
-	maxFastRatBytes = 40
-
 	// smallIntDigits is the most digits of a plain integer literal read as an int64: every
 	// such literal lies strictly between -1e18 and 1e18.
 	smallIntDigits = 18

@@ -46,3 +46,20 @@ const (
 	// MaxShortStringBytes bounds identifiers inside lists (intent names, data classes, ...).
 	MaxShortStringBytes = 255
 )
+
+// Bounds on what the params fast path (fastcheck.go) precompiles. A schema past them has no
+// fast path, which only costs speed; they keep the checker's recursion shallow and its size
+// near the schema's.
+const (
+	// maxFastDepth bounds the nesting of subschemas. Parameter schemas nest a few levels.
+	maxFastDepth = 16
+
+	// maxFastNodes bounds the subschemas of one schema.
+	maxFastNodes = 512
+
+	// maxFastRatBytes bounds the length of a number literal that is not a plain integer
+	// which the fast path turns into a big.Rat, as the library does, to compare it with a
+	// bound or an enumerated number. Literals with an exponent are left to the library
+	// (1e999999 is an expensive rational), as are longer ones.
+	maxFastRatBytes = 40
+)
