@@ -6,9 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/store/sqlite"
 )
 
@@ -67,5 +70,84 @@ func TestApprovalsPrintThePage(t *testing.T) {
 	}
 	for _, bad := range []string{"127.0.0.1:7766", "ftp://127.0.0.1", "http://"} {
 		mustCode(t, capgate(t, "", nil, "approvals", "list", "--data", data, "--server", bad), 2)
+	}
+}
+
+// What the person or operator changes from the command line directly in the store (answering
+// consent requests, revoking a token) is in the audit log, a decision before the change and
+// its outcome after, on the same chain: audit verify passes. A request or token that does not
+// exist leaves no record.
+func TestOperatorChangesAreAudited(t *testing.T) {
+	data := t.TempDir()
+	mustCode(t, capgate(t, "", nil, "client", "add", "alice", "--data", data), 0) // creates the store
+	if _, err := gateway.LoadOrCreateKey(data); err != nil {                      // as capgate serve does
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(data, gateway.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := consent.New(st, &consent.Options{Surface: true})
+	ask := func(perm string) string {
+		c, err := cs.Ask(ctx, consent.Request{ClientID: "cl_alice", ClientName: "alice", Kind: consent.KindCall, Permission: perm, Summary: "Write", Wording: "alice may write notes"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.ID
+	}
+	approved, denied := ask("app.notes.write"), ask("app.notes.delete")
+	now := time.Now()
+	if err := st.PutToken(ctx, store.Token{ID: "tok_operator", ClientID: "cl_alice", IssuedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	mustCode(t, capgate(t, "", nil, "approvals", "approve", approved, "--remember", "--data", data), 0)
+	mustCode(t, capgate(t, "", nil, "approvals", "deny", denied, "--data", data), 0)
+	mustCode(t, capgate(t, "", nil, "approvals", "approve", "req_000000000000000000000000", "--data", data), 1)
+	mustCode(t, capgate(t, "", nil, "token", "revoke", "tok_operator", "--data", data), 0)
+	mustCode(t, capgate(t, "", nil, "token", "revoke", "tok_nosuch", "--data", data), 1)
+	mustCode(t, capgate(t, "", nil, "audit", "verify", "--data", data), 0)
+
+	st, err = sqlite.Open(ctx, filepath.Join(data, gateway.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	es, err := st.AuditRange(ctx, 1, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range es {
+		d, err := audit.DecodeEntry(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := d.Record
+		if !strings.HasPrefix(r.ClientID, "cli") {
+			t.Errorf("record %d names %q, not the operator", e.Seq, r.ClientID)
+		}
+		got = append(got, strings.Join([]string{r.Action, r.Kind, r.Result, r.Code, r.ConsentID, r.Permission, r.TokenID}, "|"))
+		if r.Action == "consent.approve" && !strings.Contains(r.Explanation, "act_if_agreed") {
+			t.Errorf("the remembered approval does not say so: %s", r.Explanation)
+		}
+	}
+	want := []string{
+		"consent.approve|decision|approve requested||" + approved + "|app.notes.write|",
+		"consent.approve|outcome|success||" + approved + "|app.notes.write|",
+		"consent.deny|decision|deny requested||" + denied + "|app.notes.delete|",
+		"consent.deny|outcome|success||" + denied + "|app.notes.delete|",
+		"token.revoke|decision|revoke requested||||tok_operator",
+		"token.revoke|outcome|success||||tok_operator",
+		"token.revoke|decision|revoke requested||||tok_nosuch",
+		"token.revoke|outcome|error|INVALID_TOKEN|||tok_nosuch",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if m, err := st.GetMandate(ctx, "app.notes.write"); err != nil || m.AgreedID != approved {
+		t.Errorf("the remembered agreement: %+v %v", m, err)
 	}
 }

@@ -302,7 +302,7 @@ revokes any token directly in the data folder's store, as the operator or the pe
 				return nil
 			}
 			ctx := context.Background()
-			st, _, err := g.localStore(ctx, data)
+			st, dir, err := g.localStore(ctx, data)
 			if err != nil {
 				return err
 			}
@@ -311,7 +311,13 @@ revokes any token directly in the data folder's store, as the operator or the pe
 			if t, err := token.Parse(args[0]); err == nil {
 				id = t.ID
 			}
-			if err := st.Revoke(ctx, id, time.Now()); err != nil {
+			if len(id) > audit.MaxFieldBytes {
+				return &exitError{code: exitNo, err: errors.New("no such token")}
+			}
+			rec := audit.Record{Action: "token.revoke", TokenID: id, Result: "revoke requested",
+				Explanation: "the operator revoked the token, and every token derived from it, from the command line"}
+			err = operatorChange(ctx, cmd, st, dir, rec, true, "INVALID_TOKEN", func() error { return st.Revoke(ctx, id, time.Now()) })
+			if err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					return &exitError{code: exitNo, err: errors.New("no such token")}
 				}
@@ -593,7 +599,7 @@ page on the approval page, URL/ui/requests/ID.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := context.Background()
-			st, _, err := g.localStore(ctx, data)
+			st, dir, err := g.localStore(ctx, data)
 			if err != nil {
 				return err
 			}
@@ -641,12 +647,12 @@ page on the approval page, URL/ui/requests/ID.`,
 					out["url"] = u
 				}
 				return writeJSON(w, out)
-			case "approve":
-				aerr = cs.Approve(ctx, args[1], by, remember)
-			case "deny":
-				aerr = cs.Deny(ctx, args[1], by)
-			case "cancel":
-				aerr = cs.Cancel(ctx, args[1], by)
+			case "approve", "deny", "cancel":
+				_, r, err := cs.Get(ctx, args[1])
+				if err != nil {
+					return &exitError{code: exitNo, err: err}
+				}
+				aerr = answerRecorded(ctx, cmd, st, dir, by, cs, args[0], args[1], r, remember)
 			default:
 				return usageErr("unknown approvals command %q", args[0])
 			}
@@ -804,4 +810,59 @@ func newAppCmd(g *globals) *cobra.Command {
 	reg.Flags().StringVar(&trusted, "trusted-dir", "", "folder of trusted app keys")
 	cmd.AddCommand(reg)
 	return cmd
+}
+
+// operatorChange makes a change from the command line directly in the data folder's store,
+// recorded in its audit log before and after (gateway.OperatorLog.Change), by approver().
+// A change that fails because what it names does not exist is recorded with notFound.
+func operatorChange(ctx context.Context, cmd *cobra.Command, st store.Store, dir string, rec audit.Record, narrows bool,
+	notFound string, change func() error) error {
+	l, err := gateway.OpenOperatorLog(st, dir, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
+	if err != nil {
+		return err
+	}
+	warn := func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "capgate: %s: %v\n", rec.Action, err) }
+	codeOf := func(err error) string {
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound
+		}
+		return operatorCode(err)
+	}
+	err = l.Change(ctx, approver(), rec, narrows, change, codeOf, warn)
+	if cerr := l.Close(); cerr != nil {
+		warn(cerr)
+	}
+	return err
+}
+
+// operatorCode is the audit code of a change that failed.
+func operatorCode(err error) string {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "INVALID_REQUEST"
+	case errors.Is(err, consent.ErrNotPending), errors.Is(err, consent.ErrInvalidRequest):
+		return "INVALID_REQUEST"
+	}
+	return "EXECUTION_FAILED"
+}
+
+// answerRecorded answers the consent request id (verb approve, deny or cancel) as by, with
+// its records in the audit log: an approval is not given unrecorded, a denial or a
+// cancellation is.
+func answerRecorded(ctx context.Context, cmd *cobra.Command, st store.Store, dir, by string, cs *consent.Service,
+	verb, id string, r consent.Request, remember bool) error {
+	rec := audit.Record{Action: "consent." + verb, ConsentID: id, Capability: r.CapabilityID, Permission: r.Permission,
+		Result: verb + " requested", Explanation: "the person answered the consent request from the command line: " + verb}
+	if verb == "approve" && remember {
+		rec.Explanation += ", remembering the agreement as an act_if_agreed mandate for the permission"
+	}
+	return operatorChange(ctx, cmd, st, dir, rec, verb != "approve", "INVALID_REQUEST", func() error {
+		switch verb {
+		case "approve":
+			return cs.Approve(ctx, id, by, remember)
+		case "deny":
+			return cs.Deny(ctx, id, by)
+		}
+		return cs.Cancel(ctx, id, by)
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/manifest"
@@ -199,11 +200,22 @@ func (s *Server) setMandate(w http.ResponseWriter, r *http.Request, _ string) {
 	}
 	perm, choice := r.PostForm.Get("permission"), r.PostForm.Get("autonomy")
 	if choice == noMandate {
+		if len(perm) > audit.MaxFieldBytes {
+			s.message(w, http.StatusBadRequest, "No such permission", "The field permission is longer than any permission.")
+			return
+		}
+		rec := audit.Record{Action: "mandate.delete", Permission: perm, Result: "mandate removal requested",
+			Explanation: "the person removed the mandate of the permission on the mandates page: its calls are decided by the capability's ceiling and the rules again"}
+		if !s.recordChange(w, r, rec) {
+			return
+		}
 		err := s.o.Broker.DeleteMandate(r.Context(), perm)
 		switch {
 		case err == nil, errors.Is(err, store.ErrNotFound): // already none
+			s.done(r.Context(), rec, "")
 			http.Redirect(w, r, "/ui/mandates", http.StatusSeeOther)
 		default:
+			s.done(r.Context(), rec, "EXECUTION_FAILED")
 			s.o.Logger.Warn("web: deleting a mandate failed", "err", err)
 			s.message(w, http.StatusInternalServerError, "Something broke", "capgate could not change the mandate. Its log says why.")
 		}
@@ -229,12 +241,36 @@ func (s *Server) setMandate(w http.ResponseWriter, r *http.Request, _ string) {
 	if a == manifest.AutonomyActIfAgreed {
 		m.Wording, m.AgreedAt, m.AgreedID = agreeWording(perm), now, "ui:"+sessionTag(r)
 	}
+	rec := audit.Record{Action: "mandate.set", Permission: perm, Result: "mandate " + string(a) + " requested",
+		Explanation: "the person set the mandate of the permission to " + string(a) + " on the mandates page"}
+	if a == manifest.AutonomyActIfAgreed {
+		rec.Explanation += ", agreeing to the wording shown"
+	}
+	if !s.recordChange(w, r, rec) {
+		return
+	}
 	if err := s.o.Broker.PutMandate(r.Context(), m); err != nil {
+		s.done(r.Context(), rec, "EXECUTION_FAILED")
 		s.o.Logger.Warn("web: setting a mandate failed", "err", err)
 		s.message(w, http.StatusInternalServerError, "Something broke", "capgate could not change the mandate. Its log says why.")
 		return
 	}
+	s.done(r.Context(), rec, "")
 	http.Redirect(w, r, "/ui/mandates", http.StatusSeeOther)
+}
+
+// recordChange records the person's decision to change a mandate before it is made. A
+// mandate decides how later calls run, so a change whose record cannot be written is not
+// made (the answer says so); a page served without a recorder changes unrecorded, as its
+// other pages do.
+func (s *Server) recordChange(w http.ResponseWriter, r *http.Request, rec audit.Record) bool {
+	err := s.decided(r.Context(), rec)
+	if err == nil || errors.Is(err, errNoAudit) {
+		return true
+	}
+	s.o.Logger.Warn("web: a mandate change could not be recorded; not made", "action", rec.Action, "err", err)
+	s.message(w, http.StatusInternalServerError, "Not changed", "capgate could not write the change to its audit log, so it did not make it. Its log says why.")
+	return false
 }
 
 // sessionTag names the session a change came from without revealing its id: the first

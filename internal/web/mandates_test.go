@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/internal/store"
@@ -23,9 +24,8 @@ const reviewPerm = "notes.org.example.pad.review" // no permission declared: its
 // above the ceiling, deletes, and shows a capability's hostile name as text.
 func TestMandatesPage(t *testing.T) {
 	e := newEnv(t, 0)
-	// The gateway does not hand the registry to its page yet: serve one that has it, on the
-	// gateway's own consent service, store and broker.
-	ws := web.New(web.Options{Consent: e.g.Consent, Store: e.g.Store, Broker: e.g.Broker, Registry: e.g.Registry})
+	// A page on the gateway's own consent service, store, broker, registry and audit writer.
+	ws := web.New(web.Options{Consent: e.g.Consent, Store: e.g.Store, Broker: e.g.Broker, Registry: e.g.Registry, Audit: e.g.Audit})
 	srv := httptest.NewServer(ws.Handler())
 	defer srv.Close()
 	b := newBrowser(t, srv.URL, srv.Client())
@@ -168,5 +168,65 @@ func TestMandatesPage(t *testing.T) {
 	}
 	if d := explain(); d.Outcome == policy.Handoff {
 		t.Errorf("after delete the decision still hands off: %+v", d)
+	}
+
+	// Every change made is in the audit log, its decision before its outcome, by the person;
+	// no refused form left a record.
+	sets := e.auditActions("mandate.set")
+	want := 2 * (len(manifest.Autonomies) + 2) // each autonomy, review's ask, the second handoff
+	if len(sets) != want {
+		t.Errorf("mandate.set records: %d, want %d: %+v", len(sets), want, sets)
+	}
+	for i := 0; i+1 < len(sets); i += 2 {
+		d, o := sets[i], sets[i+1]
+		if d.Kind != audit.KindDecision || o.Kind != audit.KindOutcome || o.Result != "success" ||
+			d.ClientID != o.ClientID || !strings.Contains(d.ClientID, "person") || d.Permission == "" || d.Permission != o.Permission {
+			t.Errorf("mandate.set records %d and %d: %+v %+v", i, i+1, d, o)
+		}
+	}
+	if len(sets) > 0 && (sets[0].Permission != "app.pad.write" || !strings.Contains(sets[0].Explanation, "to "+string(manifest.Autonomies[0]))) {
+		t.Errorf("the first mandate.set names %q: %s", sets[0].Permission, sets[0].Explanation)
+	}
+	dels := e.auditActions("mandate.delete")
+	if len(dels) != 4 || dels[0].Permission != "fs.*" || dels[2].Permission != "app.pad.write" || dels[3].Result != "success" {
+		t.Errorf("mandate.delete records: %+v", dels)
+	}
+}
+
+// A mandate decides how later calls run: a change whose audit record cannot be written is not
+// made, and the page says so.
+func TestMandateChangeUnrecordedIsNotMade(t *testing.T) {
+	e := newEnv(t, 0)
+	closed := audit.NewWriter(e.g.Store, nil)
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ws := web.New(web.Options{Consent: e.g.Consent, Store: e.g.Store, Broker: e.g.Broker, Registry: e.g.Registry, Audit: closed})
+	srv := httptest.NewServer(ws.Handler())
+	defer srv.Close()
+	b := newBrowser(t, srv.URL, srv.Client())
+	same := map[string]string{"Origin": srv.URL, "Sec-Fetch-Site": "same-origin"}
+	csrf := b.login(ws.LoginLink())
+	for _, choice := range []string{"act", "none"} {
+		if choice == "none" {
+			if err := e.g.Broker.PutMandate(e.ctx, store.Mandate{Permission: "app.pad.write", Autonomy: "ask"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		resp, body := b.post("/ui/mandates", url.Values{"csrf": {csrf}, "permission": {"app.pad.write"}, "autonomy": {choice}}, same)
+		if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(body, "did not make it") {
+			t.Errorf("%s without an audit log: HTTP %d %s", choice, resp.StatusCode, body)
+		}
+		m, err := e.g.Store.GetMandate(e.ctx, "app.pad.write")
+		switch choice {
+		case "act":
+			if !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("an unrecorded act mandate was stored: %+v %v", m, err)
+			}
+		case "none":
+			if err != nil || m.Autonomy != "ask" {
+				t.Errorf("an unrecorded removal removed the mandate: %+v %v", m, err)
+			}
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/web"
@@ -311,6 +312,71 @@ func TestAnswers(t *testing.T) {
 		if resp, _ := b.get(p); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("%s: HTTP %d", p, resp.StatusCode)
 		}
+	}
+	if resp, _ := b.post("/ui/requests/req_000000000000000000000000/approve", url.Values{"csrf": {csrf}}, nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("approving no request: HTTP %d", resp.StatusCode)
+	}
+
+	// Every answer is in the audit log by the person, its decision before its outcome; the
+	// answer to an answered request is recorded as refused; no record for no request.
+	var got []string
+	for _, r := range e.auditActions("consent.approve", "consent.deny", "consent.cancel") {
+		if r.ClientID != "person (approval page)" {
+			t.Errorf("%s names %q", r.Action, r.ClientID)
+		}
+		got = append(got, strings.Join([]string{r.Action, r.Kind, r.Result, r.Code, r.ConsentID}, "|"))
+	}
+	want := []string{
+		"consent.approve|decision|approve requested||" + id, "consent.approve|outcome|success||" + id,
+		"consent.deny|decision|deny requested||" + id, "consent.deny|outcome|error|INVALID_REQUEST|" + id,
+		"consent.deny|decision|deny requested||" + id2, "consent.deny|outcome|success||" + id2,
+		"consent.approve|decision|approve requested||" + tid, "consent.approve|outcome|success||" + tid,
+		"consent.approve|decision|approve requested||" + cid, "consent.approve|outcome|error|INVALID_REQUEST|" + cid,
+		"consent.cancel|decision|cancel requested||" + cid, "consent.cancel|outcome|success||" + cid,
+		"consent.approve|decision|approve requested||" + c.ID, "consent.approve|outcome|success||" + c.ID,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("answer records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// An approval whose audit record cannot be written is not given, and the page says so; a
+// denial, which only stops something, is given all the same.
+func TestUnrecordedApprovalIsNotGiven(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 0)
+	closed := audit.NewWriter(e.g.Store, nil)
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ws := web.New(web.Options{Consent: e.g.Consent, Store: e.g.Store, Broker: e.g.Broker, Registry: e.g.Registry, Audit: closed})
+	srv := httptest.NewServer(ws.Handler())
+	defer srv.Close()
+	b := newBrowser(t, srv.URL, srv.Client())
+	csrf := b.login(ws.LoginLink())
+	same := map[string]string{"Origin": srv.URL, "Sec-Fetch-Site": "same-origin"}
+	ask := func() string {
+		c, err := e.g.Consent.Ask(e.ctx, consent.Request{ClientID: "cl_x", ClientName: "alice", Kind: consent.KindCall,
+			Permission: "app.pad.write", Summary: "Write a note"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.ID
+	}
+	id := ask()
+	resp, body := b.post("/ui/requests/"+id+"/approve", url.Values{"csrf": {csrf}}, same)
+	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(body, "did not give it") {
+		t.Errorf("an unrecorded approval: HTTP %d %s", resp.StatusCode, body)
+	}
+	if st := e.state(id); st != store.ConsentPending {
+		t.Errorf("the unrecorded approval was given: %s", st)
+	}
+	id = ask()
+	if resp, _ := b.post("/ui/requests/"+id+"/deny", url.Values{"csrf": {csrf}}, same); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("an unrecorded denial: HTTP %d", resp.StatusCode)
+	}
+	if st := e.state(id); st != store.ConsentDenied {
+		t.Errorf("the unrecorded denial was not given: %s", st)
 	}
 }
 

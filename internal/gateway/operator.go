@@ -1,0 +1,87 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/keys"
+)
+
+// OperatorLog records in the audit log what a person or operator changes from the command
+// line directly in a data folder's store (answering a consent request, revoking a token),
+// as the approval page records its own changes: a decision record before the change and an
+// outcome record after it, on the same hash chain as the gateway's records (several
+// writers share one store safely) and in the same JSON-lines mirror. When the gateway's key
+// is in the folder, closing it signs a checkpoint of the new head.
+type OperatorLog struct {
+	w *audit.Writer
+}
+
+// OpenOperatorLog opens the operator log of the data folder dir on st. Close it when done.
+func OpenOperatorLog(st store.Store, dir string, log *slog.Logger) (*OperatorLog, error) {
+	opts := &audit.Options{MirrorPath: filepath.Join(dir, AuditFile), Logger: log}
+	k, err := keys.LoadPrivateKey(filepath.Join(dir, KeyFile))
+	switch {
+	case err == nil:
+		opts.CheckpointKey = k
+	case errors.Is(err, os.ErrNotExist):
+		// No key here (a store shared by replicas, kept elsewhere): the gateways checkpoint.
+	default:
+		return nil, fmt.Errorf("gateway: the gateway's key: %w", err)
+	}
+	return &OperatorLog{w: audit.NewWriter(st, opts)}, nil
+}
+
+// Decided records that by decided to make the change rec describes, before it is made:
+// rec's Action, and what it names (TokenID, ConsentID, Permission), Result and Explanation.
+// The change must not be made when it returns an error, unless it only narrows what agents
+// may do (a revocation, a denial), which is safer made unrecorded than not made.
+func (l *OperatorLog) Decided(ctx context.Context, by string, rec audit.Record) error {
+	rec.ClientID, rec.Kind, rec.Decision = by, audit.KindDecision, audit.DecisionAllow
+	_, err := l.w.Append(ctx, rec)
+	return err
+}
+
+// Done records what came of a change recorded by Decided: success, or an error with code.
+func (l *OperatorLog) Done(ctx context.Context, by string, rec audit.Record, code string) error {
+	rec.ClientID, rec.Kind, rec.Decision, rec.Result, rec.Code = by, audit.KindOutcome, audit.DecisionAllow, "success", code
+	if code != "" {
+		rec.Result = "error"
+	}
+	_, err := l.w.Append(ctx, rec)
+	return err
+}
+
+// Close writes what is pending, signs a checkpoint when it holds the key, and closes.
+func (l *OperatorLog) Close() error { return l.w.Close() }
+
+// Change makes one change by a person or operator with its two records: Decided, then change,
+// then Done with the code codeOf gives its error ("" for none). A change that widens what
+// agents may do (narrows false) is not made when its decision cannot be recorded; one that
+// narrows it is made all the same, and warn is told why it is unrecorded. It returns
+// change's error, or the recording error that kept the change from being made.
+func (l *OperatorLog) Change(ctx context.Context, by string, rec audit.Record, narrows bool,
+	change func() error, codeOf func(error) string, warn func(error)) error {
+	if err := l.Decided(ctx, by, rec); err != nil {
+		if !narrows {
+			return fmt.Errorf("not done: the audit log could not record it: %w", err)
+		}
+		warn(fmt.Errorf("done, but the audit log could not record it: %w", err))
+		return change()
+	}
+	err := change()
+	code := ""
+	if err != nil {
+		code = codeOf(err)
+	}
+	if derr := l.Done(ctx, by, rec, code); derr != nil {
+		warn(fmt.Errorf("the audit log could not record the outcome: %w", derr))
+	}
+	return err
+}
