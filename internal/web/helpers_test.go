@@ -22,9 +22,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/ipc"
 	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/web"
 	"github.com/capgate/capgate/keys"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
@@ -371,4 +373,20 @@ func (b *browser) answer(id, verb, csrf string, extra url.Values) {
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/requests/"+id {
 		b.t.Fatalf("%s %s: HTTP %d %s", verb, id, resp.StatusCode, body)
 	}
+}
+
+// unrecordedPage serves a page on the env's gateway whose audit writer is closed, so that no
+// record can be written, and returns a logged-in browser, its CSRF token and the headers of a
+// same-origin form post.
+func (e *env) unrecordedPage() (*browser, string, map[string]string) {
+	e.t.Helper()
+	closed := audit.NewWriter(e.g.Store, nil)
+	if err := closed.Close(); err != nil {
+		e.t.Fatal(err)
+	}
+	ws := web.New(web.Options{Consent: e.g.Consent, Store: e.g.Store, Broker: e.g.Broker, Registry: e.g.Registry, Audit: closed})
+	srv := httptest.NewServer(ws.Handler())
+	e.t.Cleanup(srv.Close)
+	b := newBrowser(e.t, srv.URL, srv.Client())
+	return b, b.login(ws.LoginLink()), map[string]string{"Origin": srv.URL, "Sec-Fetch-Site": "same-origin"}
 }

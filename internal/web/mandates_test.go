@@ -197,16 +197,7 @@ func TestMandatesPage(t *testing.T) {
 // made, and the page says so.
 func TestMandateChangeUnrecordedIsNotMade(t *testing.T) {
 	e := newEnv(t, 0)
-	closed := audit.NewWriter(e.g.Store, nil)
-	if err := closed.Close(); err != nil {
-		t.Fatal(err)
-	}
-	ws := web.New(web.Options{Consent: e.g.Consent, Store: e.g.Store, Broker: e.g.Broker, Registry: e.g.Registry, Audit: closed})
-	srv := httptest.NewServer(ws.Handler())
-	defer srv.Close()
-	b := newBrowser(t, srv.URL, srv.Client())
-	same := map[string]string{"Origin": srv.URL, "Sec-Fetch-Site": "same-origin"}
-	csrf := b.login(ws.LoginLink())
+	b, csrf, same := e.unrecordedPage()
 	for _, choice := range []string{"act", "none"} {
 		if choice == "none" {
 			if err := e.g.Broker.PutMandate(e.ctx, store.Mandate{Permission: "app.pad.write", Autonomy: "ask"}); err != nil {

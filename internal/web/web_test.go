@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/web"
@@ -345,16 +344,7 @@ func TestAnswers(t *testing.T) {
 func TestUnrecordedApprovalIsNotGiven(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 0)
-	closed := audit.NewWriter(e.g.Store, nil)
-	if err := closed.Close(); err != nil {
-		t.Fatal(err)
-	}
-	ws := web.New(web.Options{Consent: e.g.Consent, Store: e.g.Store, Broker: e.g.Broker, Registry: e.g.Registry, Audit: closed})
-	srv := httptest.NewServer(ws.Handler())
-	defer srv.Close()
-	b := newBrowser(t, srv.URL, srv.Client())
-	csrf := b.login(ws.LoginLink())
-	same := map[string]string{"Origin": srv.URL, "Sec-Fetch-Site": "same-origin"}
+	b, csrf, same := e.unrecordedPage()
 	ask := func() string {
 		c, err := e.g.Consent.Ask(e.ctx, consent.Request{ClientID: "cl_x", ClientName: "alice", Kind: consent.KindCall,
 			Permission: "app.pad.write", Summary: "Write a note"})
