@@ -110,24 +110,10 @@ func TestOperatorChangesAreAudited(t *testing.T) {
 	mustCode(t, capgate(t, "", nil, "token", "revoke", "tok_nosuch", "--data", data), 1)
 	mustCode(t, capgate(t, "", nil, "audit", "verify", "--data", data), 0)
 
-	st, err = sqlite.Open(ctx, filepath.Join(data, gateway.DBFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	es, err := st.AuditRange(ctx, 1, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var got []string
-	for _, e := range es {
-		d, err := audit.DecodeEntry(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := d.Record
+	for _, r := range auditRecords(t, data) {
 		if !strings.HasPrefix(r.ClientID, "cli") {
-			t.Errorf("record %d names %q, not the operator", e.Seq, r.ClientID)
+			t.Errorf("%s names %q, not the operator", r.Action, r.ClientID)
 		}
 		got = append(got, strings.Join([]string{r.Action, r.Kind, r.Result, r.Code, r.ConsentID, r.Permission, r.TokenID}, "|"))
 		if r.Action == "consent.approve" && !strings.Contains(r.Explanation, "act_if_agreed") {
@@ -147,7 +133,36 @@ func TestOperatorChangesAreAudited(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	st, err = sqlite.Open(ctx, filepath.Join(data, gateway.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
 	if m, err := st.GetMandate(ctx, "app.notes.write"); err != nil || m.AgreedID != approved {
 		t.Errorf("the remembered agreement: %+v %v", m, err)
 	}
+}
+
+// auditRecords are the records of the data folder's audit log, oldest first.
+func auditRecords(t *testing.T, data string) []audit.Record {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(data, gateway.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	es, err := st.AuditRange(ctx, 1, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]audit.Record, len(es))
+	for i, e := range es {
+		d, err := audit.DecodeEntry(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = d.Record
+	}
+	return out
 }

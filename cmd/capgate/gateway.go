@@ -29,6 +29,7 @@ import (
 	"github.com/capgate/capgate/internal/ipc"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
+	"github.com/capgate/capgate/internal/toolserver"
 	"github.com/capgate/capgate/internal/web"
 	"github.com/capgate/capgate/keys"
 	"github.com/capgate/capgate/manifest"
@@ -815,7 +816,7 @@ func newAppCmd(g *globals) *cobra.Command {
 // operatorChange makes a change from the command line directly in the data folder's store,
 // recorded in its audit log before and after (gateway.OperatorLog.Change), by approver().
 // A change that fails because what it names does not exist is recorded with notFound.
-func operatorChange(ctx context.Context, cmd *cobra.Command, st store.Store, dir string, rec audit.Record, narrows bool,
+func operatorChange(ctx context.Context, cmd *cobra.Command, st store.Audit, dir string, rec audit.Record, narrows bool,
 	notFound string, change func() error) error {
 	l, err := gateway.OpenOperatorLog(st, dir, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
 	if err != nil {
@@ -840,7 +841,8 @@ func operatorCode(err error) string {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return "INVALID_REQUEST"
-	case errors.Is(err, consent.ErrNotPending), errors.Is(err, consent.ErrInvalidRequest):
+	case errors.Is(err, consent.ErrNotPending), errors.Is(err, consent.ErrInvalidRequest),
+		errors.Is(err, toolserver.ErrNothingToAccept), errors.Is(err, toolserver.ErrNotToolServer):
 		return "INVALID_REQUEST"
 	}
 	return "EXECUTION_FAILED"

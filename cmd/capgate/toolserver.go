@@ -10,7 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/toolserver"
 )
 
@@ -245,7 +247,27 @@ changed nor new is refused (exit 1) and nothing is accepted.`,
 				return err
 			}
 			defer done()
-			r, err := toolserver.Accept(ctx, e, args[0], args[1:], dryRun, "operator: capgate toolserver accept")
+			var r toolserver.Report
+			accept := func() error {
+				r, err = toolserver.Accept(ctx, e, args[0], args[1:], dryRun, "operator: capgate toolserver accept")
+				return err
+			}
+			if dryRun {
+				err = accept()
+			} else {
+				// An accepted tool runs again: the acceptance is recorded before it is made, and
+				// not made unrecorded.
+				rec := audit.Record{Action: "toolserver.accept", App: toolserver.AppPrefix + args[0], Result: "accept requested",
+					Explanation: fmt.Sprintf("the operator accepted the tool server's changed and new tools from the command line (%d named)", len(args)-1)}
+				if len(rec.App) > audit.MaxFieldBytes {
+					return &exitError{code: exitNo, err: toolserver.ErrNotToolServer}
+				}
+				log, ok := e.Store.(store.Audit) // the data folder's whole store
+				if !ok {
+					return errors.New("the store keeps no audit log")
+				}
+				err = operatorChange(ctx, cmd, log, e.DataDir, rec, false, "INVALID_REQUEST", accept)
+			}
 			w := cmd.OutOrStdout()
 			for _, ch := range r.Changes {
 				if ch.Kind == toolserver.Same {

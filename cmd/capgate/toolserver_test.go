@@ -68,6 +68,19 @@ func TestToolServerCommands(t *testing.T) {
 	if strings.Contains(r.stdout, list[0].Tools[0].Hash) == strings.Contains(r.stdout, list[0].Tools[1].Hash) {
 		t.Errorf("after accept, exactly one pin should have changed:\n%s", r.stdout)
 	}
+	// Each accept, not the dry run, is in the audit log by the operator, before and after.
+	var accepts []string
+	for _, rec := range auditRecords(t, data) {
+		if rec.Action == "toolserver.accept" {
+			accepts = append(accepts, rec.Kind+"|"+rec.Result+"|"+rec.Code+"|"+rec.App)
+			if !strings.HasPrefix(rec.ClientID, "cli") {
+				t.Errorf("an accept names %q, not the operator", rec.ClientID)
+			}
+		}
+	}
+	if want := "decision|accept requested||mcp.srv outcome|error|INVALID_REQUEST|mcp.srv decision|accept requested||mcp.srv outcome|success||mcp.srv"; strings.Join(accepts, " ") != want {
+		t.Errorf("accept records:\n%s\nwant:\n%s", strings.Join(accepts, " "), want)
+	}
 	mustCode(t, capgate(t, "", nil, "toolserver", "remove", "srv", "--data", data), 0)
 	mustCode(t, capgate(t, "", nil, "toolserver", "remove", "srv", "--data", data), 1)
 	r = capgate(t, "", nil, "toolserver", "list", "--data", data)

@@ -24,7 +24,7 @@ type OperatorLog struct {
 }
 
 // OpenOperatorLog opens the operator log of the data folder dir on st. Close it when done.
-func OpenOperatorLog(st store.Store, dir string, log *slog.Logger) (*OperatorLog, error) {
+func OpenOperatorLog(st store.Audit, dir string, log *slog.Logger) (*OperatorLog, error) {
 	opts := &audit.Options{MirrorPath: filepath.Join(dir, AuditFile), Logger: log}
 	k, err := keys.LoadPrivateKey(filepath.Join(dir, KeyFile))
 	switch {
