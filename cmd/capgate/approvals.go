@@ -3,8 +3,10 @@ package main
 import (
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/capgate/capgate/internal/config"
+	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -36,9 +38,29 @@ func (p approvalPages) of(id string) string {
 	return p.base + "/ui/requests/" + url.PathEscape(id)
 }
 
-// listedConsent is one request in `approvals list --json`: the stored request, and its page
-// when known.
-type listedConsent struct {
-	store.Consent
-	URL string `json:"url,omitempty"`
+// consentView is one request as `approvals list --json` and `approvals show` print it: what
+// the person decides on (details: who asks, the capability, its params shown safely, risk,
+// reversibility, reason, audit tag), its state and times, and its page when known.
+type consentView struct {
+	ID         string          `json:"id"`
+	Kind       string          `json:"kind"`
+	State      string          `json:"state"`
+	ClientID   string          `json:"client_id"`
+	Created    time.Time       `json:"created"`
+	Expires    time.Time       `json:"expires"`
+	Answered   *time.Time      `json:"answered,omitempty"`
+	AnsweredBy string          `json:"answered_by,omitempty"`
+	Agreed     string          `json:"agreed_wording,omitempty"` // the wording an approval agreed to
+	Details    consent.Request `json:"details"`
+	URL        string          `json:"url,omitempty"`
+}
+
+func newConsentView(c store.Consent, r consent.Request, url string) consentView {
+	v := consentView{ID: c.ID, Kind: c.Kind, State: c.State, ClientID: c.ClientID, Created: c.Created.UTC(),
+		Expires: c.Expires.UTC(), AnsweredBy: c.AnsweredBy, Agreed: c.Wording, Details: r, URL: url}
+	if !c.Answered.IsZero() {
+		at := c.Answered.UTC()
+		v.Answered = &at
+	}
+	return v
 }

@@ -68,6 +68,29 @@ func TestApprovalsPrintThePage(t *testing.T) {
 	if strings.Contains(r.stdout, "/ui/requests/") {
 		t.Errorf("show with no gateway address names a page:\n%s", r.stdout)
 	}
+	// The JSON of list and show: snake_case members, what the person decides on under
+	// details, never the stored payload's bytes.
+	var shown map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil {
+		t.Fatal(err)
+	}
+	l := capgate(t, "", nil, "approvals", "list", "--json", "--data", data)
+	var listed []map[string]any
+	if err := json.Unmarshal([]byte(l.stdout), &listed); err != nil || len(listed) != 1 {
+		t.Fatalf("list --json: %s (%v)", l.stdout, err)
+	}
+	for what, v := range map[string]map[string]any{"show": shown, "list --json": listed[0]} {
+		d, _ := v["details"].(map[string]any)
+		if v["id"] != c.ID || v["kind"] != "call" || v["state"] != "pending" || v["client_id"] != "cl_alice" ||
+			v["expires"] == nil || v["created"] == nil || d == nil || d["permission"] != "app.notes.write" || d["summary"] != "Write a note" {
+			t.Errorf("%s: %v", what, v)
+		}
+		for _, k := range []string{"ID", "Payload", "payload", "answered"} {
+			if _, ok := v[k]; ok {
+				t.Errorf("%s has a member %q: %v", what, k, v)
+			}
+		}
+	}
 	for _, bad := range []string{"127.0.0.1:7766", "ftp://127.0.0.1", "http://"} {
 		mustCode(t, capgate(t, "", nil, "approvals", "list", "--data", data, "--server", bad), 2)
 	}

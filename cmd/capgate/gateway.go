@@ -620,9 +620,13 @@ page on the approval page, URL/ui/requests/ID.`,
 					return err
 				}
 				if asJSON {
-					out := make([]listedConsent, len(list))
-					for i, c := range list {
-						out[i] = listedConsent{Consent: c, URL: pages.of(c.ID)}
+					out := make([]consentView, 0, len(list))
+					for _, c := range list {
+						_, r, err := cs.Get(ctx, c.ID)
+						if err != nil {
+							return err
+						}
+						out = append(out, newConsentView(c, r, pages.of(c.ID)))
 					}
 					return writeJSON(w, out)
 				}
@@ -643,11 +647,7 @@ page on the approval page, URL/ui/requests/ID.`,
 				if err != nil {
 					return &exitError{code: exitNo, err: err}
 				}
-				out := map[string]any{"request": c, "details": r}
-				if u := pages.of(c.ID); u != "" {
-					out["url"] = u
-				}
-				return writeJSON(w, out)
+				return writeJSON(w, newConsentView(c, r, pages.of(c.ID)))
 			case "approve", "deny", "cancel":
 				_, r, err := cs.Get(ctx, args[1])
 				if err != nil {
@@ -696,7 +696,18 @@ func newAuditCmd(g *globals) *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				_ = writeJSON(w, r)
+				// intact is the verdict the exit status gives; lists are [] when empty.
+				v := struct {
+					Intact bool `json:"intact"`
+					*audit.Report
+				}{r.OK(), &r}
+				if v.Problems == nil {
+					v.Problems = []audit.Problem{}
+				}
+				if v.Warnings == nil {
+					v.Warnings = []audit.Problem{}
+				}
+				_ = writeJSON(w, v)
 			} else {
 				fmt.Fprintf(w, "%d records, %d checkpoints (last at %d), head %s\n", r.Entries, r.Checkpoints, r.LastCheckpointSeq, orNone(r.Head))
 				for _, p := range r.Problems {

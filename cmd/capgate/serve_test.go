@@ -302,6 +302,36 @@ func TestServeSettingsFlow(t *testing.T) {
 	if strings.Count(r.stdout, "\n") != 3 {
 		t.Fatalf("audit tail: %s", r.stdout)
 	}
+	// The JSON forms: tail's records in the token document's field names, as the export and
+	// the mirror print them; verify's verdict.
+	r = capgate(t, "", nil, "audit", "tail", "-n", "2", "--json", "--data", data)
+	mustCode(t, r, 0)
+	var tailed []struct {
+		Seq      int64          `json:"seq"`
+		PrevHash string         `json:"prev_hash"`
+		Hash     string         `json:"hash"`
+		Record   map[string]any `json:"record"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &tailed); err != nil || len(tailed) != 2 || tailed[1].Seq != tailed[0].Seq+1 ||
+		tailed[1].PrevHash != tailed[0].Hash || !strings.HasPrefix(tailed[0].Hash, "sha256:") {
+		t.Fatalf("audit tail --json: %s (%v)", r.stdout, err)
+	}
+	for _, k := range []string{"timestamp", "token_id", "action", "app", "method", "params_hash", "result", "audit_tag", "decision", "code", "client_id", "kind"} {
+		if _, ok := tailed[1].Record[k]; !ok {
+			t.Errorf("audit tail --json: a record without %q: %v", k, tailed[1].Record)
+		}
+	}
+	r = capgate(t, "", nil, "audit", "verify", "--json", "--data", data)
+	mustCode(t, r, 0)
+	var verdict struct {
+		Intact   bool  `json:"intact"`
+		Entries  int64 `json:"entries"`
+		Problems []any `json:"problems"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &verdict); err != nil || !verdict.Intact || verdict.Entries < tailed[1].Seq ||
+		verdict.Problems == nil || !strings.Contains(r.stdout, `"last_checkpoint_seq"`) {
+		t.Fatalf("audit verify --json: %s (%v)", r.stdout, err)
+	}
 	r = capgate(t, "", nil, "audit", "export", "--data", data)
 	mustCode(t, r, 0)
 	if !strings.Contains(r.stdout, `"prev_hash"`) || strings.Contains(r.stdout, "light") {

@@ -53,11 +53,11 @@ func (h head) next(body []byte, at time.Time) (store.AuditEntry, head) {
 
 // Entry is a decoded entry of the log.
 type Entry struct {
-	Seq      int64
-	PrevHash string
-	Hash     string
-	At       time.Time // when the writer made the entry; not covered by Hash (Record.Timestamp is)
-	Record   Record
+	Seq      int64     `json:"seq"`
+	PrevHash string    `json:"prev_hash"`
+	Hash     string    `json:"hash"`
+	At       time.Time `json:"at"` // when the writer made the entry; not covered by Hash (Record.Timestamp is)
+	Record   Record    `json:"record"`
 }
 
 // DecodeEntry decodes e's body with DecodeRecord. It does not check the hashes; Verify does.

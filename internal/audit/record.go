@@ -184,6 +184,10 @@ func (r *Record) Body() ([]byte, error) {
 	return v.AppendCanonical(make([]byte, 0, 512))
 }
 
+// MarshalJSON is the record's body: its canonical JSON form with the token document's field
+// names, as the log stores it and the mirror and the export print it.
+func (r Record) MarshalJSON() ([]byte, error) { return r.Body() }
+
 // DecodeRecord reads an entry body strictly: it must be at most MaxBodyBytes, the RFC 8785
 // canonical form of itself, an object with exactly the eighteen members of a Record (strings
 // as strings, integers as numbers), and a Record that Validate accepts. Anything else is an

@@ -1,10 +1,12 @@
 package audit
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFieldsAreSorted(t *testing.T) {
@@ -128,5 +130,33 @@ func TestParamsHash(t *testing.T) {
 		if _, err := ParamsHash([]byte(bad)); err == nil {
 			t.Fatalf("ParamsHash accepted %q", bad)
 		}
+	}
+}
+
+// A record marshals as its body, with the token document's field names, and an entry as a
+// line of the export does (member order aside).
+func TestEntryJSON(t *testing.T) {
+	rec := sampleRecord(1)
+	body, err := rec.Body()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(rec)
+	if err != nil || string(got) != string(body) {
+		t.Fatalf("json.Marshal(record) = %s, %v; want the body %s", got, err, body)
+	}
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	e, err := json.Marshal(Entry{Seq: 7, PrevHash: "sha256:aa", Hash: "sha256:bb", At: at, Record: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"seq":7,"prev_hash":"sha256:aa","hash":"sha256:bb","at":"2026-11-30T12:00:00Z","record":` + string(body) + `}`
+	if string(e) != want {
+		t.Errorf("entry JSON:\n%s\nwant:\n%s", e, want)
+	}
+	bad := rec
+	bad.Kind = "neither"
+	if _, err := json.Marshal(bad); err == nil {
+		t.Error("a record that breaks its rules marshalled")
 	}
 }

@@ -15,8 +15,8 @@ import (
 
 // Problem is one rule the log breaks, at the entry (or checkpoint) seq where it shows.
 type Problem struct {
-	Seq  int64
-	Rule string
+	Seq  int64  `json:"seq"`
+	Rule string `json:"rule"`
 }
 
 func (p Problem) String() string { return "seq " + strconv.FormatInt(p.Seq, 10) + ": " + p.Rule }
@@ -24,17 +24,17 @@ func (p Problem) String() string { return "seq " + strconv.FormatInt(p.Seq, 10) 
 // Report is what Verify found. The log is proven intact up to LastCheckpointSeq when OK;
 // entries after it are consistent but unproven (see Warnings).
 type Report struct {
-	Entries           int64  // entries read
-	Checkpoints       int    // checkpoints read, valid or not
-	LastCheckpointSeq int64  // seq of the last checkpoint that verified, 0 for none
-	Head              string // hash of the last entry read, "" for an empty log
+	Entries           int64  `json:"entries"`             // entries read
+	Checkpoints       int    `json:"checkpoints"`         // checkpoints read, valid or not
+	LastCheckpointSeq int64  `json:"last_checkpoint_seq"` // seq of the last checkpoint that verified, 0 for none
+	Head              string `json:"head"`                // hash of the last entry read, "" for an empty log
 	// Problems are failures: the log was altered, or the store lost what it acknowledged.
-	Problems []Problem
+	Problems []Problem `json:"problems"`
 	// ProblemsOmitted counts problems beyond MaxProblems, not listed.
-	ProblemsOmitted int
+	ProblemsOmitted int `json:"problems_omitted"`
 	// Warnings are facts that are not failures: entries after the last checkpoint, whose
 	// deletion (or rewriting) nothing could reveal.
-	Warnings []Problem
+	Warnings []Problem `json:"warnings"`
 }
 
 // OK reports whether Verify found no problem.
