@@ -96,8 +96,8 @@ func TestApprovalsPrintThePage(t *testing.T) {
 	}
 }
 
-// What the person or operator changes from the command line directly in the store (answering
-// consent requests, revoking a token) is in the audit log, a decision before the change and
+// What the person or operator changes from the command line directly in the store (adding a
+// client, answering consent requests, revoking a token) is in the audit log, a decision before the change and
 // its outcome after, on the same chain: audit verify passes. A request or token that does not
 // exist leaves no record.
 func TestOperatorChangesAreAudited(t *testing.T) {
@@ -144,6 +144,7 @@ func TestOperatorChangesAreAudited(t *testing.T) {
 		}
 	}
 	want := []string{
+		"client.add|decision|add requested||||", "client.add|outcome|success||||",
 		"consent.approve|decision|approve requested||" + approved + "|app.notes.write|",
 		"consent.approve|outcome|success||" + approved + "|app.notes.write|",
 		"consent.deny|decision|deny requested||" + denied + "|app.notes.delete|",

@@ -190,7 +190,7 @@ Trust levels: public, user (the default), privileged.`,
 				return usageErr("--trust: must be public, user or privileged")
 			}
 			ctx := context.Background()
-			st, _, err := g.openStore(ctx, data, true)
+			st, dir, err := g.openStore(ctx, data, true)
 			if err != nil {
 				return err
 			}
@@ -204,7 +204,14 @@ Trust levels: public, user (the default), privileged.`,
 			_, _ = rand.Read(id[:])
 			c := store.Client{ID: "cl_" + base64.RawURLEncoding.EncodeToString(id[:]), Name: args[0], KeyHash: ipc.KeyHash(key),
 				Trust: trust, NeverAsk: neverAsk, Created: time.Now()}
-			if err := st.PutClient(ctx, c); err != nil {
+			never := ""
+			if neverAsk {
+				never = ", never asking the person"
+			}
+			rec := audit.Record{Action: "client.add", Result: "add requested",
+				Explanation: fmt.Sprintf("the operator added the client %s (trust %s%s) from the command line", c.ID, trust, never)}
+			err = operatorChange(ctx, cmd, st, dir, rec, false, "INVALID_REQUEST", func() error { return st.PutClient(ctx, c) })
+			if err != nil {
 				if errors.Is(err, store.ErrExists) {
 					return &exitError{code: exitNo, err: fmt.Errorf("a client named %q exists", args[0])}
 				}
@@ -852,8 +859,8 @@ func operatorCode(err error) string {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return "INVALID_REQUEST"
-	case errors.Is(err, consent.ErrNotPending), errors.Is(err, consent.ErrInvalidRequest),
-		errors.Is(err, toolserver.ErrNothingToAccept), errors.Is(err, toolserver.ErrNotToolServer):
+	case errors.Is(err, store.ErrExists), errors.Is(err, consent.ErrNotPending), errors.Is(err, consent.ErrInvalidRequest),
+		errors.Is(err, toolserver.ErrNothingToAccept), errors.Is(err, toolserver.ErrNotToolServer), errors.Is(err, toolserver.ErrTaken):
 		return "INVALID_REQUEST"
 	}
 	return "EXECUTION_FAILED"

@@ -92,7 +92,17 @@ NAME is lowercase letters, digits and '-', starting with a letter, at most 32 by
 				return err
 			}
 			defer done()
-			r, err := toolserver.Add(ctx, e, c)
+			log, err := auditOf(e)
+			if err != nil {
+				return err
+			}
+			rec := audit.Record{Action: "toolserver.add", App: toolserver.AppPrefix + c.Name, Result: "add requested",
+				Explanation: "the operator added the tool server from the command line: the tools it lists now are accepted and pinned"}
+			var r toolserver.Report
+			err = operatorChange(ctx, cmd, log, e.DataDir, rec, false, "INVALID_REQUEST", func() error {
+				r, err = toolserver.Add(ctx, e, c)
+				return err
+			})
 			if err != nil {
 				return &exitError{code: exitNo, err: err}
 			}
@@ -209,7 +219,17 @@ func newToolServerRemoveCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer done()
-			if err := toolserver.Remove(ctx, e, args[0]); err != nil {
+			log, err := auditOf(e)
+			if err != nil {
+				return err
+			}
+			if len(toolserver.AppPrefix+args[0]) > audit.MaxFieldBytes {
+				return &exitError{code: exitNo, err: toolserver.ErrNotToolServer}
+			}
+			rec := audit.Record{Action: "toolserver.remove", App: toolserver.AppPrefix + args[0], Result: "remove requested",
+				Explanation: "the operator removed the tool server, its app and its pins from the command line"}
+			err = operatorChange(ctx, cmd, log, e.DataDir, rec, true, "INVALID_REQUEST", func() error { return toolserver.Remove(ctx, e, args[0]) })
+			if err != nil {
 				if errors.Is(err, toolserver.ErrNotToolServer) {
 					return &exitError{code: exitNo, err: err}
 				}
@@ -262,9 +282,9 @@ changed nor new is refused (exit 1) and nothing is accepted.`,
 				if len(rec.App) > audit.MaxFieldBytes {
 					return &exitError{code: exitNo, err: toolserver.ErrNotToolServer}
 				}
-				log, ok := e.Store.(store.Audit) // the data folder's whole store
-				if !ok {
-					return errors.New("the store keeps no audit log")
+				log, aerr := auditOf(e)
+				if aerr != nil {
+					return aerr
 				}
 				err = operatorChange(ctx, cmd, log, e.DataDir, rec, false, "INVALID_REQUEST", accept)
 			}
@@ -301,4 +321,14 @@ changed nor new is refused (exit 1) and nothing is accepted.`,
 	cmd.Flags().StringVar(&data, "data", "", "data folder")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show the differences and accept nothing")
 	return cmd
+}
+
+// auditOf is the audit log of the tool-server environment's store, the data folder's whole
+// store.
+func auditOf(e *toolserver.Env) (store.Audit, error) {
+	log, ok := e.Store.(store.Audit)
+	if !ok {
+		return nil, errors.New("the store keeps no audit log")
+	}
+	return log, nil
 }

@@ -68,7 +68,17 @@ func TestToolServerCommands(t *testing.T) {
 	if strings.Contains(r.stdout, list[0].Tools[0].Hash) == strings.Contains(r.stdout, list[0].Tools[1].Hash) {
 		t.Errorf("after accept, exactly one pin should have changed:\n%s", r.stdout)
 	}
-	// Each accept, not the dry run, is in the audit log by the operator, before and after.
+	// Each add and accept, not the dry run, is in the audit log by the operator, before and
+	// after; the refused add of a name taken too.
+	var adds []string
+	for _, rec := range auditRecords(t, data) {
+		if rec.Action == "toolserver.add" {
+			adds = append(adds, rec.Kind+"|"+rec.Result+"|"+rec.Code+"|"+rec.App)
+		}
+	}
+	if want := "decision|add requested||mcp.srv outcome|success||mcp.srv decision|add requested||mcp.srv outcome|error|INVALID_REQUEST|mcp.srv"; strings.Join(adds, " ") != want {
+		t.Errorf("add records:\n%s\nwant:\n%s", strings.Join(adds, " "), want)
+	}
 	var accepts []string
 	for _, rec := range auditRecords(t, data) {
 		if rec.Action == "toolserver.accept" {
@@ -83,6 +93,15 @@ func TestToolServerCommands(t *testing.T) {
 	}
 	mustCode(t, capgate(t, "", nil, "toolserver", "remove", "srv", "--data", data), 0)
 	mustCode(t, capgate(t, "", nil, "toolserver", "remove", "srv", "--data", data), 1)
+	var removes []string
+	for _, rec := range auditRecords(t, data) {
+		if rec.Action == "toolserver.remove" {
+			removes = append(removes, rec.Kind+"|"+rec.Result+"|"+rec.Code)
+		}
+	}
+	if want := "decision|remove requested| outcome|success| decision|remove requested| outcome|error|INVALID_REQUEST"; strings.Join(removes, " ") != want {
+		t.Errorf("remove records: %s, want %s", strings.Join(removes, " "), want)
+	}
 	r = capgate(t, "", nil, "toolserver", "list", "--data", data)
 	mustCode(t, r, 0)
 	if !strings.Contains(r.stdout, "no tool servers") {

@@ -102,18 +102,18 @@ func (e *Env) fetch(ctx context.Context, c Config) (map[string]Listed, []Problem
 
 // Add adds the tool server c: it connects once, lists the tools, pins every one that makes a
 // valid capability (the operator accepts them by adding), stores c and the pins, and
-// registers the Tier 2 app mcp.NAME with alias NAME. An app of that id already registered
-// is an error: remove it first.
+// registers the Tier 2 app mcp.NAME with alias NAME. An app of that id already registered,
+// or an app whose alias is NAME, is ErrTaken: remove it first.
 func Add(ctx context.Context, e *Env, c Config) (Report, error) {
 	if err := c.Validate(); err != nil {
 		return Report{}, err
 	}
 	r := Report{AppID: c.AppID()}
 	if _, ok := e.Registry.App(r.AppID); ok {
-		return r, fmt.Errorf("toolserver %s: the app %s is registered already (capgate toolserver remove %s first)", c.Name, r.AppID, c.Name)
+		return r, fmt.Errorf("toolserver %s: the app %s is registered already (capgate toolserver remove %s first): %w", c.Name, r.AppID, c.Name, ErrTaken)
 	}
 	if a, ok := e.Registry.App(c.Name); ok {
-		return r, fmt.Errorf("toolserver %s: the alias %s is the app %s's", c.Name, c.Name, a.ID)
+		return r, fmt.Errorf("toolserver %s: the alias %s is the app %s's: %w", c.Name, c.Name, a.ID, ErrTaken)
 	}
 	now, ps, cut, err := e.fetch(ctx, c)
 	if err != nil {
@@ -196,6 +196,9 @@ func (e *Env) registerWith(ctx context.Context, name string, pins []Pin, overlay
 
 // ErrNothingToAccept is an Accept that names a tool neither changed nor new.
 var ErrNothingToAccept = errors.New("toolserver: nothing to accept")
+
+// ErrTaken is an Add whose app id or alias another app has.
+var ErrTaken = errors.New("the name is taken")
 
 // ErrChangedAgain is an AcceptSeen whose tool the server now lists with another definition
 // than the one the person was shown: nothing is accepted, and the person must look again.
