@@ -24,16 +24,22 @@ type OperatorLog struct {
 }
 
 // OpenOperatorLog opens the operator log of the data folder dir on st. Close it when done.
+// log receives what goes wrong beside the records (nil: slog.Default()).
 func OpenOperatorLog(st store.Audit, dir string, log *slog.Logger) (*OperatorLog, error) {
+	if log == nil {
+		log = slog.Default()
+	}
 	opts := &audit.Options{MirrorPath: filepath.Join(dir, AuditFile), Logger: log}
 	k, err := keys.LoadPrivateKey(filepath.Join(dir, KeyFile))
 	switch {
 	case err == nil:
 		opts.CheckpointKey = k
 	case errors.Is(err, os.ErrNotExist):
-		// No key here (a store shared by replicas, kept elsewhere): the gateways checkpoint.
+		// No key here (no gateway has run on this folder yet, or its replicas keep theirs
+		// elsewhere): the gateway checkpoints these records with its next.
 	default:
-		return nil, fmt.Errorf("gateway: the gateway's key: %w", err)
+		// The records matter more than the checkpoint: write them, and say why none is signed.
+		log.Warn("gateway: the gateway's key cannot be read; the operator's records get no checkpoint of their own", "err", err)
 	}
 	return &OperatorLog{w: audit.NewWriter(st, opts)}, nil
 }
