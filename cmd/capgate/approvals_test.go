@@ -127,7 +127,16 @@ func TestOperatorChangesAreAudited(t *testing.T) {
 	st.Close()
 
 	mustCode(t, capgate(t, "", nil, "approvals", "approve", approved, "--remember", "--data", data), 0)
-	mustCode(t, capgate(t, "", nil, "approvals", "deny", denied, "--data", data), 0)
+	r := capgate(t, "", nil, "approvals", "deny", denied, "--json", "--data", data)
+	mustCode(t, r, 0)
+	var answered struct {
+		ID, State  string
+		AnsweredBy string `json:"answered_by"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &answered); err != nil || answered.ID != denied || answered.State != "denied" ||
+		!strings.HasPrefix(answered.AnsweredBy, "cli") || !strings.Contains(r.stdout, `"answered":`) {
+		t.Errorf("deny --json: %s (%v)", r.stdout, err)
+	}
 	mustCode(t, capgate(t, "", nil, "approvals", "approve", "req_000000000000000000000000", "--data", data), 1)
 	mustCode(t, capgate(t, "", nil, "token", "revoke", "tok_operator", "--data", data), 0)
 	mustCode(t, capgate(t, "", nil, "token", "revoke", "tok_nosuch", "--data", data), 1)

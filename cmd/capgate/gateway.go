@@ -667,12 +667,20 @@ page on the approval page, URL/ui/requests/ID.`,
 			if aerr != nil {
 				return &exitError{code: exitNo, err: aerr}
 			}
+			if asJSON {
+				// The request as it stands now, answered.
+				c, r, err := cs.Get(ctx, args[1])
+				if err != nil {
+					return err
+				}
+				return writeJSON(w, newConsentView(c, r, pages.of(c.ID)))
+			}
 			fmt.Fprintf(w, "%s: %s\n", args[1], map[string]string{"approve": "approved", "deny": "denied", "cancel": "cancelled"}[args[0]])
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", "", "data folder")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON (with approve, deny and cancel: the request as answered)")
 	cmd.Flags().BoolVar(&remember, "remember", false, "with approve: remember the agreement (act_if_agreed)")
 	cmd.Flags().StringVar(&server, "server", "", "the gateway's URL, to print each request's page (default $CAPGATE_SERVER)")
 	return cmd
