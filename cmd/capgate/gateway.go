@@ -27,6 +27,7 @@ import (
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/ipc"
+	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/internal/toolserver"
@@ -824,7 +825,23 @@ func newAppCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer gw.Close()
-			app, err := gw.Registry.Register(ctx, raw, manifest.IsYAML(args[0]), alias)
+			register := func() (registry.App, error) {
+				return gw.Registry.Register(ctx, raw, manifest.IsYAML(args[0]), alias)
+			}
+			var app registry.App
+			// A manifest that names its app is registered with its records in the audit log,
+			// and not unrecorded; one that does not even parse is refused by Register as it is,
+			// having changed nothing.
+			if id, ok := appIDOf(raw, manifest.IsYAML(args[0])); ok {
+				rec := audit.Record{Action: "app.register", App: id, Result: "register requested",
+					Explanation: "the operator registered the app from its manifest from the command line: Tier 1 when its signature verifies, else Tier 2"}
+				err = operatorChange(ctx, cmd, gw.Store, dir, rec, false, "INVALID_REQUEST", func() error {
+					app, err = register()
+					return err
+				})
+			} else {
+				app, err = register()
+			}
 			if err != nil {
 				return &exitError{code: exitNo, err: err}
 			}
@@ -893,4 +910,17 @@ func answerRecorded(ctx context.Context, cmd *cobra.Command, st store.Store, dir
 		}
 		return cs.Cancel(ctx, id, by)
 	})
+}
+
+// appIDOf is the app id a manifest names, when it parses.
+func appIDOf(raw []byte, yaml bool) (string, bool) {
+	parse := manifest.Parse
+	if yaml {
+		parse = manifest.ParseYAML
+	}
+	doc, err := parse(raw)
+	if err != nil || doc.Manifest() == nil || len(doc.Manifest().AppID) > audit.MaxFieldBytes {
+		return "", false
+	}
+	return string(doc.Manifest().AppID), doc.Manifest().AppID != ""
 }

@@ -99,6 +99,18 @@ func TestServeEndToEnd(t *testing.T) {
 	if !strings.Contains(r.stdout, "Tier 1") {
 		t.Fatalf("register: %s", r.stdout)
 	}
+	// The operator's registration is in the audit log, before and after; a manifest that
+	// does not parse changes nothing and leaves no record.
+	mustCode(t, capgate(t, "", nil, "app", "register", "serve_test.go", "--data", data), 1)
+	var registered []string
+	for _, rec := range auditRecords(t, data) {
+		if rec.Action == "app.register" {
+			registered = append(registered, rec.Kind+"|"+rec.Result+"|"+rec.App)
+		}
+	}
+	if want := "decision|register requested|org.example.notes outcome|success|org.example.notes"; strings.Join(registered, " ") != want {
+		t.Errorf("app.register records: %s, want %s", strings.Join(registered, " "), want)
+	}
 	// The server sees it within its reload interval.
 	var caps struct{ Capabilities []struct{ ID string } }
 	for i := 0; i < 50; i++ {
