@@ -27,6 +27,7 @@ import (
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/ipc"
+	"github.com/capgate/capgate/internal/plugin"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
@@ -874,6 +875,45 @@ func operatorChange(ctx context.Context, cmd *cobra.Command, st store.Audit, dir
 	}
 	err = l.Change(ctx, approver(), rec, narrows, change, codeOf, warn)
 	if cerr := l.Close(); cerr != nil {
+		warn(cerr)
+	}
+	return err
+}
+
+// pluginChange is operatorChange for a plugin command, which works on the data folder's
+// lockfile and needs no store: with a store in the folder (a gateway ran on it), the change
+// is recorded in its audit log, and a widening is not made unrecorded; with none, there is no
+// log to record in, and the change is made as it is (the gateway, once it runs, serves what
+// the lockfile holds).
+func pluginChange(cmd *cobra.Command, g *globals, hf hostFlags, rec audit.Record, narrows bool,
+	change func(out *audit.Record) error) error {
+	ctx := context.Background()
+	l, err := g.load(hf)
+	if err != nil {
+		return err
+	}
+	st, err := gateway.OpenStore(ctx, l.dataDir, l.store, false)
+	if errors.Is(err, gateway.ErrNoStore) {
+		return change(&rec)
+	}
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	log, err := gateway.OpenOperatorLog(st, l.dataDir, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
+	if err != nil {
+		return err
+	}
+	warn := func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "capgate: %s: %v\n", rec.Action, err) }
+	codeOf := func(err error) string {
+		switch {
+		case errors.Is(err, plugin.ErrNotInstalled), errors.Is(err, plugin.ErrInstalled), errors.Is(err, plugin.ErrNoPending):
+			return "INVALID_REQUEST"
+		}
+		return "EXECUTION_FAILED"
+	}
+	err = log.ChangeThen(ctx, approver(), rec, narrows, change, codeOf, warn)
+	if cerr := log.Close(); cerr != nil {
 		warn(cerr)
 	}
 	return err

@@ -172,3 +172,48 @@ func TestSignedPolicyAllowsPrivateDestinations(t *testing.T) {
 	mustCode(t, capgate(t, "", nil, "policy", "verify", "--trusted-dir", trusted, policy), 1)
 	mustCode(t, capgate(t, "", nil, "--config", cfg, "manifest", "lint", m), 2)
 }
+
+// With a store in the data folder (a gateway ran on it), what the operator does to plugins
+// is in its audit log, before and after, naming the app and what came of it; with none (the
+// workflow above), plugins are managed all the same.
+func TestPluginChangesAreAudited(t *testing.T) {
+	data := t.TempDir()
+	env := []string{"CAPGATE_DATA_DIR=" + data}
+	run := func(args ...string) result {
+		return capgate(t, "", env, append([]string{"--config", "../../examples/plugins/host.yaml"}, args...)...)
+	}
+	mustCode(t, capgate(t, "", nil, "client", "add", "alice", "--data", data), 0) // creates the store
+	mustCode(t, run("plugin", "install", "../../examples/plugins/kb-1.0.0"), 1)   // a widening, pending
+	mustCode(t, run("plugin", "approve", "org.example.kb"), 0)
+	mustCode(t, run("plugin", "remove", "org.example.kb"), 0)
+	mustCode(t, run("plugin", "remove", "org.example.kb"), 1)
+	var got []string
+	for _, r := range auditRecords(t, data) {
+		if !strings.HasPrefix(r.Action, "plugin.") {
+			continue
+		}
+		if !strings.HasPrefix(r.ClientID, "cli") {
+			t.Errorf("%s names %q, not the operator", r.Action, r.ClientID)
+		}
+		line := strings.Join([]string{r.Action, r.Kind, r.Result, r.Code, r.App}, "|")
+		for _, s := range []string{"waits for approval", "applied"} {
+			if r.Kind == "outcome" && strings.Contains(r.Explanation, s) {
+				line += "|" + s
+			}
+		}
+		got = append(got, line)
+	}
+	want := []string{
+		"plugin.install|decision|install requested||",
+		"plugin.install|outcome|success||org.example.kb|waits for approval",
+		"plugin.approve|decision|approve requested||org.example.kb",
+		"plugin.approve|outcome|success||org.example.kb|applied",
+		"plugin.remove|decision|remove requested||org.example.kb",
+		"plugin.remove|outcome|success||org.example.kb",
+		"plugin.remove|decision|remove requested||org.example.kb",
+		"plugin.remove|outcome|error|INVALID_REQUEST|org.example.kb",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("plugin records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -74,19 +74,27 @@ func (l *OperatorLog) Close() error { return l.w.Close() }
 // change's error, or the recording error that kept the change from being made.
 func (l *OperatorLog) Change(ctx context.Context, by string, rec audit.Record, narrows bool,
 	change func() error, codeOf func(error) string, warn func(error)) error {
+	return l.ChangeThen(ctx, by, rec, narrows, func(*audit.Record) error { return change() }, codeOf, warn)
+}
+
+// ChangeThen is Change for a change that learns what it changed only as it makes it (the app
+// a plugin package holds): change may fill in the outcome record it is given, a copy of rec.
+func (l *OperatorLog) ChangeThen(ctx context.Context, by string, rec audit.Record, narrows bool,
+	change func(out *audit.Record) error, codeOf func(error) string, warn func(error)) error {
+	out := rec
 	if err := l.Decided(ctx, by, rec); err != nil {
 		if !narrows {
 			return fmt.Errorf("not done: the audit log could not record it: %w", err)
 		}
 		warn(fmt.Errorf("done, but the audit log could not record it: %w", err))
-		return change()
+		return change(&out)
 	}
-	err := change()
+	err := change(&out)
 	code := ""
 	if err != nil {
 		code = codeOf(err)
 	}
-	if derr := l.Done(ctx, by, rec, code); derr != nil {
+	if derr := l.Done(ctx, by, out, code); derr != nil {
 		warn(fmt.Errorf("the audit log could not record the outcome: %w", derr))
 	}
 	return err
