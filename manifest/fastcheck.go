@@ -432,6 +432,14 @@ type numLit struct {
 	exp   bool  // has an exponent
 }
 
+// skipDigits returns the index after the run of ASCII digits of s that starts at i.
+func skipDigits(s string, i int) int {
+	for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+		i++
+	}
+	return i
+}
+
 // scanNumber reads s as a JSON number literal (RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?
 // ([eE][+-]?[0-9]+)?) and reports whether it is one.
 func scanNumber(s string) (numLit, bool) {
@@ -447,9 +455,7 @@ func scanNumber(s string) (numLit, bool) {
 	case i < len(s) && s[i] == '0':
 		i++
 	case i < len(s) && '1' <= s[i] && s[i] <= '9':
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			i++
-		}
+		i = skipDigits(s, i)
 	default:
 		return lit, false
 	}
@@ -457,12 +463,8 @@ func scanNumber(s string) (numLit, bool) {
 	plain := true
 	if i < len(s) && s[i] == '.' {
 		plain = false
-		i++
-		j := i
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			i++
-		}
-		if i == j {
+		j := i + 1
+		if i = skipDigits(s, j); i == j {
 			return lit, false
 		}
 	}
@@ -473,10 +475,7 @@ func scanNumber(s string) (numLit, bool) {
 			i++
 		}
 		j := i
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			i++
-		}
-		if i == j {
+		if i = skipDigits(s, j); i == j {
 			return lit, false
 		}
 	}

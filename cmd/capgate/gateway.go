@@ -858,14 +858,18 @@ func newAppCmd(g *globals) *cobra.Command {
 }
 
 // operatorChange makes a change from the command line directly in the data folder's store,
-// recorded in its audit log before and after (gateway.OperatorLog.Change), by approver().
+// recorded in its audit log before and after (gateway.OperatorLog.ChangeThen), by approver().
 // A change that fails because what it names does not exist is recorded with notFound.
 func operatorChange(ctx context.Context, cmd *cobra.Command, st store.Audit, dir string, rec audit.Record, narrows bool,
 	notFound string, change func() error) error {
-	l, err := gateway.OpenOperatorLog(st, dir, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
-	if err != nil {
-		return err
-	}
+	return recordedChange(ctx, cmd, st, dir, rec, narrows, notFound, func(*audit.Record) error { return change() })
+}
+
+// recordedChange is operatorChange for a change that fills in its outcome record
+// (gateway.OperatorLog.ChangeThen).
+func recordedChange(ctx context.Context, cmd *cobra.Command, st store.Audit, dir string, rec audit.Record, narrows bool,
+	notFound string, change func(out *audit.Record) error) error {
+	l := gateway.OpenOperatorLog(st, dir, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
 	warn := func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "capgate: %s: %v\n", rec.Action, err) }
 	codeOf := func(err error) string {
 		if errors.Is(err, store.ErrNotFound) {
@@ -873,14 +877,14 @@ func operatorChange(ctx context.Context, cmd *cobra.Command, st store.Audit, dir
 		}
 		return operatorCode(err)
 	}
-	err = l.Change(ctx, approver(), rec, narrows, change, codeOf, warn)
+	err := l.ChangeThen(ctx, approver(), rec, narrows, change, codeOf, warn)
 	if cerr := l.Close(); cerr != nil {
 		warn(cerr)
 	}
 	return err
 }
 
-// pluginChange is operatorChange for a plugin command, which works on the data folder's
+// pluginChange is recordedChange for a plugin command, which works on the data folder's
 // lockfile and needs no store: with a store in the folder (a gateway ran on it), the change
 // is recorded in its audit log, and a widening is not made unrecorded; with none, there is no
 // log to record in, and the change is made as it is (the gateway, once it runs, serves what
@@ -900,33 +904,18 @@ func pluginChange(cmd *cobra.Command, g *globals, hf hostFlags, rec audit.Record
 		return err
 	}
 	defer st.Close()
-	log, err := gateway.OpenOperatorLog(st, l.dataDir, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
-	if err != nil {
-		return err
-	}
-	warn := func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "capgate: %s: %v\n", rec.Action, err) }
-	codeOf := func(err error) string {
-		switch {
-		case errors.Is(err, plugin.ErrNotInstalled), errors.Is(err, plugin.ErrInstalled), errors.Is(err, plugin.ErrNoPending):
-			return "INVALID_REQUEST"
-		}
-		return "EXECUTION_FAILED"
-	}
-	err = log.ChangeThen(ctx, approver(), rec, narrows, change, codeOf, warn)
-	if cerr := log.Close(); cerr != nil {
-		warn(cerr)
-	}
-	return err
+	return recordedChange(ctx, cmd, st, l.dataDir, rec, narrows, "INVALID_REQUEST", change)
 }
 
-// operatorCode is the audit code of a change that failed.
+// operatorCode is the audit code of a change that failed: a request that cannot be made as
+// asked, else a failure.
 func operatorCode(err error) string {
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return "INVALID_REQUEST"
-	case errors.Is(err, store.ErrExists), errors.Is(err, consent.ErrNotPending), errors.Is(err, consent.ErrInvalidRequest),
-		errors.Is(err, toolserver.ErrNothingToAccept), errors.Is(err, toolserver.ErrNotToolServer), errors.Is(err, toolserver.ErrTaken):
-		return "INVALID_REQUEST"
+	for _, e := range []error{store.ErrExists, consent.ErrNotPending, consent.ErrInvalidRequest,
+		toolserver.ErrNothingToAccept, toolserver.ErrNotToolServer, toolserver.ErrTaken,
+		plugin.ErrNotInstalled, plugin.ErrInstalled, plugin.ErrNoPending} {
+		if errors.Is(err, e) {
+			return "INVALID_REQUEST"
+		}
 	}
 	return "EXECUTION_FAILED"
 }

@@ -25,7 +25,7 @@ type OperatorLog struct {
 
 // OpenOperatorLog opens the operator log of the data folder dir on st. Close it when done.
 // log receives what goes wrong beside the records (nil: slog.Default()).
-func OpenOperatorLog(st store.Audit, dir string, log *slog.Logger) (*OperatorLog, error) {
+func OpenOperatorLog(st store.Audit, dir string, log *slog.Logger) *OperatorLog {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -41,7 +41,7 @@ func OpenOperatorLog(st store.Audit, dir string, log *slog.Logger) (*OperatorLog
 		// The records matter more than the checkpoint: write them, and say why none is signed.
 		log.Warn("gateway: the gateway's key cannot be read; the operator's records get no checkpoint of their own", "err", err)
 	}
-	return &OperatorLog{w: audit.NewWriter(st, opts)}, nil
+	return &OperatorLog{w: audit.NewWriter(st, opts)}
 }
 
 // Decided records that by decided to make the change rec describes, before it is made:
@@ -67,18 +67,13 @@ func (l *OperatorLog) Done(ctx context.Context, by string, rec audit.Record, cod
 // Close writes what is pending, signs a checkpoint when it holds the key, and closes.
 func (l *OperatorLog) Close() error { return l.w.Close() }
 
-// Change makes one change by a person or operator with its two records: Decided, then change,
-// then Done with the code codeOf gives its error ("" for none). A change that widens what
-// agents may do (narrows false) is not made when its decision cannot be recorded; one that
-// narrows it is made all the same, and warn is told why it is unrecorded. It returns
-// change's error, or the recording error that kept the change from being made.
-func (l *OperatorLog) Change(ctx context.Context, by string, rec audit.Record, narrows bool,
-	change func() error, codeOf func(error) string, warn func(error)) error {
-	return l.ChangeThen(ctx, by, rec, narrows, func(*audit.Record) error { return change() }, codeOf, warn)
-}
-
-// ChangeThen is Change for a change that learns what it changed only as it makes it (the app
-// a plugin package holds): change may fill in the outcome record it is given, a copy of rec.
+// ChangeThen makes one change by a person or operator with its two records: Decided, then
+// change, then Done with the code codeOf gives its error ("" for none). change may fill in
+// the outcome record it is given, a copy of rec, with what it learns only as it makes the
+// change (the app a plugin package holds). A change that widens what agents may do (narrows
+// false) is not made when its decision cannot be recorded; one that narrows it is made all
+// the same, and warn is told why it is unrecorded. It returns change's error, or the
+// recording error that kept the change from being made.
 func (l *OperatorLog) ChangeThen(ctx context.Context, by string, rec audit.Record, narrows bool,
 	change func(out *audit.Record) error, codeOf func(error) string, warn func(error)) error {
 	out := rec

@@ -22,19 +22,16 @@ func TestOperatorLogChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	l, err := gateway.OpenOperatorLog(st, dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := gateway.OpenOperatorLog(st, dir, nil)
 	failed := errors.New("it broke")
 	codeOf := func(error) string { return "EXECUTION_FAILED" }
 	var warned []error
 	warn := func(err error) { warned = append(warned, err) }
 	rec := audit.Record{Action: "client.add", Result: "add requested", Explanation: "a test"}
-	if err := l.Change(ctx, "cli:test", rec, false, func() error { return nil }, codeOf, warn); err != nil {
+	if err := l.ChangeThen(ctx, "cli:test", rec, false, func(*audit.Record) error { return nil }, codeOf, warn); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Change(ctx, "cli:test", rec, false, func() error { return failed }, codeOf, warn); !errors.Is(err, failed) {
+	if err := l.ChangeThen(ctx, "cli:test", rec, false, func(*audit.Record) error { return failed }, codeOf, warn); !errors.Is(err, failed) {
 		t.Fatalf("a failed change: %v", err)
 	}
 	if err := l.Close(); err != nil {
@@ -56,13 +53,13 @@ func TestOperatorLogChange(t *testing.T) {
 
 	// The log closed: nothing can be recorded.
 	ran := false
-	err = l.Change(ctx, "cli:test", rec, false, func() error { ran = true; return nil }, codeOf, warn)
+	err = l.ChangeThen(ctx, "cli:test", rec, false, func(*audit.Record) error { ran = true; return nil }, codeOf, warn)
 	if err == nil || ran {
 		t.Errorf("a widening change unrecorded: ran %v, err %v", ran, err)
 	}
 	ran, warned = false, nil
-	err = l.Change(ctx, "cli:test", audit.Record{Action: "token.revoke", TokenID: "tok", Result: "revoke requested"}, true,
-		func() error { ran = true; return nil }, codeOf, warn)
+	err = l.ChangeThen(ctx, "cli:test", audit.Record{Action: "token.revoke", TokenID: "tok", Result: "revoke requested"}, true,
+		func(*audit.Record) error { ran = true; return nil }, codeOf, warn)
 	if err != nil || !ran || len(warned) != 1 {
 		t.Errorf("a narrowing change unrecorded: ran %v, err %v, warned %v", ran, err, warned)
 	}
