@@ -68,6 +68,14 @@ type InvocationContext struct {
 	AppID     string    `json:"app_id"`
 	ClientID  string    `json:"client_id,omitempty"` // the agent the gateway authenticated
 	CallID    string    `json:"call_id,omitempty"`   // the audit record's id
+
+	// WatchRevocation, when not nil, starts watching the grant the call runs under (its
+	// token, and every token it was derived from): revoked is closed once any of them is
+	// revoked, on this replica or another, and stop ends the watch. A handler that leaves work
+	// running past the call (a background command) or runs long watches it, and stops that
+	// work when revoked closes. Nil when the call runs under no token or the host does not
+	// tell. Never sent to a process of the provider's own.
+	WatchRevocation func() (revoked <-chan struct{}, stop func()) `json:"-"`
 }
 
 // Result is what a capability returns.

@@ -46,10 +46,10 @@ func TestDemo(t *testing.T) {
 		}
 		// --data is kept: its log verifies, its workspace shows what the agent did.
 		mustCode(t, capgate(t, "", nil, "audit", "verify", "--data", data), 0)
-		if b, err := os.ReadFile(filepath.Join(data, "workspace", "notes.txt")); err != nil || !strings.HasPrefix(string(b), "Buy milk.") {
+		if b, err := os.ReadFile(filepath.Join(data+"-workspace", "notes.txt")); err != nil || !strings.HasPrefix(string(b), "Buy milk.") {
 			t.Errorf("notes.txt after the demo: %q %v", b, err)
 		}
-		if _, err := os.Stat(filepath.Join(data, "workspace", "draft.txt")); !os.IsNotExist(err) {
+		if _, err := os.Stat(filepath.Join(data+"-workspace", "draft.txt")); !os.IsNotExist(err) {
 			t.Errorf("draft.txt survived the demo: %v", err)
 		}
 		// A folder that holds something is refused before anything starts.

@@ -29,6 +29,7 @@ import (
 	"github.com/capgate/capgate/internal/ipc"
 	"github.com/capgate/capgate/internal/plugin"
 	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/sandbox"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/internal/toolserver"
@@ -50,10 +51,10 @@ func (g *globals) dataDir(flag string) (string, error) {
 }
 
 func newServeCmd(g *globals) *cobra.Command {
-	var listen, socket, data, trusted, logLevel, workspace string
+	var listen, socket, data, trusted, logLevel, workspace, sandboxMode string
 	var uiHosts []string
 	cmd := &cobra.Command{
-		Use:   "serve [--listen ADDR] [--socket PATH] [--data DIR] [--store URL] [--workspace DIR]",
+		Use:   "serve [--listen ADDR] [--socket PATH] [--data DIR] [--store URL] [--workspace DIR] [--sandbox on|off-unsafe]",
 		Short: "Run the gateway: the IPC API over HTTP and a unix socket",
 		Long: `Run the gateway, by default on its embedded SQLite store. With no configuration it listens on
 127.0.0.1:7766 (loopback only) and on the unix socket capgate.sock in the data folder
@@ -63,8 +64,14 @@ tokens and audit checkpoints) and the audit log's JSON-lines mirror.
 It runs the built-in apps (settings, files, editor, terminal, python, calc, syslog,
 solitaire) at Tier 1, signed at start with a local app key (DATA/apps.key) whose public half it
 places in DATA/trusted. Files, editor, terminal and python work inside the workspace folder
-(--workspace, $CAPGATE_WORKSPACE or workspace in the config file; default DATA/workspace): no
-path they take leaves it.
+(--workspace, $CAPGATE_WORKSPACE or workspace in the config file; default DATA-workspace, beside
+the data folder, which it may neither lie in nor hold): no path they take leaves it.
+
+The terminal's commands and python's scripts each run in a sandbox of their own, on
+bubblewrap (Debian: apt-get install bubblewrap): new user, pid, network and ipc namespaces, no
+network, the system's programs read-only, the workspace the only folder they can write, and
+nothing of the data folder, the keys or the configuration. Without bubblewrap those two apps
+are not served (the others are); --sandbox=off-unsafe runs them with capgate's own rights.
 
 Several replicas can share one PostgreSQL database: give each --store postgres://... (or
 $CAPGATE_STORE, or store in the config file) and the same keys (one shared --data folder, or
@@ -93,6 +100,10 @@ audit checkpoint is signed.`,
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			ws := config.Resolve(workspace, config.EnvWorkspace, l.file.Workspace, "")
+			mode, err := sandbox.ParseMode(config.Resolve(sandboxMode, config.EnvSandbox, l.file.Sandbox, ""))
+			if err != nil {
+				return usageErr("--sandbox: must be on or off-unsafe")
+			}
 			if _, _, err := gateway.ParseStore(dir, l.store); err != nil {
 				return usageErr("--store: %w", err)
 			}
@@ -102,7 +113,12 @@ audit checkpoint is signed.`,
 				}
 			}
 			gateway.TuneRuntime()
-			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, Store: l.store, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger, Workspace: ws, UIHosts: uiHosts})
+			var hidden []string
+			if l.configPath != "" {
+				hidden = append(hidden, l.configPath)
+			}
+			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, Store: l.store, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger, Workspace: ws, UIHosts: uiHosts,
+				Sandbox: mode, Hidden: hidden})
 			if err != nil {
 				return err
 			}
@@ -117,6 +133,14 @@ audit checkpoint is signed.`,
 				fmt.Fprintf(w, "data in %s\n", dir)
 				fmt.Fprintf(w, "store: %s\n", gateway.DescribeStore(dir, l.store))
 				fmt.Fprintf(w, "apps work in %s\n", gw.Workspace())
+				switch {
+				case gw.SandboxProblem() != nil:
+					fmt.Fprintf(w, "terminal and python NOT served: %v\n", gw.SandboxProblem())
+				case mode == sandbox.ModeOffUnsafe:
+					fmt.Fprintln(w, "sandbox OFF (--sandbox=off-unsafe): terminal commands and python scripts run with capgate's own rights")
+				default:
+					fmt.Fprintln(w, "terminal commands and python scripts run sandboxed (bubblewrap)")
+				}
 				if tcp != "" {
 					fmt.Fprintf(w, "approve requests at http://%s%s\n", tcp, gw.LoginLink())
 				}
@@ -133,7 +157,8 @@ audit checkpoint is signed.`,
 	cmd.Flags().StringVar(&socket, "socket", "", "unix socket path (default DATA/capgate.sock; - for none)")
 	cmd.Flags().StringVar(&data, "data", "", "data folder (default $CAPGATE_DATA_DIR, else $XDG_DATA_HOME/capgate)")
 	cmd.Flags().StringVar(&trusted, "trusted-dir", "", "folder of trusted app keys (default /etc/portal/keys/trusted)")
-	cmd.Flags().StringVar(&workspace, "workspace", "", "folder the files, editor, terminal and python apps work in (default DATA/workspace)")
+	cmd.Flags().StringVar(&workspace, "workspace", "", "folder the files, editor, terminal and python apps work in (default DATA-workspace, beside the data folder)")
+	cmd.Flags().StringVar(&sandboxMode, "sandbox", "", "on (default): terminal commands and python scripts run in a bubblewrap sandbox, and are not served without one; off-unsafe: they run with capgate's own rights")
 	cmd.Flags().StringSliceVar(&uiHosts, "ui-host", nil, "a host name or address, besides loopback, under which the approval page answers (repeatable); any other Host is refused")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "structured (JSON) log level on stderr: debug (one line per call), info, warn, error")
 	return cmd

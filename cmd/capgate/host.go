@@ -22,15 +22,17 @@ type loaded struct {
 	trustedDir string
 	dataDir    string
 	store      string // "" (SQLite in the data folder), sqlite:PATH or a postgres:// URL
+	configPath string // the configuration file read, "" when there was none
 }
 
 func (g *globals) load(hf hostFlags) (loaded, error) {
-	cfg, _, err := config.Load(g.config)
+	cfg, path, err := config.Load(g.config)
 	if err != nil {
 		return loaded{}, usageErr("%w", err)
 	}
 	l := loaded{
 		file:       cfg,
+		configPath: path,
 		trustedDir: config.Resolve(hf.trustedDir, config.EnvTrustedDir, cfg.TrustedDir, keys.DefaultTrustedDir),
 		dataDir:    config.Resolve(hf.dataDir, config.EnvDataDir, cfg.DataDir, config.DefaultDataDir()),
 		store:      config.Resolve(g.store, config.EnvStore, cfg.Store, ""),

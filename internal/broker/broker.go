@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -81,6 +82,7 @@ type Options struct {
 type Broker struct {
 	o     Options
 	cache *cache
+	watch watches // tokens whose revocation handlers watch
 }
 
 // New returns a Broker.
@@ -194,6 +196,10 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 				f.call.Token.Valid, f.call.Token.InvalidReason = false, "token unknown to this gateway"
 			case err != nil:
 				f.call.Token.Valid, f.call.Token.InvalidReason = false, "token state unavailable"
+			case subtle.ConstantTimeCompare([]byte(st.hash), []byte(token.WireHash(req.Token))) != 1:
+				// Signed with capgate's key and naming an issued token's id, but not the token
+				// issued under it: a key that leaked, or a store whose tokens were rewritten.
+				f.call.Token.Valid, f.call.Token.InvalidReason = false, "token is not the one issued under its id"
 			default:
 				f.call.Token.Revoked = st.revoked
 				f.call.Token.Exhausted = st.maxUses > 0 && st.uses >= st.maxUses
@@ -546,6 +552,9 @@ func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, r
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ic := sdk.InvocationContext{Source: sdk.SourceAgent, Timestamp: b.o.Now(), AppID: f.cap.App.ID, ClientID: caller.ClientID, CallID: res.CallID}
+	if f.hasToken {
+		ic.WatchRevocation = b.watchRevocation(f.tok.ID)
+	}
 	start := time.Now()
 	out, err := invoke(rctx, h, c.ID, req.Params, ic)
 	dur := time.Since(start)

@@ -180,7 +180,7 @@ func (e *env) issue(t *testing.T, client string, grants []string, maxUses int64,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.PutToken(context.Background(), store.Token{ID: tok.ID, ClientID: client, IssuedAt: now, ExpiresAt: now.Add(ttl), MaxUses: maxUses}); err != nil {
+	if err := e.st.PutToken(context.Background(), store.Token{ID: tok.ID, ClientID: client, IssuedAt: now, ExpiresAt: now.Add(ttl), MaxUses: maxUses, Hash: token.WireHash(wire)}); err != nil {
 		t.Fatal(err)
 	}
 	return wire
@@ -550,7 +550,7 @@ func TestConstraintBypassesRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.PutToken(context.Background(), store.Token{ID: tok.ID, ClientID: alice.ClientID, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+	if err := e.st.PutToken(context.Background(), store.Token{ID: tok.ID, ClientID: alice.ClientID, IssuedAt: now, ExpiresAt: now.Add(time.Hour), Hash: token.WireHash(wire)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, params := range []string{

@@ -31,6 +31,7 @@ const maxCachedTokens = 1 << 16
 
 // tokenState is what the decision needs of a token's stored state.
 type tokenState struct {
+	hash      string // the issued token's WireHash: a token with its id but another body is not it
 	revoked   bool
 	expiresAt time.Time
 	maxUses   int64
@@ -111,6 +112,7 @@ func (b *Broker) Sync(ctx context.Context) (int64, error) {
 	if old := b.cache.rev.Load(); rev != old {
 		b.cache.drop()
 		b.cache.rev.Store(rev)
+		b.checkWatchedAll(ctx)
 	}
 	return rev, nil
 }
@@ -130,7 +132,7 @@ func (b *Broker) tokenState(ctx context.Context, id, consentID string) (tokenSta
 	if err != nil {
 		return tokenState{}, err
 	}
-	ts = tokenState{revoked: st.Revoked, expiresAt: st.ExpiresAt, maxUses: st.MaxUses, uses: st.Uses}
+	ts = tokenState{hash: st.Hash, revoked: st.Revoked, expiresAt: st.ExpiresAt, maxUses: st.MaxUses, uses: st.Uses}
 	if consentID != "" {
 		if c, err := b.o.Store.GetConsent(ctx, consentID); err == nil && c.State == store.ConsentApproved {
 			ts.consented = true // an approved request stays approved
@@ -188,6 +190,7 @@ func (b *Broker) Revoke(ctx context.Context, id string) error {
 	b.cache.mu.Lock()
 	b.cache.tokens = map[string]tokenState{}
 	b.cache.mu.Unlock()
+	b.checkWatchedAll(ctx)
 	return err
 }
 

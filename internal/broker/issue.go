@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"slices"
@@ -162,6 +163,8 @@ func (b *Broker) Derive(ctx context.Context, caller Caller, r DeriveRequest) (Is
 		return Issued{}, fmt.Errorf("%w: token unknown to this gateway", ErrDeriveParent)
 	case err != nil:
 		return Issued{}, err
+	case subtle.ConstantTimeCompare([]byte(st.Hash), []byte(token.WireHash(r.Parent))) != 1:
+		return Issued{}, fmt.Errorf("%w: it is not the token issued under its id", ErrDeriveParent)
 	case st.Revoked:
 		return Issued{}, fmt.Errorf("%w: it is revoked", ErrDeriveParent)
 	case st.MaxUses > 0 && st.Uses >= st.MaxUses:

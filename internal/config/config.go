@@ -34,6 +34,9 @@ const EnvStore = "CAPGATE_STORE"
 // EnvWorkspace names the environment variable for the built-in apps' workspace.
 const EnvWorkspace = "CAPGATE_WORKSPACE"
 
+// EnvSandbox names the environment variable for capgate serve's sandbox mode.
+const EnvSandbox = "CAPGATE_SANDBOX"
+
 // DefaultSandboxRoot is where plugins' filesystem intents must point.
 const DefaultSandboxRoot = "/sandbox"
 
@@ -48,8 +51,11 @@ type File struct {
 	// default), "sqlite:PATH", or a postgres:// URL, which several replicas can share.
 	Store string `json:"store,omitempty"`
 	// Workspace is the folder the built-in files, editor, terminal and python apps work in
-	// (default DATA/workspace).
+	// (default: beside the data folder, DATA-workspace).
 	Workspace string `json:"workspace,omitempty"`
+	// Sandbox is how the terminal's commands and python's scripts run: "on" (the default) in
+	// a bubblewrap sandbox each, or "off-unsafe" with capgate's own rights.
+	Sandbox string `json:"sandbox,omitempty"`
 
 	// SandboxRoot is the folder every filesystem intent must lie in (default /sandbox).
 	SandboxRoot string `json:"sandbox_root,omitempty"`

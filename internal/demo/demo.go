@@ -17,15 +17,18 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/capgate/capgate/internal/gateway"
 )
 
 // Options configure Run. Exe is required.
 type Options struct {
 	// Exe is the capgate executable the gateway and the CLI commands run from.
 	Exe string
-	// DataDir is the gateway's data folder. It must be empty or not exist: the demo starts
-	// from nothing, and never touches a folder that holds something. It is left in place.
-	// "" means a new temporary folder, removed at the end unless Keep is set.
+	// DataDir is the gateway's data folder. It must be empty or not exist, and so must the
+	// workspace beside it (DATA-workspace, the gateway's default): the demo starts from
+	// nothing, and never touches a folder that holds something. Both are left in place. ""
+	// means a new temporary folder, removed at the end with its workspace unless Keep is set.
 	DataDir string
 	// Keep leaves the temporary data folder in place.
 	Keep bool
@@ -111,6 +114,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	} else if err := fresh(dir); err != nil {
 		return nil, err
+	} else if err := fresh(gateway.DefaultWorkspace(dir)); err != nil {
+		return nil, err
 	}
 	s := &session{ctx: ctx, o: o, data: dir, rep: &Report{DataDir: dir, Kept: !temp || o.Keep},
 		tokens: map[string]string{}, http: newHTTPClient()}
@@ -119,7 +124,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	ok := s.play()
 	s.stopServe()
 	if temp && !o.Keep {
-		if err := os.RemoveAll(dir); err != nil {
+		if err := errors.Join(os.RemoveAll(dir), os.RemoveAll(gateway.DefaultWorkspace(dir))); err != nil {
 			s.rep.Kept = true
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/capgate/capgate/internal/gateway"
 )
 
 // The script: ten steps, each a method, in the order a person follows them.
@@ -44,7 +46,7 @@ func (s *session) play() bool {
 }
 
 func (s *session) start() error {
-	ws := filepath.Join(s.data, "workspace")
+	ws := gateway.DefaultWorkspace(s.data)
 	if err := os.MkdirAll(ws, 0o700); err != nil {
 		return failf("cannot make the workspace: %v", err)
 	}
@@ -53,7 +55,7 @@ func (s *session) start() error {
 			return failf("cannot seed the workspace: %v", err)
 		}
 	}
-	s.say("A new data folder, DATA below, is %s. Its workspace holds notes.txt, draft.txt and hello.star. The gateway starts on it as a child process, on a free loopback port:", s.data)
+	s.say("A new data folder, DATA below, is %s. Its workspace beside it, DATA-workspace, holds notes.txt, draft.txt and hello.star. The gateway starts on it as a child process, on a free loopback port:", s.data)
 	if err := s.startServe(ws); err != nil {
 		return err
 	}

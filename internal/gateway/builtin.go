@@ -31,7 +31,7 @@ const (
 	AppKeyFile    = "apps.key"
 	LocalTrustDir = "trusted"
 	AppsStateDir  = "apps"      // the built-in apps' own state (the files app's undo area)
-	WorkspaceDir  = "workspace" // the default workspace of files, editor, terminal and python
+	WorkspaceDir  = "workspace" // the workspace inside the data folder that earlier versions used, no longer used: it would put the apps beside the keys
 )
 
 // keySources trusts the keys of every source.
@@ -105,10 +105,16 @@ func (g *Gateway) builtins(st store.State) []builtin {
 			return editor.New(doc, ws)
 		}},
 		{terminal.AppID, terminal.Alias, terminal.Manifest, func(doc *manifest.Document) (sdk.Handler, error) {
-			return terminal.New(doc, ws)
+			if g.sandboxErr != nil {
+				return nil, g.sandboxErr
+			}
+			return terminal.New(doc, ws, terminal.Options{Sandbox: g.sandbox, Hidden: g.hidden()})
 		}},
 		{python.AppID, python.Alias, python.Manifest, func(doc *manifest.Document) (sdk.Handler, error) {
-			return python.New(doc, ws)
+			if g.sandboxErr != nil {
+				return nil, g.sandboxErr
+			}
+			return python.New(doc, ws, python.Options{Sandbox: g.sandbox})
 		}},
 		{calc.AppID, calc.Alias, calc.Manifest, func(doc *manifest.Document) (sdk.Handler, error) {
 			return calc.New(doc), nil

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"github.com/capgate/capgate/internal/mcp"
 	"github.com/capgate/capgate/internal/plugin"
 	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/sandbox"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/internal/toolserver"
@@ -63,8 +65,17 @@ type Config struct {
 	// is refused (DNS rebinding).
 	UIHosts []string
 	// Workspace is the folder the files, editor, terminal and python apps work in: every path
-	// they take is confined to it. "" means DataDir/workspace, created on first use.
+	// they take is confined to it. "" means the folder beside DataDir named after it with
+	// "-workspace" (DefaultWorkspace), created on first use. It may neither lie in DataDir nor
+	// hold it: the apps would reach capgate's keys and store.
 	Workspace string
+	// Sandbox says how the terminal's commands and python's scripts run: sandbox.ModeOn (the
+	// zero value) confines each in a sandbox of its own, and leaves those two apps out where
+	// one cannot be made; sandbox.ModeOffUnsafe runs them with capgate's own rights.
+	Sandbox sandbox.Mode
+	// Hidden are more files and folders no sandboxed program sees (the configuration file);
+	// DataDir is always hidden.
+	Hidden []string
 
 	// ConsentTTL is how long a consent request waits for the person before it expires as
 	// denied (0: consent.DefaultTTL).
@@ -95,7 +106,9 @@ type Gateway struct {
 	log      *slog.Logger
 	metrics  *metrics
 
-	workspace  string       // the built-in apps' workspace, absolute
+	workspace  string // the built-in apps' workspace, absolute
+	sandbox    *sandbox.Sandbox
+	sandboxErr error        // why there is no sandbox, in ModeOn
 	ring       *syslog.Ring // capgate's own log, which the syslog app reads
 	closers    []io.Closer  // built-in apps that hold processes or open folders
 	tools      *toolserver.Manager
@@ -140,6 +153,18 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	if g.workspace, err = workspace(cfg); err != nil {
 		st.Close()
 		return nil, err
+	}
+	if old := filepath.Join(cfg.DataDir, WorkspaceDir); cfg.Workspace == "" {
+		if fi, err := os.Stat(old); err == nil && fi.IsDir() {
+			g.log.Warn("the workspace inside the data folder is no longer used: move its files to the new workspace", "old", old, "workspace", g.workspace)
+		}
+	}
+	g.sandbox, g.sandboxErr = sandbox.Open(ctx, cfg.Sandbox)
+	switch {
+	case g.sandboxErr != nil:
+		g.log.Warn("the terminal and python apps are not served: they run only in a sandbox, and none can be made here", "err", g.sandboxErr)
+	case !g.sandbox.Enforcing():
+		g.log.Warn("the sandbox is off (--sandbox=off-unsafe): the terminal's commands and python's scripts run with capgate's own user, files and network")
 	}
 	trust := keySources{keys.TrustStore{Dir: filepath.Join(cfg.DataDir, LocalTrustDir)}}
 	if cfg.TrustedDir != "" {
@@ -198,28 +223,75 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	return g, nil
 }
 
+// DefaultWorkspace is the workspace of a gateway with the data folder dataDir when none is
+// given: the folder beside it with its name and "-workspace" ($XDG_DATA_HOME/capgate-workspace
+// for the default data folder). It lies outside the data folder, which holds capgate's keys.
+func DefaultWorkspace(dataDir string) string {
+	clean := filepath.Clean(dataDir)
+	return filepath.Join(filepath.Dir(clean), filepath.Base(clean)+"-workspace")
+}
+
+// ErrWorkspaceOverlaps is what Open wraps when the workspace lies in the data folder or holds
+// it.
+var ErrWorkspaceOverlaps = errors.New("the workspace must neither lie in the data folder nor hold it: the apps that work in it would reach capgate's keys and store")
+
 // workspace returns the built-in apps' workspace, absolute and resolved through links,
-// creating the default one (mode 0700) on first use.
+// creating the default one (mode 0700) on first use. A workspace that lies in the data folder
+// or holds it is refused.
 func workspace(cfg Config) (string, error) {
 	dir := cfg.Workspace
 	if dir == "" {
-		dir = filepath.Join(cfg.DataDir, WorkspaceDir)
+		dir = DefaultWorkspace(cfg.DataDir)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return "", fmt.Errorf("gateway: workspace: %w", err)
 		}
 	}
-	abs, err := filepath.Abs(dir)
+	abs, err := resolved(dir)
 	if err != nil {
-		return "", fmt.Errorf("gateway: workspace: %w", err)
-	}
-	if abs, err = filepath.EvalSymlinks(abs); err != nil {
 		return "", fmt.Errorf("gateway: workspace: %w", err)
 	}
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
 		return "", fmt.Errorf("gateway: workspace %s: not a folder", abs)
 	}
+	data, err := resolved(cfg.DataDir)
+	if err != nil {
+		return "", fmt.Errorf("gateway: data folder: %w", err)
+	}
+	if inside(abs, data) || inside(data, abs) {
+		return "", fmt.Errorf("gateway: workspace %s: %w (data folder %s; give another with --workspace)", abs, ErrWorkspaceOverlaps, data)
+	}
 	return abs, nil
 }
+
+// resolved is p made absolute and resolved through its symbolic links.
+func resolved(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
+}
+
+// inside reports whether p is dir or lies under it; both are clean and absolute.
+func inside(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// hidden are the paths no sandboxed program sees: the data folder (keys, store, socket,
+// audit mirror) and what the configuration names.
+func (g *Gateway) hidden() []string {
+	out := []string{}
+	for _, p := range append([]string{g.cfg.DataDir}, g.cfg.Hidden...) {
+		if r, err := resolved(p); err == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// SandboxProblem says why the terminal and python apps are not served: nil when they run in
+// a sandbox (or, with ModeOffUnsafe, without one).
+func (g *Gateway) SandboxProblem() error { return g.sandboxErr }
 
 // closeApps stops the built-in apps that hold processes or open folders.
 func (g *Gateway) closeApps() {

@@ -127,10 +127,11 @@ const identityApp = "capgate.gateway"
 func pinIdentity(ctx context.Context, st store.State, name string, pub ed25519.PublicKey, keyPath string) error {
 	got, err := st.GetState(ctx, identityApp, name)
 	if errors.Is(err, store.ErrNotFound) {
-		if err := st.PutState(ctx, identityApp, name, pub); err != nil {
+		// Insert if absent: of two first starts at the same moment with other keys, one
+		// pins its key and the other finds it pinned and refuses.
+		if err := st.CreateState(ctx, identityApp, name, pub); err != nil && !errors.Is(err, store.ErrExists) {
 			return fmt.Errorf("gateway: pin the %s: %w", name, err)
 		}
-		// Two first starts at the same moment: the last write wins, and the other sees it.
 		got, err = st.GetState(ctx, identityApp, name)
 	}
 	if err != nil {

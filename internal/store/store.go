@@ -235,6 +235,10 @@ type State interface {
 	// PutState sets a value; a nil value deletes the key (a missing key is no error), and an
 	// empty non-nil value is a value.
 	PutState(ctx context.Context, appID, key string, value []byte) error
+	// CreateState sets a key that has no value yet, atomically across processes: ErrExists
+	// when it has one, however recent (two callers racing never both succeed). value must not
+	// be nil.
+	CreateState(ctx context.Context, appID, key string, value []byte) error
 	// ListState returns the app's keys starting with prefix, matched literally (no
 	// wildcards, case-sensitive).
 	ListState(ctx context.Context, appID, prefix string) (map[string][]byte, error)

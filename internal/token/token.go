@@ -12,8 +12,18 @@ import (
 
 // Fixed values of the format.
 const (
-	// Version is the token format version this package writes and reads.
-	Version = "1.0"
+	// Version is the token format version this package writes, and reads with
+	// LegacyVersion: from 1.1 on, the signature covers SigningContext and the canonical form,
+	// so that a signature of capgate's key over anything else (an audit checkpoint) is never
+	// a token's.
+	Version = "1.1"
+	// LegacyVersion is the format of tokens issued before 1.1, signed over the canonical form
+	// alone. They verify until they expire (at most MaxLifetime after they were issued);
+	// capgate never signs one again, so no new signature without a context is ever made.
+	LegacyVersion = "1.0"
+	// SigningContext starts the message a token's signature covers, ahead of its canonical
+	// form: the domain that tells a token's signature from any other of the same key.
+	SigningContext = "capgate token v1.1\x00"
 	// Issuer is the issuer of every token capgate signs.
 	Issuer = "capgate"
 	// IDPrefix starts every token_id; 32 lowercase hex digits follow.

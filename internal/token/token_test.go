@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/token"
+	"github.com/capgate/capgate/manifest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -106,7 +107,53 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "token.signed-bytes.json", append(msg, '\n'))
+	// What the signature covers: the signing context, then the canonical form.
+	golden(t, "token.signed-message", append([]byte(token.SigningContext), msg...))
+}
+
+// Tokens of the format before 1.1, signed over the canonical form alone, still verify until
+// they expire; one of either version signed the other way does not.
+func TestLegacyVersion(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "token-1.0.wire"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := strings.TrimSpace(string(b))
+	v := token.NewVerifier(testKey(1).Public().(ed25519.PublicKey), 0)
+	tok, err := v.Verify(legacy)
+	if err != nil || tok.Version != token.LegacyVersion {
+		t.Fatalf("the 1.0 token: %+v %v", tok, err)
+	}
+	// A 1.1 token signed without the context, and a 1.0 token signed with it, are forgeries
+	// of a signature made for something else.
+	for name, tc := range map[string]struct {
+		version string
+		context bool
+	}{"1.1 without context": {token.Version, false}, "1.0 with context": {token.LegacyVersion, true}} {
+		tk := fixedToken()
+		tk.Version, tk.Issuer = tc.version, token.Issuer
+		msg, err := tk.Canonical(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.context {
+			msg = append([]byte(token.SigningContext), msg...)
+		}
+		tk.Signature = manifest.FormatSignature(ed25519.Sign(testKey(1), msg))
+		whole, err := tk.Canonical(true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := v.Verify(encode(whole)); !errors.Is(err, token.ErrBadSignature) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// Sign writes only the current version.
+	tk := fixedToken()
+	tk.Version = token.LegacyVersion
+	if _, err := token.Sign(tk, testKey(1)); err == nil {
+		t.Error("Sign wrote a 1.0 token")
+	}
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -284,7 +331,7 @@ func TestParseStrict(t *testing.T) {
 		"newline":               wire[:20] + "\n" + wire[20:],
 		"trailing space":        wire + " ",
 		"oversized":             wire + strings.Repeat("A", token.MaxWireBytes),
-		"duplicate member":      encode(append(append([]byte{}, js[:len(js)-1]...), []byte(`,"version":"1.0"}`)...)),
+		"duplicate member":      encode(append(append([]byte{}, js[:len(js)-1]...), []byte(`,"version":"1.1"}`)...)),
 		"unknown member":        encode(replace(`"version":`, `"zzz":1,"version":`)),
 		"unknown constraint":    encode(replace(`"condition":`, `"extra":[],"condition":`)),
 		"whitespace":            encode(replace(`"version":`, `"version": `)),
@@ -301,7 +348,7 @@ func TestParseStrict(t *testing.T) {
 		"not an object":         encode([]byte(`["cap_0123456789abcdef0123456789abcdef"]`)),
 		"missing signature":     encode(append(append([]byte{}, js[:sigAt-1]...), '}')),
 		"bad signature text":    encode(replace(`"signature":"ed25519:`, `"signature":"rsa:`)),
-		"version 2":             encode(replace(`"version":"1.0"`, `"version":"2.0"`)),
+		"version 2":             encode(replace(`"version":"1.1"`, `"version":"2.0"`)),
 		"issuer":                encode(replace(`"issuer":"capgate"`, `"issuer":"maytera"`)),
 		"token_id uppercase":    encode(replace(`cap_0123456789abcdef`, `cap_0123456789ABCDEF`)),
 		"truncated JSON":        encode(js[:len(js)-1]),

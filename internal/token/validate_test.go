@@ -20,7 +20,7 @@ func TestValidate(t *testing.T) {
 	}{
 		"id":                 {func(t *token.Token) { t.ID = "cap_123" }, "token_id"},
 		"id uppercase":       {func(t *token.Token) { t.ID = strings.ToUpper(t.ID) }, "token_id"},
-		"version":            {func(t *token.Token) { t.Version = "1.1" }, "version"},
+		"version":            {func(t *token.Token) { t.Version = token.LegacyVersion }, "version"},
 		"issuer":             {func(t *token.Token) { t.Issuer = "" }, "issuer"},
 		"client":             {func(t *token.Token) { t.ClientID = "" }, "client_id"},
 		"client control":     {func(t *token.Token) { t.ClientID = "a\nb" }, "client_id"},

@@ -37,7 +37,7 @@ func Sign(t Token, key ed25519.PrivateKey) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	t.Signature = manifest.FormatSignature(ed25519.Sign(key, msg))
+	t.Signature = manifest.FormatSignature(ed25519.Sign(key, signedMessage(t.Version, msg)))
 	whole, err := t.canonical(true)
 	if err != nil {
 		return "", err
@@ -89,7 +89,7 @@ func parse(wire string) (Token, []byte, error) {
 	switch {
 	case !validID(t.ID):
 		return Token{}, nil, malformed("token_id: must be " + IDPrefix + " and 32 lowercase hex digits")
-	case t.Version != Version:
+	case t.Version != Version && t.Version != LegacyVersion:
 		return Token{}, nil, malformed("version: unsupported")
 	case t.Issuer != Issuer:
 		return Token{}, nil, malformed("issuer: not " + Issuer)
@@ -104,11 +104,21 @@ func parse(wire string) (Token, []byte, error) {
 	return t, msg, nil
 }
 
-// verifySignature reports whether t's signature is pub's over msg.
+// verifySignature reports whether t's signature is pub's over its canonical form msg, as
+// its version signs it.
 func verifySignature(pub ed25519.PublicKey, t Token, msg []byte) bool {
 	sig, err := manifest.ParseSignature(t.Signature)
 	if err != nil || len(pub) != ed25519.PublicKeySize {
 		return false
 	}
-	return ed25519.Verify(pub, msg, sig)
+	return ed25519.Verify(pub, signedMessage(t.Version, msg), sig)
+}
+
+// signedMessage is what a token's signature covers: SigningContext and the canonical form,
+// or the canonical form alone for a LegacyVersion token.
+func signedMessage(version string, canonical []byte) []byte {
+	if version == LegacyVersion {
+		return canonical
+	}
+	return append([]byte(SigningContext), canonical...)
 }

@@ -26,9 +26,12 @@
 // value runs for minutes inside one built-in, where no cancellation is seen. So the
 // interpreter does not run in the gateway's process: each script runs in a child process,
 // the gateway's own executable started again with an argument and an environment variable
-// that this package's init recognizes before the program's main runs. The child gets an
-// empty environment and no files but its pipes, caps its own memory (RLIMIT_DATA), Go stack,
-// CPU time and file writes (RLIMIT_FSIZE 0), runs the script, and reports on a pipe. A child
+// that this package's init recognizes before the program's main runs. The child runs in a
+// sandbox of its own (package sandbox: its own user, pid, network and mount namespaces, no
+// capability, the running binary and the system's libraries read-only, no folder of the
+// host), gets an empty environment and no files but its pipes, caps its own memory
+// (RLIMIT_DATA), Go stack, CPU time and file writes (RLIMIT_FSIZE 0), runs the script, and
+// reports on a pipe. A child
 // that runs out of memory or stack dies alone and the script's result says which limit; a
 // child that does not stop at its timeout is killed. At most MaxConcurrent children run at
 // once. Starting a child costs some milliseconds, which a high-risk call that the person

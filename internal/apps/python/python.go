@@ -3,9 +3,11 @@ package python
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
+	"github.com/capgate/capgate/internal/sandbox"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
 )
@@ -38,7 +40,7 @@ type outcome struct {
 // for concurrent use.
 type App struct {
 	doc     *manifest.Document
-	box     *sandbox
+	box     *box
 	scripts *scripts // nil: execute_file is refused
 
 	mu   sync.Mutex
@@ -52,30 +54,42 @@ type kept struct {
 	seq     uint64 // for forgetting the oldest
 }
 
-// New returns the app with its manifest (as loaded and signed by the host) and the folder
-// execute_file reads scripts from. An empty scriptsDir refuses every execute_file; a folder
-// that cannot be opened is an error. The folder is opened once: renaming it later does not
-// redirect the app. Close releases it.
-func New(doc *manifest.Document, scriptsDir string) (*App, error) {
-	box, err := newSandbox()
+// Options configures the app.
+type Options struct {
+	// Sandbox runs every script's process; required. A sandbox opened with
+	// sandbox.ModeOffUnsafe runs them unconfined, with capgate's own rights.
+	Sandbox *sandbox.Sandbox
+}
+
+// New returns the app with its manifest (as loaded and signed by the host), the folder
+// execute_file reads scripts from, and its options. An empty scriptsDir refuses every
+// execute_file; a folder that cannot be opened is an error. The folder is opened once:
+// renaming it later does not redirect the app. Close releases it.
+func New(doc *manifest.Document, scriptsDir string, o Options) (*App, error) {
+	if o.Sandbox == nil {
+		return nil, errors.New("python: no sandbox to run scripts in")
+	}
+	box, err := newBox(o.Sandbox)
 	if err != nil {
 		return nil, err
 	}
 	a := &App{doc: doc, box: box, last: map[string]kept{}}
 	if scriptsDir != "" {
 		if a.scripts, err = openScripts(scriptsDir); err != nil {
+			box.close()
 			return nil, err
 		}
 	}
 	return a, nil
 }
 
-// Close releases the scripts folder. Calls after Close fail for execute_file only.
+// Close releases the scripts folder and the running binary's file. Calls after Close fail.
 func (a *App) Close() error {
-	if a.scripts == nil {
-		return nil
+	err := a.box.close()
+	if a.scripts != nil {
+		err = errors.Join(err, a.scripts.root.Close())
 	}
-	return a.scripts.root.Close()
+	return err
 }
 
 // Manifest implements sdk.Handler.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/apps/python"
+	"github.com/capgate/capgate/internal/sandbox/sandboxtest"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
 )
@@ -45,7 +46,7 @@ func loadDoc(t testing.TB) *manifest.Document {
 
 func newApp(t testing.TB, dir string) *python.App {
 	t.Helper()
-	app, err := python.New(loadDoc(t), dir)
+	app, err := python.New(loadDoc(t), dir, python.Options{Sandbox: sandboxtest.Open(t)})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -640,8 +641,11 @@ func TestExecuteFile(t *testing.T) {
 		t.Errorf("without a folder: %v", err)
 	}
 	// A folder that does not exist is an error of New.
-	if _, err := python.New(loadDoc(t), filepath.Join(base, "missing")); err == nil {
+	if _, err := python.New(loadDoc(t), filepath.Join(base, "missing"), python.Options{Sandbox: sandboxtest.Open(t)}); err == nil {
 		t.Error("New with a missing folder succeeded")
+	}
+	if _, err := python.New(loadDoc(t), base, python.Options{}); err == nil {
+		t.Error("New without a sandbox succeeded")
 	}
 }
 

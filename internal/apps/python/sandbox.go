@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capgate/capgate/internal/sandbox"
 	"github.com/capgate/capgate/sdk"
 )
 
@@ -69,22 +71,34 @@ func serveSandbox(in io.Reader, out io.Writer, result io.WriteCloser) int {
 	return 0
 }
 
-// sandbox starts child processes, at most MaxConcurrent at once.
-type sandbox struct {
-	exe   string
+// box starts child processes, at most MaxConcurrent at once, each in a sandbox of its own
+// that sees the running binary (read-only, at childProgram), the system's libraries it links
+// to, and nothing else: no folder of the host to read or write, no network, no process.
+type box struct {
+	sb    *sandbox.Sandbox
+	exe   *os.File // the running binary, even if replaced on disk since
 	slots chan struct{}
 }
 
-func newSandbox() (*sandbox, error) {
-	exe := "/proc/self/exe" // the running binary, even if replaced on disk since
+// childProgram is where the sandbox shows the running binary.
+const childProgram = "/run/capgate/python"
+
+func newBox(sb *sandbox.Sandbox) (*box, error) {
+	exe := "/proc/self/exe"
 	if runtime.GOOS != "linux" {
 		var err error
 		if exe, err = os.Executable(); err != nil {
 			return nil, err
 		}
 	}
-	return &sandbox{exe: exe, slots: make(chan struct{}, MaxConcurrent)}, nil
+	f, err := os.Open(exe)
+	if err != nil {
+		return nil, fmt.Errorf("python: the running binary: %w", err)
+	}
+	return &box{sb: sb, exe: f, slots: make(chan struct{}, MaxConcurrent)}, nil
 }
+
+func (s *box) close() error { return s.exe.Close() }
 
 // capped keeps the first max bytes written to it and drops the rest, never failing, so that
 // the child is never blocked or broken by a full pipe.
@@ -109,7 +123,7 @@ func (c *capped) Write(p []byte) (int, error) {
 // *sdk.Error when the script did not end on its own: sdk.Timeout at the timeout or the
 // call's deadline, ExecutionFailed when the call was cancelled or the sandbox failed. An
 // error of the script is an outcome with status "error" and no Go error.
-func (s *sandbox) run(ctx context.Context, capabilityID, name string, src []byte, timeout time.Duration) (outcome, error) {
+func (s *box) run(ctx context.Context, capabilityID, name string, src []byte, timeout time.Duration) (outcome, error) {
 	start := time.Now()
 	elapsed := func() int64 { return time.Since(start).Milliseconds() }
 	ended := func(status string) (outcome, error) {
@@ -158,13 +172,19 @@ func (s *sandbox) run(ctx context.Context, capabilityID, name string, src []byte
 	defer r.Close()
 	stdout := &capped{max: MaxOutputBytes}
 	stderr := &capped{max: maxStderrBytes}
-	cmd := exec.Command(s.exe, sandboxArg)
-	// GORACE matters to race-detector builds only, which would sleep a second at exit.
-	cmd.Env = []string{sandboxEnv + "=1", "GOTRACEBACK=none", "GOMAXPROCS=2", "GORACE=atexit_sleep_ms=0"}
+	cmd, err := s.sb.Command(sandbox.Spec{
+		Program: childProgram, ProgramFD: s.exe, Args: []string{"python", sandboxArg}, Dir: "/",
+		// GORACE matters to race-detector builds only, which would sleep a second at exit.
+		Env:        []string{sandboxEnv + "=1", "GOTRACEBACK=none", "GOMAXPROCS=2", "GORACE=atexit_sleep_ms=0"},
+		ExtraFiles: []*os.File{w}, // the child's descriptor 3: its report
+	})
+	if err != nil {
+		w.Close()
+		return outcome{}, sdk.ExecutionFailed("the script sandbox could not start", true)
+	}
 	cmd.Stdin = bytes.NewReader(req)
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
-	cmd.ExtraFiles = []*os.File{w}
 	cmd.WaitDelay = time.Second
 	err = cmd.Start()
 	w.Close()

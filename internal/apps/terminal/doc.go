@@ -15,16 +15,16 @@
 //   - from a program found in the fixed PATH (/usr/local/bin:/usr/bin:/bin) and nowhere else,
 //     or at the path it names;
 //   - with an environment of four variables and nothing of capgate's own: PATH, HOME (the
-//     terminal's root folder), LANG=C.UTF-8 and TERM=dumb, so no token, key or credential of
-//     capgate's environment reaches it;
+//     terminal's root folder), LANG=C.UTF-8 and TERM=dumb (and PWD, which the sandbox sets to
+//     the working folder), so no token, key or credential of capgate's environment reaches it;
 //   - in the root folder given to New, or in a folder under it named by the cwd param (which
 //     is cleaned and resolved through its symbolic links first, and refused if it leaves the
 //     root), and which the manifest marks "format": "path" so that token allowed_paths
 //     constraints check it;
 //   - in a session and process group of its own, with no controlling terminal: at its
 //     timeout, when the call's context ends, or when the app closes, the whole group gets
-//     SIGKILL; when the command itself exits, whatever it left running in its group is killed
-//     too;
+//     SIGKILL, and the sandbox's pid namespace ends with it; when the command itself exits,
+//     whatever it left running is killed too;
 //   - with stdout and stderr each kept up to MaxOutputBytes (the rest is read and discarded,
 //     and the result says truncated), and made valid UTF-8.
 //
@@ -47,11 +47,17 @@
 // Each caller (sdk.InvocationContext.ClientID) sees only its own commands in history,
 // read_output and write_input.
 //
-// What it is not: a sandbox. A command runs as capgate's own user and can read and write
-// whatever that user can, outside the root folder too; the root bounds only the working
-// folder. A process that leaves its process group (setsid, a daemon) escapes the kill, and
-// the kill-on-parent-death signal (Linux's PDEATHSIG) covers only the command's own process.
-// There is no interactive terminal (no pty), no shell state between commands (no cd, no
-// variables) and no resource limits beyond time and captured output. Commands run only on
-// Linux; elsewhere New fails.
+// Every command runs in a sandbox of its own (package sandbox, on bubblewrap): its own user,
+// pid, network and ipc namespaces, no capability, no network, the system's programs
+// read-only, the root folder as the only folder it can write, an in-memory /tmp, and nothing
+// else of the host: not capgate's data folder, keys or configuration (Options.Hidden covers
+// them even should the root hold them), not other processes. The command's whole process
+// tree dies with it: a process that leaves its process group (setsid, a daemon) is killed
+// when the command exits, at its timeout, when the call ends and when the app closes, since
+// its pid namespace ends then. A program the sandbox cannot see (outside the system's view
+// and the root) is refused before anything runs.
+//
+// What it is not: there is no interactive terminal (no pty), no shell state between commands
+// (no cd, no variables) and no resource limits beyond time and captured output. Commands run
+// only on Linux; elsewhere New fails.
 package terminal

@@ -4,13 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/capgate/capgate/internal/apps/terminal"
+	"github.com/capgate/capgate/internal/sandbox/sandboxtest"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
 )
@@ -28,7 +33,7 @@ func loadDoc(t testing.TB) *manifest.Document {
 func newApp(t testing.TB) (*terminal.App, string) {
 	t.Helper()
 	root := t.TempDir()
-	app, err := terminal.New(loadDoc(t), root)
+	app, err := terminal.New(loadDoc(t), root, terminal.Options{Sandbox: sandboxtest.Open(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +156,58 @@ func waitGone(t testing.TB, pid int) {
 		}
 	}
 	t.Fatalf("process %d still runs", pid)
+}
+
+var sleeperN atomic.Int64
+
+// sleeper returns a duration for sleep that names the test's process among the host's: the
+// commands run in a pid namespace of their own, so the pids they print are not the host's.
+func sleeper() string {
+	return fmt.Sprintf("60.%d%05d", os.Getpid()%1000, sleeperN.Add(1))
+}
+
+// sleepers returns the host pids of the live processes running sleep with marker.
+func sleepers(marker string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		argv := strings.Split(string(b), "\x00")
+		// The sandbox runs a program by its path: argv[0] is /usr/bin/sleep or sleep.
+		if err == nil && len(argv) == 3 && filepath.Base(argv[0]) == "sleep" && argv[1] == marker && !gone(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// waitSleepers waits up to 10 s for n processes sleeping with marker to run.
+func waitSleepers(t testing.TB, marker string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if len(sleepers(marker)) >= n {
+			return
+		}
+	}
+	t.Fatalf("%d processes sleep with %s, want %d", len(sleepers(marker)), marker, n)
+}
+
+// waitNoSleepers waits up to 10 s for every process sleeping with marker to end.
+func waitNoSleepers(t testing.TB, marker string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if len(sleepers(marker)) == 0 {
+			return
+		}
+	}
+	for _, pid := range sleepers(marker) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	t.Fatalf("processes sleeping with %s still run", marker)
 }
 
 // eventually polls read_output of id until cond holds, for up to 10 s.

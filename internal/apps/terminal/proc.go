@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/capgate/capgate/internal/sandbox"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
 )
@@ -39,6 +40,9 @@ var errInputClosed = errors.New("terminal: the command's input is closed")
 // notFound is the problem of a program that cannot be run.
 var notFound = sdk.InvalidParams(manifest.Problems{{Path: "command", Rule: "the program is not an executable file on the terminal's PATH"}})
 
+// notVisible is the problem of a program outside what a command's sandbox shows.
+var notVisible = sdk.InvalidParams(manifest.Problems{{Path: "command", Rule: "the program is neither the system's nor in the terminal's root folder, and cannot run in its sandbox"}})
+
 // lookPath finds the program a command names: a name without a slash in searchPath's folders
 // only (never in the working folder, never in capgate's own PATH), a name with one as the path
 // it is, relative to dir.
@@ -66,11 +70,15 @@ func lookPath(name, dir string) (string, error) {
 	return "", notFound
 }
 
-// start runs the program at path with argv in dir and env. With capture its stdout and
-// stderr are read into captures, else they go to /dev/null; with input its stdin is a pipe
-// written by write, else /dev/null.
-func start(path string, argv []string, dir string, env []string, capture, input bool) (*proc, error) {
-	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: dir, SysProcAttr: sysProcAttr()}
+// start runs spec in the sandbox sb. With capture its stdout and stderr are read into
+// captures, else they go to /dev/null; with input its stdin is a pipe written by write, else
+// /dev/null.
+func start(sb *sandbox.Sandbox, spec sandbox.Spec, capture, input bool) (*proc, error) {
+	cmd, err := sb.Command(spec)
+	if err != nil {
+		return nil, err
+	}
+	cmd.SysProcAttr = sysProcAttr()
 	p := &proc{cmd: cmd, exited: make(chan struct{}), drained: make(chan struct{}), inLock: make(chan struct{}, 1)}
 	var childEnds []*os.File
 	fail := func(err error) (*proc, error) {

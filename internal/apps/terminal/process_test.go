@@ -2,27 +2,28 @@ package terminal_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/capgate/capgate/internal/apps/terminal"
+	"github.com/capgate/capgate/internal/sandbox/sandboxtest"
 	"github.com/capgate/capgate/sdk"
 )
 
-// pidOf reads the first line of s as a process id.
-func pidOf(t *testing.T, s string) int {
+// started checks that the first line of a command's output is the pid its shell printed of
+// what it started.
+func started(t *testing.T, s string) {
 	t.Helper()
 	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(s, "\n", 2)[0]))
 	if err != nil || pid <= 1 {
 		t.Fatalf("no pid in %q", s)
 	}
-	return pid
 }
 
 // At its timeout, the command's whole process group is killed, grandchildren too, and the call
@@ -30,7 +31,8 @@ func pidOf(t *testing.T, s string) int {
 func TestTimeoutKillsTheProcessGroup(t *testing.T) {
 	app, _ := newApp(t)
 	start := time.Now()
-	_, err := call(t, app, terminal.ExecuteID, `{"command":"sh -c 'sleep 60 & echo $!; wait'","timeout":500}`, alice)
+	m := sleeper()
+	_, err := call(t, app, terminal.ExecuteID, `{"command":"sh -c 'sleep `+m+` & echo $!; wait'","timeout":500}`, alice)
 	e := wantCode(t, err, sdk.CodeTimeout, "")
 	if e.Code.GatewayCode() != "TIMEOUT" || e.CapabilityID != terminal.ExecuteID {
 		t.Fatalf("timeout error: %+v", e)
@@ -45,7 +47,8 @@ func TestTimeoutKillsTheProcessGroup(t *testing.T) {
 	if out["status"] != "timeout" || out["exit_code"] != nil {
 		t.Fatalf("read_output after a timeout: %v", out)
 	}
-	waitGone(t, pidOf(t, out["stdout"].(string)))
+	started(t, out["stdout"].(string))
+	waitNoSleepers(t, m)
 }
 
 // When a command exits, whatever it left running in its group is killed, and the call does
@@ -53,32 +56,36 @@ func TestTimeoutKillsTheProcessGroup(t *testing.T) {
 func TestStragglersKilledOnExit(t *testing.T) {
 	app, _ := newApp(t)
 	start := time.Now()
-	out := run(t, app, cmd(`sh -c 'sleep 60 & echo $!'`))
+	m := sleeper()
+	out := run(t, app, cmd(`sh -c 'sleep `+m+` & echo $!'`))
 	if time.Since(start) > 30*time.Second {
 		t.Fatal("the call waited for the straggler")
 	}
 	if out["status"] != "success" {
 		t.Fatalf("%v", out)
 	}
-	waitGone(t, pidOf(t, out["stdout"].(string)))
+	started(t, out["stdout"].(string))
+	waitNoSleepers(t, m)
 }
 
-// A process that leaves the command's group escapes the kill, but does not hold the call:
-// its pipes are let go after DrainGrace.
-func TestEscapedProcessDoesNotHoldTheCall(t *testing.T) {
+// A process that leaves the command's session and group (setsid, a daemon) no longer
+// escapes: the command's pid namespace ends with it, and the call does not wait for it.
+func TestEscapedProcessDoesNotOutliveTheCall(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/setsid"); err != nil {
 		t.Skip("no setsid")
 	}
 	app, _ := newApp(t)
-	start := time.Now()
-	out := run(t, app, cmd(`sh -c 'setsid sleep 30 & echo $!; sleep 0.2; echo done'`))
-	if d := time.Since(start); d > 20*time.Second {
-		t.Fatalf("the call took %v", d)
-	}
-	pid := pidOf(t, out["stdout"].(string))
-	defer syscall.Kill(pid, syscall.SIGKILL)
-	if !strings.HasSuffix(out["stdout"].(string), "done\n") || out["truncated"] != true {
-		t.Fatalf("%v", out)
+	for _, c := range []string{`sh -c 'setsid sleep %s & echo $!; sleep 0.2; echo done'`, `setsid -f sleep %s`, `sh -c 'nohup setsid -f sleep %s >/dev/null 2>&1 & echo done'`} {
+		m := sleeper()
+		start := time.Now()
+		out := run(t, app, cmd(fmt.Sprintf(c, m)))
+		if d := time.Since(start); d > terminal.DrainGrace+5*time.Second {
+			t.Fatalf("%s: the call took %v", c, d)
+		}
+		if out["status"] != "success" || out["truncated"] != false {
+			t.Fatalf("%s: %v", c, out)
+		}
+		waitNoSleepers(t, m)
 	}
 }
 
@@ -86,7 +93,8 @@ func TestContextEndsTheCommand(t *testing.T) {
 	app, _ := newApp(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
-	_, err := callCtx(t, ctx, app, terminal.ExecuteID, cmd(`sh -c 'sleep 60 & echo $!; wait'`), alice)
+	m := sleeper()
+	_, err := callCtx(t, ctx, app, terminal.ExecuteID, cmd(`sh -c 'sleep `+m+` & echo $!; wait'`), alice)
 	e := wantCode(t, err, sdk.CodeExecutionFailed, "")
 	if !e.Recoverable {
 		t.Errorf("a cancelled call is not recoverable: %+v", e)
@@ -95,7 +103,8 @@ func TestContextEndsTheCommand(t *testing.T) {
 	if out["status"] != "cancelled" {
 		t.Fatalf("read_output after cancel: %v", out)
 	}
-	waitGone(t, pidOf(t, out["stdout"].(string)))
+	started(t, out["stdout"].(string))
+	waitNoSleepers(t, m)
 
 	ctx, cancel2 := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel2()
@@ -208,7 +217,7 @@ func TestRootThroughLink(t *testing.T) {
 	if err := os.Symlink(realRoot, link); err != nil {
 		t.Fatal(err)
 	}
-	app, err := terminal.New(loadDoc(t), link)
+	app, err := terminal.New(loadDoc(t), link, terminal.Options{Sandbox: sandboxtest.Open(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

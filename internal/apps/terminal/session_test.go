@@ -184,25 +184,26 @@ func TestWriteInputTimeout(t *testing.T) {
 
 func TestBackgroundTimeout(t *testing.T) {
 	app, _ := newApp(t)
-	out := run(t, app, `{"command":"sh -c 'sleep 60 & echo $!; wait'","background":true,"timeout":300}`)
+	m := sleeper()
+	out := run(t, app, `{"command":"sh -c 'sleep `+m+` & echo $!; wait'","background":true,"timeout":300}`)
 	final := eventually(t, app, num(t, out["id"]), func(o map[string]any) bool { return o["status"] != "running" })
 	if final["status"] != "timeout" || final["exit_code"] != nil {
 		t.Fatalf("%v", final)
 	}
-	waitGone(t, pidOf(t, final["stdout"].(string)))
+	started(t, final["stdout"].(string))
+	waitNoSleepers(t, m)
 }
 
 func TestSessionsBoundedAndClosed(t *testing.T) {
 	app, _ := newApp(t)
-	var pids []int
+	m := sleeper()
 	var ids []int64
 	for i := 0; i < terminal.MaxSessions; i++ {
-		out := run(t, app, `{"command":"sh -c 'echo $$; exec sleep 60'","background":true}`)
+		out := run(t, app, `{"command":"sh -c 'echo $$; exec sleep `+m+`'","background":true}`)
 		id := num(t, out["id"])
 		ids = append(ids, id)
-		o := eventually(t, app, id, func(o map[string]any) bool { return strings.HasSuffix(o["stdout"].(string), "\n") })
-		pids = append(pids, pidOf(t, o["stdout"].(string)))
 	}
+	waitSleepers(t, m, terminal.MaxSessions)
 	_, err := call(t, app, terminal.ExecuteID, `{"command":"true","background":true}`, alice)
 	if e := wantCode(t, err, sdk.CodeExecutionFailed, ""); !e.Recoverable {
 		t.Fatal("a full session table is not recoverable")
@@ -212,10 +213,8 @@ func TestSessionsBoundedAndClosed(t *testing.T) {
 	if err := app.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, pid := range pids {
-		if !gone(pid) {
-			t.Fatalf("process %d outlived Close", pid)
-		}
+	if n := len(sleepers(m)); n > 0 {
+		t.Fatalf("%d processes outlived Close", n)
 	}
 	for _, id := range ids {
 		out, _ := call(t, app, terminal.ReadOutputID, fmt.Sprintf(`{"id":%d}`, id), alice)

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/capgate/capgate/internal/sandbox"
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
@@ -16,10 +18,12 @@ import (
 
 // App is the Terminal app. Its methods are safe for concurrent use.
 type App struct {
-	doc  *manifest.Document
-	root root
-	env  []string
-	hist history
+	doc    *manifest.Document
+	root   root
+	env    []string
+	hist   history
+	sb     *sandbox.Sandbox
+	hidden []string
 
 	mu         sync.Mutex
 	closed     bool
@@ -41,15 +45,29 @@ var (
 	_ interface{ Close() error } = (*App)(nil)
 )
 
-// New returns the terminal with its manifest (as loaded and signed by the host) and its root
-// folder: the folder commands run in by default, the top of the folders a cwd may name, and
-// the HOME of every command. root must exist; New fails off Linux.
-func New(doc *manifest.Document, root string) (*App, error) {
+// Options configures the terminal.
+type Options struct {
+	// Sandbox runs every command; required. A sandbox opened with sandbox.ModeOffUnsafe runs
+	// them unconfined, with capgate's own rights: the only way to do that is to ask for it.
+	Sandbox *sandbox.Sandbox
+	// Hidden are files and folders no command sees even inside the root folder: the host
+	// names its data folder, keys and configuration here, should the root hold them.
+	Hidden []string
+}
+
+// New returns the terminal with its manifest (as loaded and signed by the host), its root
+// folder (the folder commands run in by default, the top of the folders a cwd may name, the
+// HOME of every command, and the only folder a command can write) and its options. root must
+// exist; New fails off Linux and without a sandbox.
+func New(doc *manifest.Document, root string, o Options) (*App, error) {
 	if !supported {
 		return nil, errors.New("terminal: commands run only on Linux")
 	}
 	if doc == nil {
 		return nil, errors.New("terminal: no manifest")
+	}
+	if o.Sandbox == nil {
+		return nil, errors.New("terminal: no sandbox to run commands in")
 	}
 	r, err := resolveRoot(root)
 	if err != nil {
@@ -57,6 +75,8 @@ func New(doc *manifest.Document, root string) (*App, error) {
 	}
 	return &App{
 		doc:      doc,
+		sb:       o.Sandbox,
+		hidden:   o.Hidden,
 		root:     r,
 		env:      []string{"PATH=" + searchPath, "HOME=" + r.real, "LANG=C.UTF-8", "TERM=dumb"},
 		closing:  make(chan struct{}),
@@ -148,6 +168,10 @@ func (a *App) execute(ctx context.Context, raw json.RawMessage, ic sdk.Invocatio
 	if err != nil {
 		return nil, err
 	}
+	// The program must be one the sandbox can see: the system's, or one in the root.
+	if real, err := filepath.EvalSymlinks(path); err != nil || !a.sb.Sees(real, []string{a.root.real}) {
+		return nil, notVisible
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, ctxError(err, 0)
 	}
@@ -155,10 +179,18 @@ func (a *App) execute(ctx context.Context, raw json.RawMessage, ic sdk.Invocatio
 	if err != nil {
 		return nil, err
 	}
-	pr, err := start(path, argv, dir, a.env, p.CaptureOutput, p.HasStdin || p.Background)
+	spec := sandbox.Spec{Program: path, Args: argv, Dir: dir, Env: a.env, Writable: []string{a.root.real}, Hidden: a.hidden}
+	pr, err := start(a.sb, spec, p.CaptureOutput, p.HasStdin || p.Background)
 	if err != nil {
 		release()
 		return nil, sdk.ExecutionFailed("the command could not be started", false)
+	}
+	// A revocation of the grant the command runs under ends it, in the foreground and in the
+	// background alike.
+	var revoked <-chan struct{}
+	stopWatch := func() {}
+	if ic.WatchRevocation != nil {
+		revoked, stopWatch = ic.WatchRevocation()
 	}
 	e := &entry{client: ic.ClientID, command: p.Command, background: p.Background, started: pr.started,
 		status: statusRunning, stdout: pr.stdout, stderr: pr.stderr, kept: p.CaptureOutput}
@@ -180,12 +212,15 @@ func (a *App) execute(ctx context.Context, raw json.RawMessage, ic sdk.Invocatio
 		go func() {
 			defer release()
 			defer timer.Stop()
+			defer stopWatch()
 			status := ""
 			select {
 			case <-pr.exited:
 			case <-timer.C:
 				status = statusTimeout
 			case <-a.closing:
+				status = statusCancelled
+			case <-revoked:
 				status = statusCancelled
 			}
 			a.end(e, pr, status)
@@ -198,15 +233,19 @@ func (a *App) execute(ctx context.Context, raw json.RawMessage, ic sdk.Invocatio
 
 	defer release()
 	defer timer.Stop()
+	defer stopWatch()
 	if p.HasStdin {
 		go func() { _, _ = pr.write([]byte(p.Stdin), time.Time{}, true) }()
 	}
 	status := ""
 	var ctxErr error
+	wasRevoked := false
 	select {
 	case <-pr.exited:
 	case <-timer.C:
 		status = statusTimeout
+	case <-revoked:
+		status, wasRevoked = statusCancelled, true
 	case <-ctx.Done():
 		ctxErr = ctx.Err()
 		status = statusCancelled
@@ -222,6 +261,8 @@ func (a *App) execute(ctx context.Context, raw json.RawMessage, ic sdk.Invocatio
 		return nil, sdk.Timeout(ExecuteID, dur.Milliseconds())
 	case status == statusCancelled && ctxErr != nil:
 		return nil, ctxError(ctxErr, dur.Milliseconds())
+	case status == statusCancelled && wasRevoked:
+		return nil, sdk.ExecutionFailed("the grant the command ran under was revoked", false)
 	case status == statusCancelled:
 		return nil, sdk.ExecutionFailed("the terminal closed before the command finished", true)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/capgate/capgate/internal/apps/terminal"
+	"github.com/capgate/capgate/internal/sandbox/sandboxtest"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
 )
@@ -70,13 +71,17 @@ func TestNew(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	o := terminal.Options{Sandbox: sandboxtest.Open(t)}
 	for name, root := range map[string]string{"empty": "", "missing": filepath.Join(dir, "nope"), "file": file} {
-		if _, err := terminal.New(doc, root); err == nil {
+		if _, err := terminal.New(doc, root, o); err == nil {
 			t.Errorf("New with a %s root succeeded", name)
 		}
 	}
-	if _, err := terminal.New(nil, dir); err == nil {
+	if _, err := terminal.New(nil, dir, o); err == nil {
 		t.Error("New without a manifest succeeded")
+	}
+	if _, err := terminal.New(doc, dir, terminal.Options{}); err == nil {
+		t.Error("New without a sandbox succeeded")
 	}
 }
 
@@ -217,7 +222,8 @@ func TestEnvironmentScrubbed(t *testing.T) {
 		out := run(t, app, cmd(c))
 		got := strings.Split(strings.TrimSpace(out["stdout"].(string)), "\n")
 		sort.Strings(got)
-		want := []string{"HOME=" + real, "LANG=C.UTF-8", "PATH=/usr/local/bin:/usr/bin:/bin", "TERM=dumb"}
+		// PWD is the working folder, which the sandbox sets.
+		want := []string{"HOME=" + real, "LANG=C.UTF-8", "PATH=/usr/local/bin:/usr/bin:/bin", "PWD=" + real, "TERM=dumb"}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Fatalf("%s: environment\n%s\nwant\n%s", c, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}

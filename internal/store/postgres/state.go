@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/capgate/capgate/internal/store"
 )
 
 // GetState returns the value of the app's key; a missing key is ErrNotFound.
@@ -38,6 +40,22 @@ func (s *Store) PutState(ctx context.Context, appID, key string, value []byte) e
 	}
 	if err != nil {
 		return fmt.Errorf("postgres: put state: %w", err)
+	}
+	return nil
+}
+
+// CreateState sets the app's key to value when it has none; ErrExists when it has.
+func (s *Store) CreateState(ctx context.Context, appID, key string, value []byte) error {
+	if value == nil {
+		return errors.New("postgres: create state: nil value")
+	}
+	tag, err := s.pool.Exec(ctx, `INSERT INTO app_state (app_id, key, value) VALUES ($1, $2, $3)
+		ON CONFLICT (app_id, key) DO NOTHING`, appID, key, value)
+	if err != nil {
+		return fmt.Errorf("postgres: create state: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("state key: %w", store.ErrExists)
 	}
 	return nil
 }

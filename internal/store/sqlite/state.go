@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/capgate/capgate/internal/store"
 )
 
 // GetState returns the value of the app's key; a missing key is ErrNotFound.
@@ -38,6 +40,26 @@ func (s *Store) PutState(ctx context.Context, appID, key string, value []byte) e
 		}
 		if err != nil {
 			return fmt.Errorf("sqlite: put state: %w", err)
+		}
+		return nil
+	})
+}
+
+// CreateState sets the app's key to value when it has none; ErrExists when it has.
+func (s *Store) CreateState(ctx context.Context, appID, key string, value []byte) error {
+	if value == nil {
+		return errors.New("sqlite: create state: nil value")
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		res, err := s.txExec(ctx, tx, `INSERT INTO app_state (app_id, key, value) VALUES (?, ?, ?)
+			ON CONFLICT (app_id, key) DO NOTHING`, appID, key, value)
+		if err != nil {
+			return fmt.Errorf("sqlite: create state: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("sqlite: create state: %w", err)
+		} else if n == 0 {
+			return fmt.Errorf("state key: %w", store.ErrExists)
 		}
 		return nil
 	})

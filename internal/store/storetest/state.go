@@ -1,8 +1,11 @@
 package storetest
 
 import (
+	"errors"
 	"maps"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/capgate/capgate/internal/store"
@@ -40,6 +43,44 @@ func testState(t *testing.T, open func(t *testing.T) store.Store) {
 		_, err = s.GetState(ctx, "org.example.a", "k")
 		wantErr(t, "GetState after delete", err, store.ErrNotFound)
 		must(t, "PutState nil on a missing key", s.PutState(ctx, "org.example.a", "never", nil))
+	})
+
+	t.Run("CreateOnce", func(t *testing.T) {
+		s, ctx := open(t), t.Context()
+		must(t, "CreateState", s.CreateState(ctx, "org.example.a", "pin", []byte("first")))
+		wantErr(t, "CreateState again", s.CreateState(ctx, "org.example.a", "pin", []byte("second")), store.ErrExists)
+		v, err := s.GetState(ctx, "org.example.a", "pin")
+		must(t, "GetState", err)
+		if string(v) != "first" {
+			t.Errorf("a second CreateState replaced the value: %q", v)
+		}
+		must(t, "CreateState other app", s.CreateState(ctx, "org.example.b", "pin", []byte("b")))
+		must(t, "CreateState empty", s.CreateState(ctx, "org.example.a", "empty", []byte{}))
+		wantErr(t, "CreateState on an empty value", s.CreateState(ctx, "org.example.a", "empty", []byte("x")), store.ErrExists)
+		if err := s.CreateState(ctx, "org.example.a", "nil", nil); err == nil {
+			t.Error("CreateState with a nil value succeeded")
+		}
+		// Racing creators: exactly one wins, and every one reads the winner's value.
+		const n = 16
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := s.CreateState(ctx, "org.example.a", "race", []byte{byte(i)})
+				switch {
+				case err == nil:
+					wins.Add(1)
+				case !errors.Is(err, store.ErrExists):
+					t.Errorf("CreateState racing: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		if wins.Load() != 1 {
+			t.Errorf("%d racing CreateState calls won", wins.Load())
+		}
 	})
 
 	t.Run("ListByPrefix", func(t *testing.T) {

@@ -1,0 +1,267 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+)
+
+// Mode says whether programs run sandboxed.
+type Mode string
+
+const (
+	// ModeOn runs every program in a bubblewrap sandbox, and refuses to run any when the
+	// sandbox cannot be made. It is the default (the zero Mode reads as it).
+	ModeOn Mode = "on"
+	// ModeOffUnsafe runs programs directly, with capgate's own user, files and network.
+	ModeOffUnsafe Mode = "off-unsafe"
+)
+
+// ParseMode reads a mode as capgate serve --sandbox takes it: "on" (or "") or "off-unsafe".
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case "", ModeOn:
+		return ModeOn, nil
+	case ModeOffUnsafe:
+		return ModeOffUnsafe, nil
+	}
+	return "", errors.New(`sandbox: the mode must be "on" or "off-unsafe"`)
+}
+
+// String returns the mode's name; the zero Mode is "on".
+func (m Mode) String() string {
+	if m == "" {
+		return string(ModeOn)
+	}
+	return string(m)
+}
+
+// ErrUnavailable is what Open wraps when the sandbox cannot be made on this machine: bwrap is
+// not installed, or cannot make its namespaces here. The wrapped text says which, and how to
+// fix it.
+var ErrUnavailable = errors.New("sandbox: unavailable")
+
+// Sandbox starts programs confined. It is safe for concurrent use; its zero value is not
+// usable (use Open).
+type Sandbox struct {
+	bwrap  string   // the bwrap executable; "" when not enforcing
+	system []string // bwrap's arguments for the system's read-only view, made once
+}
+
+// bwrapPaths are where bwrap is looked for, in order: Debian's package first, so that a
+// bwrap earlier on capgate's PATH is not preferred to the system's.
+var bwrapPaths = []string{"/usr/bin/bwrap", "/usr/local/bin/bwrap"}
+
+// Open returns a sandbox in mode. With ModeOn it finds bwrap and checks once that it can make
+// every namespace the sandbox uses, failing with ErrUnavailable (saying why and how to fix
+// it) when it cannot; with ModeOffUnsafe it returns a sandbox that confines nothing.
+func Open(ctx context.Context, mode Mode) (*Sandbox, error) {
+	switch mode {
+	case ModeOffUnsafe:
+		return &Sandbox{}, nil
+	case "", ModeOn:
+	default:
+		return nil, fmt.Errorf("sandbox: unknown mode %q", string(mode))
+	}
+	if runtime.GOOS != "linux" {
+		return nil, fmt.Errorf("%w: the sandbox needs Linux namespaces (run with --sandbox=off-unsafe to run programs unconfined)", ErrUnavailable)
+	}
+	bin := ""
+	for _, p := range bwrapPaths {
+		if _, err := exec.LookPath(p); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		p, err := exec.LookPath("bwrap")
+		if err != nil {
+			return nil, fmt.Errorf("%w: bubblewrap is not installed (Debian and Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap), or run with --sandbox=off-unsafe to run programs unconfined", ErrUnavailable)
+		}
+		bin = p
+	}
+	s := &Sandbox{bwrap: bin, system: systemView()}
+	if err := s.probe(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Enforcing reports whether programs run confined (false for ModeOffUnsafe).
+func (s *Sandbox) Enforcing() bool { return s.bwrap != "" }
+
+// Program names the bwrap the sandbox runs, "" when it does not enforce.
+func (s *Sandbox) Program() string { return s.bwrap }
+
+// probe runs a program that does nothing in a sandbox with every namespace.
+func (s *Sandbox) probe(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	truePath := ""
+	for _, p := range []string{"/usr/bin/true", "/bin/true"} {
+		if _, err := exec.LookPath(p); err == nil {
+			truePath = p
+			break
+		}
+	}
+	if truePath == "" {
+		return fmt.Errorf("%w: no /usr/bin/true to check bubblewrap with", ErrUnavailable)
+	}
+	cmd, err := s.Command(Spec{Program: truePath, Args: []string{"true"}, Dir: "/"})
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("%w: %s cannot start: %v", ErrUnavailable, s.bwrap, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("%w: %s did not start a program within %s", ErrUnavailable, s.bwrap, ProbeTimeout)
+	}
+	if err != nil {
+		msg := strings.TrimSpace(out.String())
+		if len(msg) > maxProbeOutput {
+			msg = msg[:maxProbeOutput]
+		}
+		return fmt.Errorf("%w: %s cannot make its namespaces here (%s): user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces) or forbidden by AppArmor; run with --sandbox=off-unsafe to run programs unconfined", ErrUnavailable, s.bwrap, msg)
+	}
+	return nil
+}
+
+// Spec is one program to run in the sandbox. Every path is absolute and is the same inside
+// the sandbox as on the host.
+type Spec struct {
+	// Program is the program's path, which the sandbox must see: under the system's view or
+	// a folder of Writable or ReadOnly. ProgramFD, when set, is used instead (see there).
+	Program string
+	// ProgramFD, when not nil, is an open file of the program to run (an O_PATH descriptor
+	// does): it is bound read-only at Program inside the sandbox, so that the program run is
+	// the file opened, even when its path on the host now holds another. Command passes it
+	// to bwrap as one of the command's ExtraFiles, after those the caller set.
+	ProgramFD *os.File
+	// Args is the argument vector, Args[0] included.
+	Args []string
+	// Dir is the working folder; it must be visible in the sandbox.
+	Dir string
+	// Env is the program's whole environment; nothing of capgate's is added.
+	Env []string
+	// Writable are folders bound read-write at their own paths.
+	Writable []string
+	// ReadOnly are files or folders bound read-only at their own paths.
+	ReadOnly []string
+	// Hidden are files or folders never visible in the sandbox, even inside a folder bound
+	// above or in the system's view: a folder is covered by an empty one, a file by an empty
+	// file. A path that does not exist is skipped.
+	Hidden []string
+	// ExtraFiles are passed to the program as descriptors 3, 4, ... as exec.Cmd.ExtraFiles
+	// does; bwrap passes them through.
+	ExtraFiles []*os.File
+}
+
+// Command returns the command that runs spec in the sandbox (bwrap and its arguments, or,
+// when the sandbox does not enforce, the program itself in spec.Dir), for the caller to
+// give its standard streams and process attributes and start. It checks the spec and fails
+// naming the field at fault.
+func (s *Sandbox) Command(spec Spec) (*exec.Cmd, error) {
+	if err := spec.check(); err != nil {
+		return nil, err
+	}
+	if !s.Enforcing() {
+		cmd := &exec.Cmd{Path: spec.Program, Args: spec.Args, Dir: spec.Dir, Env: spec.Env, ExtraFiles: spec.ExtraFiles}
+		if spec.ProgramFD != nil {
+			// The file opened, through the child's own descriptor of it.
+			cmd.ExtraFiles = append(append([]*os.File(nil), spec.ExtraFiles...), spec.ProgramFD)
+			cmd.Path = "/proc/self/fd/" + strconv.Itoa(3+len(spec.ExtraFiles))
+		}
+		return cmd, nil
+	}
+	args := []string{"bwrap",
+		"--unshare-all", "--unshare-user", "--disable-userns",
+		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		"--hostname", "sandbox",
+	}
+	args = append(args, s.system...)
+	args = append(args,
+		"--proc", "/proc",
+		"--dev", "/dev",
+		"--size", strconv.Itoa(TmpBytes), "--tmpfs", "/tmp",
+	)
+	for _, p := range spec.ReadOnly {
+		args = append(args, "--ro-bind", p, p)
+	}
+	for _, p := range spec.Writable {
+		args = append(args, "--bind", p, p)
+	}
+	extra := spec.ExtraFiles
+	if spec.ProgramFD != nil {
+		fd := 3 + len(extra)
+		extra = append(append([]*os.File(nil), extra...), spec.ProgramFD)
+		args = append(args, "--ro-bind-fd", strconv.Itoa(fd), spec.Program)
+	}
+	// Hidden last: a later mount covers what the binds above show.
+	shown := append(append([]string(nil), spec.Writable...), spec.ReadOnly...)
+	for _, p := range spec.Hidden {
+		fi, err := os.Stat(p)
+		switch {
+		case err != nil, !visible(p, shown):
+			continue
+		case fi.IsDir():
+			args = append(args, "--tmpfs", p, "--remount-ro", p)
+		default:
+			args = append(args, "--ro-bind", "/dev/null", p)
+		}
+	}
+	// The sandbox's own root, and the folders bwrap made in it, are read-only too: the only
+	// places a program writes are Writable and the in-memory /tmp.
+	args = append(args, "--remount-ro", "/", "--chdir", spec.Dir, "--", spec.Program)
+	args = append(args, spec.Args[1:]...)
+	return &exec.Cmd{Path: s.bwrap, Args: args, Env: spec.Env, ExtraFiles: extra}, nil
+}
+
+// check reports the first field of the spec that is not usable.
+func (spec Spec) check() error {
+	switch {
+	case !filepath.IsAbs(spec.Program) || strings.ContainsRune(spec.Program, 0):
+		return errors.New("sandbox: Program: must be an absolute path")
+	case len(spec.Args) == 0:
+		return errors.New("sandbox: Args: must hold the program's name")
+	case !filepath.IsAbs(spec.Dir) || strings.ContainsRune(spec.Dir, 0):
+		return errors.New("sandbox: Dir: must be an absolute path")
+	case len(spec.Writable)+len(spec.ReadOnly)+len(spec.Hidden) > MaxPaths:
+		return fmt.Errorf("sandbox: more than %d paths to bind or hide", MaxPaths)
+	}
+	for name, ps := range map[string][]string{"Writable": spec.Writable, "ReadOnly": spec.ReadOnly, "Hidden": spec.Hidden} {
+		for i, p := range ps {
+			if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" || strings.ContainsRune(p, 0) {
+				return fmt.Errorf("sandbox: %s[%d]: must be a clean absolute path other than /", name, i)
+			}
+		}
+	}
+	for i, a := range spec.Args {
+		if strings.ContainsRune(a, 0) {
+			return fmt.Errorf("sandbox: Args[%d]: contains NUL", i)
+		}
+	}
+	return nil
+}
+
+// Sees reports whether a program at p (absolute, its links resolved) can be run in a
+// sandbox that binds shown: p lies in the system's view or under one of shown. A sandbox
+// that does not enforce sees everything.
+func (s *Sandbox) Sees(p string, shown []string) bool {
+	return !s.Enforcing() || visible(p, shown)
+}
