@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/capgate/capgate/internal/revcache"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/manifest"
 )
@@ -14,10 +15,15 @@ import (
 // The decision reads a token's state (revoked, expiry, uses) and the person's mandates on
 // every call. Both change rarely, so the broker holds them in memory:
 //
-//   - a change made through this broker (a revocation, a use taken) updates the cache at once;
+//   - every fill is tagged with the store revision of the last Sync, read before the fill's
+//     own read (package revcache): a fill that read a token or the mandates before a change
+//     and lands after Sync noticed it is dropped, never served;
 //   - a change made by another process sharing the store (the CLI with --data, another
 //     replica) raises the store's revision, and Sync, which the gateway runs every
-//     SyncInterval, drops the cache when it moved;
+//     SyncInterval, moves the cache's revision when it moved, so that every older fill misses;
+//   - a change made through this broker (a revocation, a mandate) raises the store's
+//     revision too, and the broker syncs at once after it; a use it takes updates the
+//     cached count;
 //   - a call never relies on the cache alone: when the decision allows it, the token is
 //     checked against the store at use (TakeUse, or a read for a token without a use
 //     limit), so a revocation by another process stops the next call even before Sync
@@ -40,7 +46,7 @@ type tokenState struct {
 }
 
 type cache struct {
-	rev atomic.Int64 // the store revision the cache was filled at
+	rev atomic.Int64 // the store revision of the last Sync: every fill is tagged with it
 
 	// passed holds params that passed their schema, by schema and canonical text. A schema
 	// is immutable and a registry reload makes new ones, so an entry never goes stale.
@@ -48,14 +54,14 @@ type cache struct {
 	passed     map[paramsKey]struct{}
 	passedSize int
 
-	mu       sync.RWMutex
-	tokens   map[string]tokenState
-	mandates []store.Mandate
-	haveMand bool
+	tokens   revcache.Map[string, tokenState]
+	mandates revcache.Value[[]store.Mandate]
 }
 
 func newCache() *cache {
-	return &cache{tokens: map[string]tokenState{}, passed: map[paramsKey]struct{}{}}
+	c := &cache{passed: map[paramsKey]struct{}{}}
+	c.tokens.Max = maxCachedTokens
+	return c
 }
 
 type paramsKey struct {
@@ -93,28 +99,35 @@ func (c *cache) paramsPass(s *manifest.Schema, params []byte) {
 	c.pmu.Unlock()
 }
 
-// drop forgets everything.
-func (c *cache) drop() {
-	c.mu.Lock()
-	c.tokens = map[string]tokenState{}
-	c.mandates, c.haveMand = nil, false
-	c.mu.Unlock()
-}
-
-// Sync compares the store's revision with the one the cache was filled at and drops the
-// cache when another process changed a revocation, a mandate, a client or an app. It
-// returns the revision it saw.
+// Sync reads the store's revision and, when a revocation, a mandate, a client or an app
+// changed since the last Sync (in any process), moves the cache to it, so that nothing read
+// before is served again, and checks the watched tokens. It returns the revision it saw.
 func (b *Broker) Sync(ctx context.Context) (int64, error) {
 	rev, err := b.o.Store.Revision(ctx)
 	if err != nil {
 		return 0, err
 	}
-	if old := b.cache.rev.Load(); rev != old {
-		b.cache.drop()
-		b.cache.rev.Store(rev)
+	for {
+		old := b.cache.rev.Load()
+		if rev <= old {
+			return old, nil
+		}
+		if b.cache.rev.CompareAndSwap(old, rev) {
+			b.checkWatchedAll(ctx)
+			return rev, nil
+		}
+	}
+}
+
+// changed follows a change this broker made in the store: a Sync, so that fills read before
+// the change miss and watched tokens are checked; should the revision not be read, the
+// cache is emptied and the watched tokens checked all the same.
+func (b *Broker) changed(ctx context.Context) {
+	if _, err := b.Sync(ctx); err != nil {
+		b.cache.tokens.Clear()
+		b.cache.mandates.Clear()
 		b.checkWatchedAll(ctx)
 	}
-	return rev, nil
 }
 
 // Revision is the store revision of the last Sync: fronts that cache clients compare it.
@@ -122,97 +135,72 @@ func (b *Broker) Revision() int64 { return b.cache.rev.Load() }
 
 // tokenState returns the token's state, from the cache or the store.
 func (b *Broker) tokenState(ctx context.Context, id, consentID string) (tokenState, error) {
-	b.cache.mu.RLock()
-	ts, ok := b.cache.tokens[id]
-	b.cache.mu.RUnlock()
-	if ok {
+	rev := b.cache.rev.Load()
+	if ts, ok := b.cache.tokens.Get(rev, id); ok {
 		return ts, nil
 	}
 	st, err := b.o.Store.GetToken(ctx, id)
 	if err != nil {
 		return tokenState{}, err
 	}
-	ts = tokenState{hash: st.Hash, revoked: st.Revoked, expiresAt: st.ExpiresAt, maxUses: st.MaxUses, uses: st.Uses}
+	ts := tokenState{hash: st.Hash, revoked: st.Revoked, expiresAt: st.ExpiresAt, maxUses: st.MaxUses, uses: st.Uses}
 	if consentID != "" {
 		if c, err := b.o.Store.GetConsent(ctx, consentID); err == nil && c.State == store.ConsentApproved {
 			ts.consented = true // an approved request stays approved
 		}
 	}
-	b.cache.mu.Lock()
-	if len(b.cache.tokens) >= maxCachedTokens {
-		b.cache.tokens = map[string]tokenState{}
-	}
-	b.cache.tokens[id] = ts
-	b.cache.mu.Unlock()
+	b.cache.tokens.Put(rev, id, ts)
 	return ts, nil
 }
 
 // tookUse records a use the store granted, so that the next decision sees the count.
 func (b *Broker) tookUse(id string, uses int64) {
-	b.cache.mu.Lock()
-	if ts, ok := b.cache.tokens[id]; ok && uses > ts.uses {
-		ts.uses = uses
-		b.cache.tokens[id] = ts
-	}
-	b.cache.mu.Unlock()
+	b.cache.tokens.Update(b.cache.rev.Load(), id, func(ts tokenState) tokenState {
+		ts.uses = max(ts.uses, uses)
+		return ts
+	})
 }
 
 // forgetToken drops a token's cached state after the store refused it at use: the next
 // decision reads it again.
-func (b *Broker) forgetToken(id string) {
-	b.cache.mu.Lock()
-	delete(b.cache.tokens, id)
-	b.cache.mu.Unlock()
-}
+func (b *Broker) forgetToken(id string) { b.cache.tokens.Delete(id) }
 
 // mandates returns the person's mandates, from the cache or the store.
 func (b *Broker) mandates(ctx context.Context) ([]store.Mandate, error) {
-	b.cache.mu.RLock()
-	ms, ok := b.cache.mandates, b.cache.haveMand
-	b.cache.mu.RUnlock()
-	if ok {
+	rev := b.cache.rev.Load()
+	if ms, ok := b.cache.mandates.Get(rev); ok {
 		return ms, nil
 	}
 	ms, err := b.o.Store.ListMandates(ctx)
 	if err != nil {
 		return nil, err
 	}
-	b.cache.mu.Lock()
-	b.cache.mandates, b.cache.haveMand = ms, true
-	b.cache.mu.Unlock()
+	b.cache.mandates.Put(rev, ms)
 	return ms, nil
 }
 
-// Revoke revokes the token and every token derived from it, and drops the cached token
-// states, so that the next decision in this process refuses them.
+// Revoke revokes the token and every token derived from it and syncs, so that the next
+// decision in this process refuses them, and ends the work watching them.
 func (b *Broker) Revoke(ctx context.Context, id string) error {
 	err := b.o.Store.Revoke(ctx, id, b.o.Now())
-	b.cache.mu.Lock()
-	b.cache.tokens = map[string]tokenState{}
-	b.cache.mu.Unlock()
-	b.checkWatchedAll(ctx)
+	b.changed(ctx)
 	return err
 }
 
-// PutMandate sets the person's mandate for a permission and drops the cached mandates.
+// PutMandate sets the person's mandate for a permission and syncs, so that the next
+// decision sees it.
 func (b *Broker) PutMandate(ctx context.Context, m store.Mandate) error {
 	err := b.o.Store.PutMandate(ctx, m)
-	b.dropMandates()
+	b.changed(ctx)
 	return err
 }
 
 // DeleteMandate removes the person's mandate for a permission (a missing one is
-// store.ErrNotFound) and drops the cached mandates, so that the next decision sees it gone.
+// store.ErrNotFound) and syncs, so that the next decision sees it gone.
 func (b *Broker) DeleteMandate(ctx context.Context, permission string) error {
 	err := b.o.Store.DeleteMandate(ctx, permission)
-	b.dropMandates()
+	b.changed(ctx)
 	return err
-}
-
-func (b *Broker) dropMandates() {
-	b.cache.mu.Lock()
-	b.cache.mandates, b.cache.haveMand = nil, false
-	b.cache.mu.Unlock()
 }
 
 // checkAtUse asks the store whether a root token without a use limit may still be used:

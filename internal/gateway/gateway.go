@@ -482,7 +482,7 @@ func (l *ownedListener) Close() error {
 func (g *Gateway) sweep(ctx context.Context, kick <-chan struct{}) {
 	t := time.NewTicker(broker.SyncInterval)
 	defer t.Stop()
-	lastRev, lastSweep := int64(-1), time.Time{}
+	lastSweep := time.Time{}
 	for {
 		var now time.Time
 		select {
@@ -496,11 +496,10 @@ func (g *Gateway) sweep(ctx context.Context, kick <-chan struct{}) {
 		if err != nil && ctx.Err() == nil {
 			g.log.Warn("store revision check failed", "err", err)
 		}
-		if err == nil && rev != lastRev {
-			if err := g.Registry.Reload(ctx); err != nil && ctx.Err() == nil {
+		if err == nil {
+			if reloaded, err := g.Registry.ReloadAt(ctx, rev); err != nil && ctx.Err() == nil {
 				g.log.Warn("registry reload failed", "err", err)
-			} else {
-				lastRev = rev
+			} else if reloaded {
 				go g.syncTools(ctx)
 			}
 		}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"io"
 	"log/slog"
@@ -11,9 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/capgate/capgate/internal/store/postgres/pgtest"
+	"github.com/capgate/capgate/keys"
 )
 
 func TestParseStore(t *testing.T) {
@@ -191,6 +194,44 @@ func TestKeysMadeOnceByReplicasStartingTogether(t *testing.T) {
 			if string(keys[i]) != string(keys[0]) {
 				t.Fatalf("starter %d ended with another key", i)
 			}
+		}
+	}
+}
+
+// TestFirstStartsWithOtherKeysRace: gateways with other keys starting at the same moment on
+// one fresh store (each with a data folder of its own): the store pins one key, so one of
+// them serves and the others refuse, never two with different keys. pinIdentity is driven
+// directly, racing on its read and its write, many times over.
+func TestFirstStartsWithOtherKeysRace(t *testing.T) {
+	for round := range 30 {
+		st, err := OpenStore(context.Background(), t.TempDir(), "", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 6
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			k, err := keys.Generate()
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = pinIdentity(context.Background(), st, "gateway key", k.Public().(ed25519.PublicKey), "capgate.key")
+			}()
+		}
+		wg.Wait()
+		st.Close()
+		ok := 0
+		for _, err := range errs {
+			if err == nil {
+				ok++
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("round %d: %d starters with other keys were let serve one store: %v", round, ok, errs)
 		}
 	}
 }

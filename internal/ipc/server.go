@@ -11,12 +11,12 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/revcache"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/manifest"
@@ -32,39 +32,13 @@ type Server struct {
 	Logger   *slog.Logger     // nil: slog.Default()
 	Now      func() time.Time // nil: time.Now
 
-	known clientCache
-}
-
-// clientCache holds the clients found by key hash, so that a call does not read the store to
-// learn who is calling. It is emptied whenever the broker's store revision moves, which every
-// change to a client raises (a key rotated, a client disabled or removed). Only clients found
-// are held: a key unknown a moment ago may belong to a client added since.
-type clientCache struct {
-	mu    sync.RWMutex
-	rev   int64
-	byKey map[string]store.Client
-}
-
-// maxCachedClients bounds the client cache; a full cache is emptied.
-const maxCachedClients = 4096
-
-func (c *clientCache) get(rev int64, keyHash string) (store.Client, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.rev != rev {
-		return store.Client{}, false
-	}
-	cl, ok := c.byKey[keyHash]
-	return cl, ok
-}
-
-func (c *clientCache) put(rev int64, keyHash string, cl store.Client) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.rev != rev || c.byKey == nil || len(c.byKey) >= maxCachedClients {
-		c.rev, c.byKey = rev, map[string]store.Client{}
-	}
-	c.byKey[keyHash] = cl
+	// known holds the clients found by key hash, so that a call does not read the store to
+	// learn who is calling, each tagged with the broker's store revision read before the
+	// store was: every change to a client (a key rotated, a client disabled or removed)
+	// moves the revision, and nothing read before it is served after. Only clients found
+	// are held: a key unknown a moment ago may belong to a client added since.
+	// It holds only clients the store has, so it is never larger than the store's list.
+	known revcache.Map[string, store.Client]
 }
 
 // KeyHash is how a client key is known to the store: "sha256:" and the hex of its SHA-256.
@@ -133,9 +107,9 @@ func (s *Server) authenticate(r *http.Request) (broker.Caller, bool) {
 		kh := KeyHash(key)
 		rev := s.Broker.Revision()
 		var hit bool
-		if c, hit = s.known.get(rev, kh); !hit {
+		if c, hit = s.known.Get(rev, kh); !hit {
 			if c, err = s.Clients.ClientByKeyHash(ctx, kh); err == nil {
-				s.known.put(rev, kh, c)
+				s.known.Put(rev, kh, c)
 			}
 		}
 	} else if uid, ok := ctx.Value(peerUIDKey).(int); ok {

@@ -23,6 +23,7 @@ type Registry struct {
 	keys  manifest.KeySource
 	mu    sync.Mutex // serializes writes, so that the snapshot follows the store's order
 	snap  atomic.Pointer[snapshot]
+	rev   int64 // with mu held: the store revision ReloadAt last loaded at
 	now   func() time.Time
 	// stopped holds the ids of capabilities whose provider's definition no longer matches
 	// its pin (SetPinned): this process's view of its own connections, never stored, and
@@ -70,6 +71,27 @@ func (r *Registry) Reload(ctx context.Context) error {
 	slices.SortFunc(skipped, func(a, b Skipped) int { return strings.Compare(a.AppID, b.AppID) })
 	r.snap.Store(build(apps, skipped))
 	return nil
+}
+
+// ReloadAt reloads as Reload does when rev, the store's revision read before this call (as
+// revcache's caches tag their fills), is newer than the one the view was last loaded at: the
+// gateway calls it on every sync, and it reads the store only when the apps may have
+// changed. A reload that fails leaves the view and its revision as they were, so the next
+// call tries again.
+func (r *Registry) ReloadAt(ctx context.Context, rev int64) (bool, error) {
+	r.mu.Lock()
+	stale := rev > r.rev
+	r.mu.Unlock()
+	if !stale {
+		return false, nil
+	}
+	if err := r.Reload(ctx); err != nil {
+		return false, err
+	}
+	r.mu.Lock()
+	r.rev = max(r.rev, rev)
+	r.mu.Unlock()
+	return true, nil
 }
 
 // load parses and verifies a stored app's manifest.
