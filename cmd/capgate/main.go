@@ -98,7 +98,33 @@ Exit codes: 0 success, 1 a check that says no, 2 a usage error.`,
 	root.AddCommand(newDemoCmd(g))
 	root.AddCommand(newMCPCmd())
 	root.AddCommand(newToolServerCmd(g))
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes every command that only groups others (capgate audit,
+// capgate client) print its help when run alone and refuse anything else as a usage error
+// naming the nearest subcommand: cobra would print the help and exit 0 for capgate audit
+// verfy, as though the check had passed.
+func refuseUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if !c.HasSubCommands() || c.Run != nil || c.RunE != nil || !c.HasParent() {
+		return
+	}
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		hint := ""
+		cmd.SuggestionsMinimumDistance = 2
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			hint = "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return usageErr("unknown command %q for %q%s (run '%s --help' for its commands)", args[0], cmd.CommandPath(), hint, cmd.CommandPath())
+	}
+	c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 }
 
 // exactArgs is cobra.ExactArgs as a usage error.

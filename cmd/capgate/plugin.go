@@ -147,8 +147,11 @@ func printDiff(w io.Writer, r delta.Result) {
 	}
 	for _, c := range r.Changes {
 		mark := "narrowing"
-		if c.Widening {
+		switch {
+		case c.Widening:
 			mark = "WIDENING "
+		case c.Kind == delta.KindNeutral:
+			mark = "neutral  "
 		}
 		fmt.Fprintf(w, "  %s %s: %s\n", mark, c.Path, c.Change)
 	}

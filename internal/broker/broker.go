@@ -566,7 +566,14 @@ func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, r
 		code := e.Code.GatewayCode()
 		msg := "the capability failed"
 		if e.Code == sdk.CodeTimeout || errors.Is(err, context.DeadlineExceeded) {
-			code, msg = CodeTimeout, fmt.Sprintf("the capability did not finish within %d ms", timeout.Milliseconds())
+			code = CodeTimeout
+			if rctx.Err() == nil && e.ElapsedMS > 0 {
+				// The provider's own limit (the timeout the call asked for), not the
+				// gateway's bound on the capability: say how long it ran.
+				msg = fmt.Sprintf("the capability stopped at the time limit of the call, after %d ms", e.ElapsedMS)
+			} else {
+				msg = fmt.Sprintf("the capability did not finish within its limit of %d ms", timeout.Milliseconds())
+			}
 		} else if e.Reason != "" {
 			msg = e.Reason
 		}

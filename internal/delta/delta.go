@@ -3,6 +3,7 @@ package delta
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,7 +30,18 @@ type Change struct {
 	Change string `json:"change"`
 	// Widening is set when the change hands the app or the agent more and so needs approval.
 	Widening bool `json:"widening"`
+	// Kind is "widening", "narrowing" (it hands less, or the same in another form) or
+	// "neutral" (it hands neither more nor less: a version raised, a digest, a reference
+	// to an SBOM or provenance, the declared delta).
+	Kind string `json:"kind"`
 }
+
+// The kinds of a Change.
+const (
+	KindWidening  = "widening"
+	KindNarrowing = "narrowing"
+	KindNeutral   = "neutral"
+)
 
 // Verdict sums up a Result.
 type Verdict string
@@ -37,6 +49,7 @@ type Verdict string
 // The verdicts, from the most to the least benign. The zero Verdict is none of them.
 const (
 	Unchanged Verdict = "unchanged" // the documents are canonically equal, with the same digest and signer
+	Neutral   Verdict = "neutral"   // only neutral changes: a new version of the same permissions
 	Narrowing Verdict = "narrowing" // something changed, nothing widens
 	Widening  Verdict = "widening"  // at least one change widens: it needs approval
 	Reject    Verdict = "reject"    // the new manifest does not fit the locked one: see Reasons
@@ -68,7 +81,7 @@ const (
 	ReasonNewInvalid      = "the new manifest is not valid"
 	ReasonOldInvalid      = "the locked manifest is not valid"
 	ReasonAppID           = "app_id differs from the locked one"
-	ReasonSameVersion     = "same version as the locked one with a different digest"
+	ReasonSameVersion     = "same version as the locked one (build metadata aside) with a different digest"
 	ReasonPreviousVersion = "previous_version is not the locked version"
 	ReasonDeclaredDelta   = "declared permissions_delta differs from the recomputed one"
 )
@@ -112,8 +125,10 @@ func Diff(old, new Side) Result {
 		r.Verdict = Reject
 	case r.Widens():
 		r.Verdict = Widening
-	case len(r.Changes) > 0:
+	case slices.ContainsFunc(r.Changes, func(c Change) bool { return c.Kind != KindNeutral }):
 		r.Verdict = Narrowing
+	case len(r.Changes) > 0:
+		r.Verdict = Neutral
 	default:
 		r.Verdict = Unchanged
 	}
@@ -135,7 +150,9 @@ func rejections(old, new Side) []string {
 	rollback := errOld == nil && errNew == nil && nv.Compare(ov) < 0
 	if errOld == nil && errNew == nil {
 		if ov.Compare(nv) == 0 {
-			if old.Digest != "" && new.Digest != "" && old.Digest != new.Digest {
+			// One version is one content: a recomputed or a declared digest that differs
+			// under it is another package wearing the locked one's version.
+			if old.Digest != "" && new.Digest != "" && old.Digest != new.Digest || om.Digest != nm.Digest {
 				reasons = append(reasons, ReasonSameVersion)
 			}
 		} else if !rollback && nm.PreviousVersion != om.Version {
@@ -154,11 +171,16 @@ func rejections(old, new Side) []string {
 type differ struct{ changes []Change }
 
 func (d *differ) widen(path, format string, args ...any) {
-	d.changes = append(d.changes, Change{Path: path, Change: fmt.Sprintf(format, args...), Widening: true})
+	d.changes = append(d.changes, Change{Path: path, Change: fmt.Sprintf(format, args...), Widening: true, Kind: KindWidening})
 }
 
 func (d *differ) narrow(path, format string, args ...any) {
-	d.changes = append(d.changes, Change{Path: path, Change: fmt.Sprintf(format, args...)})
+	d.changes = append(d.changes, Change{Path: path, Change: fmt.Sprintf(format, args...), Kind: KindNarrowing})
+}
+
+// neutral records a change that hands neither more nor less.
+func (d *differ) neutral(path, format string, args ...any) {
+	d.changes = append(d.changes, Change{Path: path, Change: fmt.Sprintf(format, args...), Kind: KindNeutral})
 }
 
 // add records a change that widens when wider is set.
@@ -202,10 +224,10 @@ func (d *differ) compare(old, new Side) {
 	}
 	d.version(om.Version, nm.Version)
 	if om.PreviousVersion != nm.PreviousVersion {
-		d.narrow("previous_version", "previous_version changed from %s to %s", optQ(om.PreviousVersion), optQ(nm.PreviousVersion))
+		d.neutral("previous_version", "previous_version changed from %s to %s", optQ(om.PreviousVersion), optQ(nm.PreviousVersion))
 	}
 	if om.ManifestVersion != nm.ManifestVersion {
-		d.narrow("manifest_version", "manifest_version changed from %s to %s", q(om.ManifestVersion), q(nm.ManifestVersion))
+		d.neutral("manifest_version", "manifest_version changed from %s to %s", q(om.ManifestVersion), q(nm.ManifestVersion))
 	}
 	if om.Kind != nm.Kind {
 		d.widen("kind", "kind changed from %s to %s", word(string(om.Kind)), word(string(nm.Kind)))
@@ -214,19 +236,19 @@ func (d *differ) compare(old, new Side) {
 	d.signer("signer", "declared signer", om.Signer, nm.Signer)
 	d.signer("signature", "verifying key", old.Signer, new.Signer)
 	if old.Digest != new.Digest {
-		d.narrow("digest", "package digest changed from %s to %s", optQ(old.Digest), optQ(new.Digest))
+		d.neutral("digest", "package digest changed from %s to %s", optQ(old.Digest), optQ(new.Digest))
 	}
 	if om.Digest != nm.Digest {
-		d.narrow("digest", "declared digest changed from %s to %s", optQ(om.Digest), optQ(nm.Digest))
+		d.neutral("digest", "declared digest changed from %s to %s", optQ(om.Digest), optQ(nm.Digest))
 	}
 	if !sameReference(om.SBOMRef, nm.SBOMRef) {
-		d.narrow("sbom_ref", "sbom_ref changed")
+		d.neutral("sbom_ref", "sbom_ref changed")
 	}
 	if !sameReference(om.ProvenanceRef, nm.ProvenanceRef) {
-		d.narrow("provenance_ref", "provenance_ref changed")
+		d.neutral("provenance_ref", "provenance_ref changed")
 	}
 	if !sameDelta(om.PermissionsDelta, nm.PermissionsDelta) {
-		d.narrow("permissions_delta", "declared permissions_delta changed")
+		d.neutral("permissions_delta", "declared permissions_delta changed")
 	}
 	if !sameTime(om, nm) {
 		d.narrow("deprecated_after", "deprecated_after changed")
@@ -256,9 +278,9 @@ func (d *differ) version(o, n string) {
 	case nv.Compare(ov) < 0:
 		d.widen("version", "version lowered from %s to %s (a rollback)", q(o), q(n))
 	case nv.Compare(ov) > 0:
-		d.narrow("version", "version raised from %s to %s", q(o), q(n))
+		d.neutral("version", "version raised from %s to %s", q(o), q(n))
 	default:
-		d.narrow("version", "version changed from %s to %s, equal in SemVer precedence", q(o), q(n))
+		d.neutral("version", "version changed from %s to %s, equal in SemVer precedence (build metadata)", q(o), q(n))
 	}
 }
 

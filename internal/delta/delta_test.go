@@ -254,7 +254,11 @@ var narrowings = []diffCase{
 		n["permissions_delta"] = []any{obj{"name": "kb.org.example.kb.list", "previous": capCopy(t, o, 2)}}
 	}, verdict: Narrowing, path: "capabilities[2]", contains: "removed"},
 	{name: "upgrade, nothing in capabilities changed", edit: func(_ *testing.T, _, n obj) { upgrade(n) },
-		verdict: Narrowing, path: "version", contains: `raised from "1.0.0" to "1.1.0"`},
+		verdict: Neutral, path: "version", contains: `raised from "1.0.0" to "1.1.0"`},
+	{name: "upgrade with a new SBOM reference", edit: func(_ *testing.T, _, n obj) {
+		upgrade(n)
+		n["sbom_ref"] = obj{"path": "sbom.json", "digest": digestB}
+	}, verdict: Neutral, path: "sbom_ref"},
 	{name: "risk raised", edit: setCap(1, "risk", "high"), path: "capabilities[1].risk", contains: "risk raised from medium to high", only: true},
 	{name: "side effect raised", edit: setCap(2, "side_effects", "write"), path: "capabilities[2].side_effects", contains: "raised from read to write"},
 	{name: "network intent removed", edit: delCap(0, "network_intents"), path: "capabilities[0].network_intents", contains: "removed", only: true},
@@ -287,7 +291,7 @@ var narrowings = []diffCase{
 	{name: "port removed", editOld: func(o obj) { o["ports"] = []any{"kb.v1", "search.v1"} }, path: "ports[1]", contains: "removed", only: true},
 	{name: "verifying key where the lock had none", new: Side{Signer: "SHA256:key-a"}, path: "signature", only: true},
 	{name: "package digest recomputed on an upgrade", edit: func(_ *testing.T, _, n obj) { upgrade(n) },
-		old: Side{Digest: digestA}, new: Side{Digest: digestB}, path: "digest"},
+		old: Side{Digest: digestA}, new: Side{Digest: digestB}, path: "digest", verdict: Neutral},
 	{name: "unchanged", verdict: Unchanged},
 	{name: "only the signature differs", edit: func(_ *testing.T, _, n obj) { n["signature"] = nil },
 		old: Side{Digest: digestA, Signer: "k"}, new: Side{Digest: digestA, Signer: "k"}, verdict: Unchanged},
@@ -350,6 +354,26 @@ func TestDiffWidening(t *testing.T)  { runCases(t, widenings, Widening, true) }
 func TestDiffReject(t *testing.T)    { runCases(t, rejects, Reject, false) }
 func TestDiffNarrowing(t *testing.T) { runCases(t, narrowings, Narrowing, false) }
 
+// The same version, build metadata aside, with another declared digest is another package
+// under the locked one's version: a reject, as install says, even between bare manifests
+// with no recomputed digest; neutral changes are shown as neutral, not as narrowings.
+func TestDiffSameVersionOtherDeclaredDigest(t *testing.T) {
+	for name, versions := range map[string][2]string{"same": {"1.0.0", "1.0.0"}, "build metadata": {"1.0.0+a", "1.0.0+b"}} {
+		o, n := base(t), base(t)
+		o["version"], n["version"] = versions[0], versions[1]
+		o["digest"], n["digest"] = digestA, digestB
+		r := Diff(Side{Doc: parse(t, o)}, Side{Doc: parse(t, n)})
+		if r.Verdict != Reject || !slices.Contains(r.Reasons, ReasonSameVersion) {
+			t.Errorf("%s: %s", name, show(r))
+		}
+		for _, c := range r.Changes {
+			if (c.Path == "digest" || c.Path == "version") && c.Kind != KindNeutral {
+				t.Errorf("%s: %s is %s", name, c.Path, c.Kind)
+			}
+		}
+	}
+}
+
 func TestDiffNoLockEntry(t *testing.T) {
 	doc := parse(t, base(t))
 	r := Diff(Side{}, Side{Doc: doc, Digest: digestA})
@@ -357,7 +381,7 @@ func TestDiffNoLockEntry(t *testing.T) {
 		t.Fatalf("verdict %s, want widening\n%s", r.Verdict, show(r))
 	}
 	for i, c := range doc.Manifest().Capabilities {
-		want := Change{Path: index("capabilities", i), Change: "capability \"" + c.ID + "\" added", Widening: true}
+		want := Change{Path: index("capabilities", i), Change: "capability \"" + c.ID + "\" added", Widening: true, Kind: KindWidening}
 		if !slices.Contains(r.Changes, want) {
 			t.Errorf("missing %+v\n%s", want, show(r))
 		}

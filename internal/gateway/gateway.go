@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,6 +95,10 @@ type Config struct {
 // DefaultListen is loopback only: the gateway is not exposed to the network by default.
 const DefaultListen = "127.0.0.1:7766"
 
+// DrainTimeout bounds a graceful stop: calls in flight get this long to finish (the longest
+// terminal command runs five minutes; a stop should not wait that long for an agent).
+const DrainTimeout = 30 * time.Second
+
 // Gateway is an open gateway.
 type Gateway struct {
 	cfg      Config
@@ -117,7 +122,17 @@ type Gateway struct {
 	toolsAgain atomic.Bool // a reload came while a sync ran
 
 	appStateOps atomic.Int64 // AppStateOps
+
+	// streams ends the long-lived streams a client holds open with nothing in flight (MCP's
+	// GET stream) when the server shuts down, so that a drain waits for calls, not for them.
+	streams    context.Context
+	endStreams context.CancelFunc
+
+	unlockServe func() // releases the SQLite store's serve lock (Serve takes it, Close releases it)
 }
+
+// errServed is Serve's error when another capgate serves the same SQLite store.
+var errServed = errors.New("another capgate serve holds this SQLite store (it may still be draining its calls): wait for it to stop, or run several replicas on PostgreSQL")
 
 // Workspace returns the folder the built-in files, editor, terminal and python apps work in.
 func (g *Gateway) Workspace() string { return g.workspace }
@@ -147,6 +162,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{cfg: cfg, Store: st, Key: key}
+	g.streams, g.endStreams = context.WithCancel(context.Background())
 	// capgate's own log goes where the operator sent it and into the ring the syslog app reads.
 	g.ring = syslog.NewRing(0)
 	g.log = slog.New(g.ring.Handler(cfg.Logger.Handler()))
@@ -344,10 +360,52 @@ func (g *Gateway) Handler() http.Handler {
 	s := &ipc.Server{Broker: g.Broker, Clients: g.Store, Tokens: g.Store, Registry: g.Registry, Logger: g.log}
 	mux := http.NewServeMux()
 	mux.Handle("/", s.Handler())
-	mux.Handle("/mcp", mcp.NewHandler(mcp.Options{Broker: g.Broker, Registry: g.Registry, Authenticate: s.Authenticate, Logger: g.log}))
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{}))
+	mux.Handle("/mcp", g.endsAtShutdown(mcp.NewHandler(mcp.Options{Broker: g.Broker, Registry: g.Registry, Authenticate: s.Authenticate, Logger: g.log})))
+	mux.Handle("GET /metrics", g.web.CheckHost(metricsAccess(s, promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{}))))
 	mux.Handle("/ui/", g.web.Handler())
 	return mux
+}
+
+// metricsAccess lets the metrics be read from the machine itself (a loopback peer, or the
+// unix socket) without a key, and from anywhere else only with a client key: they say how
+// many calls of which outcome went through, which is nobody else's business.
+func metricsAccess(s *ipc.Server, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackPeer(r) {
+			if _, ok := s.Authenticate(r); !ok || r.Header.Get("Authorization") == "" {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="capgate"`)
+				http.Error(w, "the metrics need a client key from beyond this machine", http.StatusUnauthorized)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackPeer reports whether r came from this machine: a loopback address, or the unix
+// socket (whose peers have no IP address).
+func loopbackPeer(r *http.Request) bool {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr == "" || r.RemoteAddr == "@" || strings.HasPrefix(r.RemoteAddr, "/")
+	}
+	return ap.Addr().Unmap().IsLoopback()
+}
+
+// endsAtShutdown ends h's GET requests, MCP's server-to-client streams, when the server shuts
+// down: they carry no call, and a graceful stop waits only for calls.
+func (g *Gateway) endsAtShutdown(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			h.ServeHTTP(w, r)
+			return
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		stop := context.AfterFunc(g.streams, cancel)
+		defer stop()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 // LoginLink returns the path of a new one-time login link to the approval page,
@@ -357,8 +415,22 @@ func (g *Gateway) LoginLink() string { return g.web.LoginLink() }
 // Serve listens as configured and serves until ctx is done, then shuts down gracefully. ready
 // is called with the addresses once listening.
 func (g *Gateway) Serve(ctx context.Context, ready func(tcp, socket string)) error {
+	// One serve at a time on a SQLite store, from before it listens until its drain and final
+	// checkpoint are done (Close): a second one started while the first drains would write
+	// the same log. Replicas share a PostgreSQL store instead.
+	if kind, where, err := ParseStore(g.cfg.DataDir, g.cfg.Store); err == nil && kind == SQLite && g.unlockServe == nil {
+		unlock, err := lockFile(where + ".serve.lock")
+		if errors.Is(err, errSocketInUse) {
+			return fmt.Errorf("gateway: %s: %w", where, errServed)
+		}
+		if err != nil {
+			return err
+		}
+		g.unlockServe = unlock
+	}
 	h := g.Handler()
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ConnContext: ipc.ConnContext}
+	srv.RegisterOnShutdown(g.endStreams)
 	var lns []net.Listener
 	tcpAddr, sockPath := "", ""
 	if g.cfg.Listen != "-" {
@@ -418,10 +490,15 @@ func (g *Gateway) Serve(ctx context.Context, ready func(tcp, socket string)) err
 	}
 	stopSweep()
 	g.log.Info("capgate stopping: draining calls in flight")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), DrainTimeout)
 	defer cancel()
-	if serr := srv.Shutdown(shutdownCtx); serr != nil && err == nil {
-		err = serr
+	if serr := srv.Shutdown(shutdownCtx); serr != nil {
+		_ = srv.Close()
+		if err == nil && errors.Is(serr, context.DeadlineExceeded) {
+			err = fmt.Errorf("gateway: calls still in flight after %s were cut off", DrainTimeout)
+		} else if err == nil {
+			err = serr
+		}
 	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
@@ -562,6 +639,10 @@ func (g *Gateway) Close() error {
 	}
 	if g.Store != nil {
 		errs = append(errs, g.Store.Close())
+	}
+	if g.unlockServe != nil {
+		g.unlockServe()
+		g.unlockServe = nil
 	}
 	return errors.Join(errs...)
 }

@@ -189,3 +189,17 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 	}
 	t.Fatal(what)
 }
+
+// A command that runs into the timeout the call gave it answers TIMEOUT naming how long it
+// ran, not the gateway's bound on the capability (310,000 ms for the terminal).
+func TestTimeoutNamesTheCallsLimit(t *testing.T) {
+	sandboxtest.Open(t)
+	e := newEnv(t, options{})
+	alice := e.addClient("alice", "user")
+	tok := e.token(alice, []string{"app.terminal.execute"}, nil)
+	r := e.callApp(alice, "terminal", "execute_command", `{"command":"sleep 5","timeout":1500}`, tok)
+	wantCode(t, "a 1.5 s command", r, "TIMEOUT")
+	if msg := r.Body.ErrorMessage; strings.Contains(msg, "310000") || !strings.Contains(msg, "after 1") {
+		t.Errorf("the timeout's message: %q", msg)
+	}
+}

@@ -14,9 +14,15 @@ import (
 // socket, and a crash releases it for the next. It returns errSocketInUse when another process
 // holds it.
 func ownSocket(path string) (release func(), err error) {
-	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	return lockFile(path + ".lock")
+}
+
+// lockFile takes an exclusive, non-blocking flock on path, creating it, and returns
+// errSocketInUse when another process holds it; release gives it up.
+func lockFile(path string) (release func(), err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: socket lock: %w", err)
+		return nil, fmt.Errorf("gateway: lock %s: %w", path, err)
 	}
 	fd := int(f.Fd())
 	for {
@@ -30,7 +36,7 @@ func ownSocket(path string) (release func(), err error) {
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, errSocketInUse
 		}
-		return nil, fmt.Errorf("gateway: socket lock %s: %w", f.Name(), err)
+		return nil, fmt.Errorf("gateway: lock %s: %w", f.Name(), err)
 	}
 	return func() { f.Close() }, nil // closing the file releases the lock
 }

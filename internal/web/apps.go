@@ -310,7 +310,7 @@ func (s *Server) plugins(f *lock.File, v *appsView) {
 			w.Verdict = "not readable: run capgate plugin list"
 		} else {
 			w.Verdict = reveal(string(res.Verdict), false)
-			w.Approval = res.Verdict == delta.Widening || res.Verdict == delta.Narrowing
+			w.Approval = res.Verdict == delta.Widening || res.Verdict == delta.Narrowing || res.Verdict == delta.Neutral
 			for _, c := range res.Changes {
 				w.Changes = append(w.Changes, changeView{Path: reveal(c.Path, false), Change: reveal(c.Change, false), Widening: c.Widening})
 			}

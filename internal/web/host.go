@@ -149,3 +149,7 @@ func (s *Server) checkHost(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// CheckHost is the page's Host check for another handler on the same listener (the metrics):
+// a request under any Host but loopback and the operator's is refused with 421.
+func (s *Server) CheckHost(next http.Handler) http.Handler { return s.checkHost(next) }
