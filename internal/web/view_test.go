@@ -15,7 +15,7 @@ func TestSplitURL(t *testing.T) {
 		{"https://example.com/a?b=c", "https://", "example.com", "/a?b=c", false, ""},
 		{"http://example.com:8080", "http://", "example.com", ":8080", false, ""},
 		{"https://[::1]:7766/ui/", "https://", "[::1]", ":7766/ui/", false, ""},
-		{"https://аpple.com/login", "https://", "аpple.com", "/login", true, "letters from more than one script: Latin, Cyrillic"},
+		{"https://аpple.com/login", "https://", "аpple.com", "/login", true, "letters from more than one script in one word: Latin, Cyrillic"},
 		{"https://аррӏе.com/", "https://", "аррӏе.com", "/", true, "characters that are not plain ASCII"},
 		{"https://xn--pple-43d.com/", "https://", "xn--pple-43d.com", "/", true, "punycode (xn--): the name is shown encoded and may spell something else"},
 		{"https://paypal.com@evil.example/x", "https://paypal.com@", "evil.example", "/x", false, "the text before @ is not where this goes: it goes to evil.example"},
