@@ -51,11 +51,11 @@ func TestAskValidates(t *testing.T) {
 		}, "token.max_uses"},
 		{"bidi override in an allowed path", func(r *consent.Request) {
 			r.Kind, r.Grants, r.Reversibility, r.Token = consent.KindToken, []string{"fs.write"}, "", tokenTerms()
-			r.Token.AllowedPaths = []string{"/srv/ws/**", "/srv/‮**"}
+			r.Token.AllowedPaths = []string{"/srv/ws/**", "/srv/\u202e**"}
 		}, "token.allowed_paths[1]"},
 		{"escape in a condition", func(r *consent.Request) {
 			r.Kind, r.Grants, r.Reversibility, r.Token = consent.KindToken, []string{"fs.write"}, "", tokenTerms()
-			r.Token.Condition = "true[2K"
+			r.Token.Condition = "true\x1b[2K"
 		}, "token.condition"},
 		{"too many denied commands", func(r *consent.Request) {
 			r.Kind, r.Grants, r.Reversibility, r.Token = consent.KindToken, []string{"fs.write"}, "", tokenTerms()
