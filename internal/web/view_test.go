@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/capgate/capgate/internal/consent"
 )
 
 func TestSplitURL(t *testing.T) {
@@ -23,6 +25,9 @@ func TestSplitURL(t *testing.T) {
 		{"https://ехample.com", "https://", "ехample.com", "", true, "characters that are not plain ASCII"},
 		{"javascript:alert(1)", "javascript:alert(1)", "", "", false, "a script or data address, not a web site"},
 		{"ftp://files.example/", "ftp://", "files.example", "/", false, "not a web address: ftp"},
+		{"https://ｅxample.com/", "https://", "ｅxample.com", "/", true, consent.FlagForms},
+		{"https://раураl.com/", "https://", "раураl.com", "/", true, "letters from more than one script in one word: Latin, Cyrillic"},
+		{"https://рарра.com/", "https://", "рарра.com", "/", true, "a word written in letters that look like Latin ones but are Cyrillic"},
 	} {
 		v := splitURL(c.in)
 		if v.Before != c.before || v.Host != c.host || v.After != c.after || v.Lookalike != c.lookalike {
@@ -37,6 +42,9 @@ func TestSplitURL(t *testing.T) {
 func TestRevealAndParams(t *testing.T) {
 	if got := reveal("a\u202eb\u200bc\x1bd\ne", false); got != `a\u202eb\u200bc\u001bd\u000ae` {
 		t.Errorf("reveal: %q", got)
+	}
+	if got := reveal("tag\U000E0041 fill\u3164 ok", false); got != `tag\U000e0041 fill\u3164 ok` {
+		t.Errorf("reveal of tags and fillers: %q", got)
 	}
 	if got := reveal("a\ne\tf", true); got != "a\ne\tf" {
 		t.Errorf("reveal multiline: %q", got)
