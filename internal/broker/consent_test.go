@@ -2,7 +2,9 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,4 +108,20 @@ func TestCallRequestShowsTheUndoWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-done
+}
+
+// A token request whose terms cannot be shown to the person as they are (a condition with a
+// bidirectional override) is refused as invalid, and nothing is asked or issued.
+func TestTokenRequestThatCannotBeShownIsRefused(t *testing.T) {
+	e := newEnv(t)
+	e.b.o.TokenKey = e.key
+	ctx := context.Background()
+	_, err := e.b.RequestCapability(ctx, alice, CapabilityRequest{Capabilities: []string{"app.notes.write"}, Duration: 60,
+		Reason: "tidy", Constraints: token.Constraints{Condition: "params.id != \"\u202eevil\""}})
+	if !errors.Is(err, ErrIssueInvalid) || !strings.Contains(err.Error(), "token.condition") {
+		t.Fatalf("a condition that cannot be shown: %v", err)
+	}
+	if cs, _ := e.consents.List(ctx, ""); len(cs) != 0 {
+		t.Errorf("%d consent requests recorded", len(cs))
+	}
 }

@@ -78,6 +78,11 @@ func (b *Broker) RequestCapability(ctx context.Context, caller Caller, r Capabil
 				MaxUses: t.Constraints.MaxUses, AllowedPaths: t.Constraints.AllowedPaths, AllowedCommands: t.Constraints.AllowedCommands,
 				DeniedCommands: t.Constraints.DeniedCommands, DeniedPatterns: t.Constraints.DeniedPatterns, Condition: t.Constraints.Condition},
 		})
+		if errors.Is(err, consent.ErrInvalidRequest) {
+			// What cannot be shown to the person (a constraint with a bidirectional control,
+			// say) is not asked, and not issued.
+			return Issued{}, fmt.Errorf("%w: it cannot be shown to the person: %w", ErrIssueInvalid, err)
+		}
 		if err != nil {
 			return Issued{}, err
 		}
