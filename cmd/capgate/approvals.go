@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 	"time"
@@ -40,7 +41,9 @@ func (p approvalPages) of(id string) string {
 
 // consentView is one request as `approvals list --json` and `approvals show` print it: what
 // the person decides on (details: who asks, the capability, its params shown safely, risk,
-// reversibility, reason, audit tag), its state and times, and its page when known.
+// reversibility, reason, audit tag, and in words what it means, consent.Describe: a token's
+// uses, lifetime, expiry, constraints and that it is revocable, whether a call can be
+// undone, the look-alike characters found), its state and times, and its page when known.
 type consentView struct {
 	ID         string          `json:"id"`
 	Kind       string          `json:"kind"`
@@ -51,16 +54,42 @@ type consentView struct {
 	Answered   *time.Time      `json:"answered,omitempty"`
 	AnsweredBy string          `json:"answered_by,omitempty"`
 	Agreed     string          `json:"agreed_wording,omitempty"` // the wording an approval agreed to
-	Details    consent.Request `json:"details"`
+	Details    consent.Details `json:"details"`
 	URL        string          `json:"url,omitempty"`
 }
 
 func newConsentView(c store.Consent, r consent.Request, url string) consentView {
 	v := consentView{ID: c.ID, Kind: c.Kind, State: c.State, ClientID: c.ClientID, Created: c.Created.UTC(),
-		Expires: c.Expires.UTC(), AnsweredBy: c.AnsweredBy, Agreed: c.Wording, Details: r, URL: url}
+		Expires: c.Expires.UTC(), AnsweredBy: c.AnsweredBy, Agreed: c.Wording, Details: consent.Describe(r), URL: url}
 	if !c.Answered.IsZero() {
 		at := c.Answered.UTC()
 		v.Answered = &at
 	}
 	return v
+}
+
+// consentLines is a pending request as `approvals list` prints it, seen at now: a line of who
+// asks what, at which risk, whether it can be undone and when the request expires; for a
+// token request a line of what the token would be (uses, lifetime, constraints); and a line
+// for each text holding look-alike characters. Every line ends in a line feed.
+func consentLines(c store.Consent, r consent.Request, now time.Time) string {
+	d := consent.Describe(r)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  %s  %s asks: %s %s (risk %s; %s)  expires %s\n", c.ID, c.Kind, orNone(r.ClientName),
+		r.Summary, strings.Join(r.Grants, ","), orNone(r.Risk), d.Undo, consent.ShowWhen(c.Expires, now))
+	if r.Kind == consent.KindToken {
+		lasts := d.Lifetime
+		if d.ExpiresAt != nil {
+			lasts += ", until " + consent.ShowDate(*d.ExpiresAt)
+		}
+		fmt.Fprintf(&b, "  the token: %s; lasts %s; constraints: %s\n", d.Uses, lasts, strings.Join(d.Constraints, "; "))
+	}
+	for _, l := range d.Lookalikes {
+		fmt.Fprintf(&b, "  look-alike characters in %s: %s", l.Field, strings.Join(l.Flags, "; "))
+		if len(l.Shown) > 0 {
+			fmt.Fprintf(&b, " (%s)", strings.Join(l.Shown, ", "))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }

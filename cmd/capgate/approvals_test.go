@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -198,4 +199,79 @@ func auditRecords(t *testing.T, data string) []audit.Record {
 		out[i] = d.Record
 	}
 	return out
+}
+
+// approvals list --json and show say what a token request grants, under details beside the
+// request's own members: uses, expires_at, lifetime, constraints in words, revocable, undo,
+// and the look-alike characters of the reason; the text list says it too.
+func TestApprovalsShowWhatIsGranted(t *testing.T) {
+	data := t.TempDir()
+	mustCode(t, capgate(t, "", nil, "client", "add", "alice", "--data", data), 0) // creates the store
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(data, gateway.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expires := time.Now().Add(700 * time.Hour).UTC().Truncate(time.Second)
+	c, err := consent.New(st, &consent.Options{Surface: true}).Ask(ctx, consent.Request{ClientID: "cl_alice", ClientName: "alice",
+		Kind: consent.KindToken, Grants: []string{"fs.write"}, Summary: "issue a capability token", Reason: "log in to pаypal", Risk: "high",
+		Token: &consent.TokenTerms{ExpiresAt: expires, Lifetime: 700 * 3600, MaxUses: 1000, AllowedPaths: []string{"/srv/ws/**"},
+			DeniedCommands: []string{"rm"}, Condition: `params.path.startsWith("/srv/ws/")`}})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type details struct {
+		Kind, Reversibility, Reason string
+		Grants                      []string
+		Token                       struct {
+			MaxUses  int64 `json:"max_uses"`
+			Lifetime int64 `json:"lifetime_s"`
+		}
+		Uses, Lifetime, Undo    string
+		ExpiresAt               time.Time `json:"expires_at"`
+		Constraints             []string
+		Revocable, Irreversible bool
+		Lookalikes              []consent.Lookalike
+	}
+	l := capgate(t, "", nil, "approvals", "list", "--json", "--data", data)
+	mustCode(t, l, 0)
+	var list []struct{ Details details }
+	if err := json.Unmarshal([]byte(l.stdout), &list); err != nil || len(list) != 1 {
+		t.Fatalf("list --json: %s (%v)", l.stdout, err)
+	}
+	s := capgate(t, "", nil, "approvals", "show", c.ID, "--data", data)
+	mustCode(t, s, 0)
+	var one struct{ Details details }
+	if err := json.Unmarshal([]byte(s.stdout), &one); err != nil {
+		t.Fatalf("show: %s (%v)", s.stdout, err)
+	}
+	wantConstraints := []string{"only these paths: /srv/ws/**", "never these commands: rm", `only when this CEL condition holds: params.path.startsWith("/srv/ws/")`}
+	for what, d := range map[string]details{"list --json": list[0].Details, "show": one.Details} {
+		if d.Kind != "token" || d.Reversibility != consent.Revocable || d.Reason != "log in to pаypal" || len(d.Grants) != 1 ||
+			d.Token.MaxUses != 1000 || d.Token.Lifetime != 700*3600 {
+			t.Errorf("%s: the request's own members: %+v", what, d)
+		}
+		if d.Uses != "at most 1000 uses" || d.Lifetime != "29 days 4 h" || !d.ExpiresAt.Equal(expires) ||
+			strings.Join(d.Constraints, "|") != strings.Join(wantConstraints, "|") || !d.Revocable || d.Irreversible || d.Undo != consent.UndoRevoke {
+			t.Errorf("%s: the words: %+v", what, d)
+		}
+		if len(d.Lookalikes) != 1 || d.Lookalikes[0].Field != "reason" || d.Lookalikes[0].Shown[0] != `p\u0430ypal` {
+			t.Errorf("%s: look-alikes %+v", what, d.Lookalikes)
+		}
+	}
+	txt := capgate(t, "", nil, "approvals", "list", "--data", data)
+	mustCode(t, txt, 0)
+	for _, want := range []string{"the token: at most 1000 uses; lasts 29 days 4 h, until " + consent.ShowDate(expires), "never these commands: rm",
+		"look-alike characters in reason", consent.UndoRevoke} {
+		if !strings.Contains(txt.stdout, want) {
+			t.Errorf("approvals list lacks %q:\n%s", want, txt.stdout)
+		}
+	}
+	if !regexp.MustCompile(`expires in (5 min|4 min \d+ s) \(`).MatchString(txt.stdout) {
+		t.Errorf("approvals list does not say the request's expiry in plain words:\n%s", txt.stdout)
+	}
+	if strings.Contains(txt.stdout, "cannot be undone") {
+		t.Errorf("approvals list says a token cannot be undone:\n%s", txt.stdout)
+	}
 }

@@ -434,19 +434,6 @@ cannot. Its uses count against the parent, and revoking the parent revokes it.`,
 	return cmd
 }
 
-// reversibilityWords says in a line of text what the approval page shows as a button or a
-// remedy: "can be undone", "remedy: NAME", or "cannot be undone".
-func reversibilityWords(r consent.Request) string {
-	switch t := r.ReversibilityText(); {
-	case r.Reversibility == consent.Reversible:
-		return "can be undone"
-	case t != "cannot be undone":
-		return "remedy: " + t
-	default:
-		return t
-	}
-}
-
 func parseDuration(s string) (int64, error) {
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return n, nil
@@ -666,8 +653,7 @@ page on the approval page, URL/ui/requests/ID.`,
 				}
 				for _, c := range list {
 					_, r, _ := cs.Get(ctx, c.ID)
-					fmt.Fprintf(w, "%s  %s  %s asks: %s %s (risk %s, %s)  expires %s\n", c.ID, c.Kind, orNone(r.ClientName),
-						r.Summary, strings.Join(r.Grants, ","), orNone(r.Risk), reversibilityWords(r), c.Expires.Format(time.RFC3339))
+					fmt.Fprint(w, consentLines(c, r, time.Now()))
 					if u := pages.of(c.ID); u != "" {
 						fmt.Fprintf(w, "  answer at %s\n", u)
 					}

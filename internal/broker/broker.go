@@ -493,6 +493,9 @@ func (b *Broker) consentRequest(f facts, caller Caller, req Request, kind string
 	if c.Compensation != "" {
 		r.Remedy = c.Compensation
 	}
+	if c.UndoWindowMS != nil && *c.UndoWindowMS > 0 {
+		r.UndoWindowMS = *c.UndoWindowMS
+	}
 	return r
 }
 

@@ -69,11 +69,21 @@ func (b *Broker) RequestCapability(ctx context.Context, caller Caller, r Capabil
 			_, _ = b.o.Audit.Append(ctx, rec)
 			return Issued{}, ErrIssueNeverAsk
 		}
+		// The person sees what the token would be: its expiry (fixed now, whenever they
+		// answer), uses and constraints, exactly as it will be signed.
 		c, err := b.o.Consent.Ask(ctx, consent.Request{
 			ClientID: caller.ClientID, ClientName: caller.Name, Kind: consent.KindToken, Grants: r.Capabilities,
 			Reason: r.Reason, AuditTag: r.Reason, Summary: "issue a capability token",
-			Risk: string(b.worstRisk(r.Capabilities)), Reversibility: consent.Irreversible,
+			Risk: string(b.worstRisk(r.Capabilities)), Reversibility: consent.Revocable,
+			Token: &consent.TokenTerms{ExpiresAt: time.Unix(t.ExpiresAt, 0).UTC(), Lifetime: t.ExpiresAt - t.IssuedAt,
+				MaxUses: t.Constraints.MaxUses, AllowedPaths: t.Constraints.AllowedPaths, AllowedCommands: t.Constraints.AllowedCommands,
+				DeniedCommands: t.Constraints.DeniedCommands, DeniedPatterns: t.Constraints.DeniedPatterns, Condition: t.Constraints.Condition},
 		})
+		if errors.Is(err, consent.ErrInvalidRequest) {
+			// What cannot be shown to the person (a constraint with a bidirectional control,
+			// say) is not asked, and not issued.
+			return Issued{}, fmt.Errorf("%w: it cannot be shown to the person: %w", ErrIssueInvalid, err)
+		}
 		if err != nil {
 			return Issued{}, err
 		}

@@ -14,6 +14,14 @@
 // [ErrNotPending]. [Service.Wait] wakes at once for answers given through the same Service
 // and within [Options].Poll for answers given elsewhere.
 //
+// What the person reads is [Describe]'s [Details]: the Request and what it means in words,
+// the same on the approval page and in `capgate approvals --json`. A token request says
+// the token's uses, lifetime and expiry, its constraints, and that it can be revoked; a call
+// says whether it can be undone and for how long, a read that it has nothing to undo; and
+// every text an agent, an app or a tool server supplied is run through [Lookalikes], the one
+// look-alike check, with what it finds named by field. Durations are said by
+// [ShowDuration] ("23 h 59 min", "29 days 4 h"), times by [ShowDate] and [ShowWhen].
+//
 // Approving with remember records the person's agreement for later: a store.Mandate with
 // autonomy act_if_agreed that names the request, the wording agreed to and when. It is
 // written only for a request that carries a Wording, and only after the approval won.

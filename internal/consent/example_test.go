@@ -33,14 +33,16 @@ func Example() {
 		Summary:       "Delete a file",
 		Params:        []byte(`{"path":"/home/ada/draft.txt"}`),
 		Risk:          "high",
+		SideEffects:   "destructive",
 		Reversibility: consent.Reversible,
+		UndoWindowMS:  30 * 60 * 1000,
 		Reason:        "the draft is obsolete",
 	})
 	if err != nil {
 		panic(err)
 	}
 	_, r, _ := svc.Get(ctx, c.ID)
-	fmt.Println(r.Summary, "-", r.ReversibilityText())
+	fmt.Println(r.Summary, "-", consent.Describe(r).Undo)
 
 	if err := svc.Approve(ctx, c.ID, "ada", false); err != nil {
 		panic(err)
@@ -51,6 +53,6 @@ func Example() {
 	}
 	fmt.Println(answered.State, "by", answered.AnsweredBy)
 	// Output:
-	// Delete a file - Undo
+	// Delete a file - can be undone within 30 min after it runs
 	// approved by ada
 }

@@ -53,6 +53,18 @@ const (
 	// (token.MaxGrants).
 	MaxGrants = 64
 
+	// MaxListEntries is the most entries of each constraint list a token request shows
+	// (TokenTerms.AllowedPaths, ...), as many as a token may hold (token.MaxListEntries).
+	MaxListEntries = 64
+
+	// MaxDifferenceLines is the most lines of a tool's difference (Request.Difference): the
+	// tool server's 60 and its "and N more" line, with room to spare.
+	MaxDifferenceLines = 100
+
+	// MaxLookalikes is the most texts Details flags for look-alike characters: enough to
+	// warn, and a hostile request cannot fill the page with warnings.
+	MaxLookalikes = 20
+
 	// idHexLen is the number of hex digits after "req_" in a request id: 96 random bits,
 	// unguessable, so that an id seen in one place does not let anyone guess another.
 	idHexLen = 24

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -17,11 +19,15 @@ const (
 	KindCommit = "commit" // the delayed-commit window of an allowed irreversible call
 )
 
-// Reversibility values, as the capability declares them.
+// Reversibility values: a call's as its capability declares them, and a token request's.
+// Details says each in words.
 const (
-	Reversible   = "reversible"   // undone without side effects: shown as "Undo"
-	Compensable  = "compensable"  // made good with time and cost: shown as the remedy's name
-	Irreversible = "irreversible" // shown as "cannot be undone"
+	Reversible   = "reversible"   // undone without side effects, within the undo window if one is given
+	Compensable  = "compensable"  // made good with time and cost, by the remedy
+	Irreversible = "irreversible" // cannot be undone
+	// Revocable is a token request's: the token it issues can be revoked at any time, though
+	// what its calls did stays done. It is the only value of a token request.
+	Revocable = "revocable"
 )
 
 // Autonomy is the mandate autonomy Approve with remember records.
@@ -49,39 +55,53 @@ type Request struct {
 	Params       json.RawMessage `json:"params,omitempty"`  // redacted, canonical JSON
 	Risk         string          `json:"risk,omitempty"`
 	SideEffects  string          `json:"side_effects,omitempty"`
-	// Reversibility is Reversible, Compensable or Irreversible; empty is recorded as
-	// Irreversible (an undeclared value is treated as irreversible).
+	// Reversibility is Reversible, Compensable or Irreversible for a call; empty is
+	// recorded as Irreversible (an undeclared value is treated as irreversible). A token
+	// request's is Revocable, and empty is recorded as Revocable.
 	Reversibility string `json:"reversibility"`
-	Remedy        string `json:"remedy,omitempty"` // Compensable: the remedy's name, e.g. "Request refund"
-	Reason        string `json:"reason,omitempty"` // the agent's reason
-	AuditTag      string `json:"audit_tag,omitempty"`
+	// UndoWindowMS is how long after it runs a reversible call can be undone, in
+	// milliseconds; 0 when the capability gives no window.
+	UndoWindowMS int64  `json:"undo_window_ms,omitempty"`
+	Remedy       string `json:"remedy,omitempty"` // Compensable: the remedy's name, e.g. "Request refund"
+	Reason       string `json:"reason,omitempty"` // the agent's reason
+	AuditTag     string `json:"audit_tag,omitempty"`
 	// Grants are the permissions a token request asks for.
 	Grants []string `json:"grants,omitempty"`
+	// Token is what a token request would issue beyond its grants: when it expires, how
+	// many uses it has and its constraints, as the person approves them. Nil on other kinds,
+	// and on token requests recorded before capgate showed them.
+	Token *TokenTerms `json:"token,omitempty"`
+	// Difference is what changed in a tool server's tool, one line per value ("- /path:
+	// old", "+ /path: new"), shown as it is: a pin request's, never a reason.
+	Difference []string `json:"difference,omitempty"`
 	// Wording is the exact text the person agrees to. Only a request with a Wording can be
 	// approved with remember (act_if_agreed).
 	Wording string `json:"wording,omitempty"`
 }
 
-// ReversibilityText is what the person is shown about undoing the action: "Undo" for a
-// reversible one, the remedy's name for a compensable one, and "cannot be undone"
-// otherwise, including an undeclared value and a compensable one without a remedy: when
-// in doubt the person is told the worst.
-func (r Request) ReversibilityText() string {
-	switch r.Reversibility {
-	case Reversible:
-		return "Undo"
-	case Compensable:
-		if r.Remedy != "" {
-			return r.Remedy
-		}
-	}
-	return "cannot be undone"
+// TokenTerms are the bounds of the token a token request would issue, the members of the
+// token's own constraints under the same names. The token's expiry is fixed when the agent
+// asks, so the lifetime left shrinks while the request waits.
+type TokenTerms struct {
+	ExpiresAt time.Time `json:"expires_at"`
+	// Lifetime is how long the token lives from the request on, in seconds.
+	Lifetime        int64    `json:"lifetime_s"`
+	MaxUses         int64    `json:"max_uses,omitempty"` // 0: no limit
+	AllowedPaths    []string `json:"allowed_paths,omitempty"`
+	AllowedCommands []string `json:"allowed_commands,omitempty"`
+	DeniedCommands  []string `json:"denied_commands,omitempty"`
+	DeniedPatterns  []string `json:"denied_patterns,omitempty"`
+	Condition       string   `json:"condition,omitempty"` // CEL, shown as text
 }
 
-// normalize returns r with an empty Reversibility recorded as Irreversible.
+// normalize returns r with an empty Reversibility recorded as Irreversible (Revocable for a
+// token request).
 func (r Request) normalize() Request {
 	if r.Reversibility == "" {
 		r.Reversibility = Irreversible
+		if r.Kind == KindToken {
+			r.Reversibility = Revocable
+		}
 	}
 	if len(r.Params) == 0 {
 		r.Params = nil
@@ -136,10 +156,58 @@ func (r Request) validate(kind string) error {
 			add(f.name, "must be at most MaxTextBytes bytes of printable text")
 		}
 	}
-	switch r.Reversibility {
-	case "", Reversible, Compensable, Irreversible:
-	default:
+	switch {
+	case r.Kind == KindToken && r.Reversibility != "" && r.Reversibility != Revocable:
+		add("reversibility", "must be revocable for a token request")
+	case r.Kind != KindToken && r.Reversibility == Revocable:
+		add("reversibility", "must be reversible, compensable or irreversible for a "+kind+" request")
+	case r.Reversibility != "" && !slices.Contains([]string{Reversible, Compensable, Irreversible, Revocable}, r.Reversibility):
 		add("reversibility", "must be reversible, compensable or irreversible")
+	}
+	if r.UndoWindowMS < 0 {
+		add("undo_window_ms", "must not be negative")
+	}
+	if r.Token != nil {
+		if r.Kind != KindToken {
+			add("token", "is only for a token request")
+		}
+		t := r.Token
+		if t.ExpiresAt.IsZero() {
+			add("token.expires_at", "is required")
+		}
+		if t.Lifetime <= 0 {
+			add("token.lifetime_s", "must be positive")
+		}
+		if t.MaxUses < 0 {
+			add("token.max_uses", "must not be negative")
+		}
+		for _, l := range []struct {
+			name string
+			list []string
+		}{
+			{"token.allowed_paths", t.AllowedPaths}, {"token.allowed_commands", t.AllowedCommands},
+			{"token.denied_commands", t.DeniedCommands}, {"token.denied_patterns", t.DeniedPatterns},
+		} {
+			if len(l.list) > MaxListEntries {
+				add(l.name, "must have at most MaxListEntries entries")
+			}
+			for i, e := range l.list {
+				if e == "" || !validText(e, MaxTextBytes, false) {
+					add(fmt.Sprintf("%s[%d]", l.name, i), "must be 1 to MaxTextBytes bytes of printable text")
+				}
+			}
+		}
+		if !validText(t.Condition, MaxTextBytes, false) {
+			add("token.condition", "must be at most MaxTextBytes bytes of printable text")
+		}
+	}
+	if len(r.Difference) > MaxDifferenceLines {
+		add("difference", "must have at most MaxDifferenceLines lines")
+	}
+	for i, l := range r.Difference {
+		if !validText(l, MaxTextBytes, false) {
+			add(fmt.Sprintf("difference[%d]", i), "must be at most MaxTextBytes bytes of printable text")
+		}
 	}
 	if len(r.Params) > 0 && !json.Valid(r.Params) {
 		add("params", "must be JSON")

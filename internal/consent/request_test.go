@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capgate/capgate/internal/consent"
 )
@@ -30,6 +31,40 @@ func TestAskValidates(t *testing.T) {
 		{"long wording", func(r *consent.Request) { r.Wording = strings.Repeat("w", consent.MaxTextBytes+1) }, "wording"},
 		{"unknown reversibility", func(r *consent.Request) { r.Reversibility = "Undo" }, "reversibility"},
 		{"params not JSON", func(r *consent.Request) { r.Params = []byte("{") }, "params"},
+		{"token irreversible", func(r *consent.Request) {
+			r.Kind, r.Grants, r.Reversibility = consent.KindToken, []string{"fs.write"}, consent.Irreversible
+		}, "reversibility"},
+		{"call revocable", func(r *consent.Request) { r.Reversibility = consent.Revocable }, "reversibility"},
+		{"negative undo window", func(r *consent.Request) { r.UndoWindowMS = -1 }, "undo_window_ms"},
+		{"token terms on a call", func(r *consent.Request) { r.Token = tokenTerms() }, "token"},
+		{"token without expiry", func(r *consent.Request) {
+			r.Kind, r.Grants, r.Reversibility, r.Token = consent.KindToken, []string{"fs.write"}, "", tokenTerms()
+			r.Token.ExpiresAt = time.Time{}
+		}, "token.expires_at"},
+		{"token without lifetime", func(r *consent.Request) {
+			r.Kind, r.Grants, r.Reversibility, r.Token = consent.KindToken, []string{"fs.write"}, "", tokenTerms()
+			r.Token.Lifetime = 0
+		}, "token.lifetime_s"},
+		{"token with negative uses", func(r *consent.Request) {
+			r.Kind, r.Grants, r.Reversibility, r.Token = consent.KindToken, []string{"fs.write"}, "", tokenTerms()
+			r.Token.MaxUses = -5
+		}, "token.max_uses"},
+		{"bidi override in an allowed path", func(r *consent.Request) {
+			r.Kind, r.Grants, r.Reversibility, r.Token = consent.KindToken, []string{"fs.write"}, "", tokenTerms()
+			r.Token.AllowedPaths = []string{"/srv/ws/**", "/srv/\u202e**"}
+		}, "token.allowed_paths[1]"},
+		{"escape in a condition", func(r *consent.Request) {
+			r.Kind, r.Grants, r.Reversibility, r.Token = consent.KindToken, []string{"fs.write"}, "", tokenTerms()
+			r.Token.Condition = "true\x1b[2K"
+		}, "token.condition"},
+		{"too many denied commands", func(r *consent.Request) {
+			r.Kind, r.Grants, r.Reversibility, r.Token = consent.KindToken, []string{"fs.write"}, "", tokenTerms()
+			r.Token.DeniedCommands = make([]string, consent.MaxListEntries+1)
+			for i := range r.Token.DeniedCommands {
+				r.Token.DeniedCommands[i] = "rm"
+			}
+		}, "token.denied_commands"},
+		{"line break in a difference line", func(r *consent.Request) { r.Difference = []string{"+ /a: 1\n- /b: 2"} }, "difference[0]"},
 		{"payload too large", func(r *consent.Request) {
 			r.Params = []byte(`"` + strings.Repeat("a", consent.MaxPayloadBytes) + `"`)
 		}, "payload"},
@@ -55,7 +90,7 @@ func TestAskValidates(t *testing.T) {
 
 	// Multi-line text where it is text, and a token request with grants, are fine.
 	r := callRequest()
-	r.Kind, r.Permission, r.Grants = consent.KindToken, "", []string{"fs.read", "fs.*"}
+	r.Kind, r.Permission, r.Grants, r.Reversibility, r.Remedy = consent.KindToken, "", []string{"fs.read", "fs.*"}, "", ""
 	r.Reason = "line one\n\tline two"
 	if _, err := svc.Ask(t.Context(), r); err != nil {
 		t.Errorf("Ask of a valid token request: %v", err)
@@ -76,18 +111,9 @@ func TestBadNewID(t *testing.T) {
 	}
 }
 
-func TestReversibilityText(t *testing.T) {
-	for _, tt := range []struct{ rev, remedy, want string }{
-		{consent.Reversible, "", "Undo"},
-		{consent.Compensable, "Request refund", "Request refund"},
-		{consent.Compensable, "", "cannot be undone"},
-		{consent.Irreversible, "Request refund", "cannot be undone"},
-		{"", "", "cannot be undone"},
-		{"bogus", "", "cannot be undone"},
-	} {
-		r := consent.Request{Reversibility: tt.rev, Remedy: tt.remedy}
-		if got := r.ReversibilityText(); got != tt.want {
-			t.Errorf("(%q, %q) = %q, want %q", tt.rev, tt.remedy, got, tt.want)
-		}
-	}
+// tokenTerms are the terms of a token for fs.write: 1000 uses, 700 hours, paths and commands.
+func tokenTerms() *consent.TokenTerms {
+	return &consent.TokenTerms{ExpiresAt: time.Date(2026, 12, 30, 14, 0, 0, 0, time.UTC), Lifetime: 700 * 3600, MaxUses: 1000,
+		AllowedPaths: []string{"/srv/ws/**"}, AllowedCommands: []string{"ls", "git status"}, DeniedCommands: []string{"rm"},
+		DeniedPatterns: []string{"rm -rf"}, Condition: `params.size < 1000000 && !params.path.endsWith(".key")`}
 }

@@ -84,8 +84,8 @@ func TestGetRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Get request:\n got %+v\nwant %+v", got, want)
 	}
-	if got.ReversibilityText() != "cannot be undone" {
-		t.Errorf("ReversibilityText = %q", got.ReversibilityText())
+	if d := consent.Describe(got); d.Undo != consent.UndoNever || !d.Irreversible {
+		t.Errorf("Describe: undo %q, irreversible %v", d.Undo, d.Irreversible)
 	}
 	// The payload is snake_case JSON with the params as given.
 	var m map[string]json.RawMessage

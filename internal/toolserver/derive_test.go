@@ -111,3 +111,21 @@ func TestConfigEnviron(t *testing.T) {
 		}
 	}
 }
+
+// A difference is the JSON as written, for a person to read: markup and ampersands as they
+// are (never HTML-escaped as \u003c), and what could hide or reorder text, in values and in
+// member names alike, escaped.
+func TestDiffShowsJSONAsWritten(t *testing.T) {
+	old := []byte(`{"description":"plain"}`)
+	new := []byte(`{"description":"<b>bold</b> & co\u200b","x\u202ey":1}`)
+	got := Diff(old, new)
+	want := []string{`- /description: "plain"`, `+ /description: "<b>bold</b> & co\u200b"`, `+ /x\u202ey: 1`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("diff:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, l := range got {
+		if strings.ContainsAny(l, "\u200b\u202e") || strings.Contains(l, `\u003c`) || strings.Contains(l, `\u0026`) {
+			t.Errorf("line %q", l)
+		}
+	}
+}

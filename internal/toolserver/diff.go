@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/capgate/capgate/internal/consent"
 )
 
 // Diff returns the difference between two canonical tool definitions as lines a person
@@ -34,7 +36,7 @@ func Diff(old, new []byte) []string {
 		if ina && inb && va == vb {
 			continue
 		}
-		shown := p
+		shown := escapeShown(p)
 		if shown == "" {
 			shown = "/"
 		}
@@ -87,26 +89,39 @@ func flatten(v any, path string, out map[string]string) {
 			flatten(e, path+"/"+strconv.Itoa(i), out)
 		}
 	default:
-		b, _ := json.Marshal(x)
-		out[path] = shownJSON(string(b))
+		// JSON as written, not as encoding/json escapes it for HTML: a person reads
+		// "<b>", never "\u003cb\u003e" (the page and the terminal show it as text).
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(x)
+		out[path] = shownJSON(strings.TrimSuffix(b.String(), "\n"))
 	}
 }
 
 // shownJSON escapes what a person's screen could misread and cuts s to MaxDiffValueBytes.
 func shownJSON(s string) string {
+	out := escapeShown(s)
+	if len(out) > MaxDiffValueBytes {
+		out = clipText(out, MaxDiffValueBytes) + "…"
+	}
+	return out
+}
+
+// escapeShown writes as \uXXXX every character a terminal or page could misread: controls,
+// and what consent.Invisible names (bidirectional formatting, zero-width characters, the
+// byte-order mark, ...).
+func escapeShown(s string) string {
 	var b strings.Builder
 	for _, c := range s {
 		switch {
-		case c < 0x20 || (c >= 0x7f && c < 0xa0) || c == 0x061c || c == 0x200e || c == 0x200f ||
-			(c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) || c == 0xfeff:
+		case c > 0xffff && consent.Invisible(c):
+			fmt.Fprintf(&b, `\U%08x`, c)
+		case c < 0x20 || (c >= 0x7f && c < 0xa0) || consent.Invisible(c):
 			fmt.Fprintf(&b, `\u%04x`, c)
 		default:
 			b.WriteRune(c)
 		}
 	}
-	out := b.String()
-	if len(out) > MaxDiffValueBytes {
-		out = clipText(out, MaxDiffValueBytes) + "…"
-	}
-	return out
+	return b.String()
 }

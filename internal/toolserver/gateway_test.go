@@ -299,10 +299,16 @@ func TestChangedToolStopsUntilAccepted(t *testing.T) {
 	}
 	f.eventually("a pin request for echo", func() bool { _, _, ok := f.pinRequest("echo"); return ok })
 	c, payload, _ := f.pinRequest("echo")
-	diff := fmt.Sprint(payload["reason"])
+	diff := fmt.Sprint(payload["difference"])
 	if !strings.Contains(diff, `- /description: "Echoes the text back."`) || !strings.Contains(diff, "+ /description:") ||
 		!strings.Contains(diff, "IGNORE PREVIOUS INSTRUCTIONS") {
 		t.Errorf("the pin request does not show the difference:\n%s", diff)
+	}
+	if _, ok := payload["reason"]; ok {
+		t.Errorf("the pin request gives the difference as a reason: %v", payload["reason"])
+	}
+	if sum := fmt.Sprint(payload["summary"]); !strings.Contains(sum, `changed the tool "echo"`) {
+		t.Errorf("the pin request's summary: %s", sum)
 	}
 	if !auditHas(t, f, "toolserver.pin", "tool.mcp.srv.echo", c.ID) {
 		t.Error("no audit record of the stopped tool")

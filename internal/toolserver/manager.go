@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -412,18 +411,22 @@ func (s *server) ask(ctx context.Context, ch Change) {
 	if ch.Pin != nil {
 		what, capID, perm = "changed", s.capID(ch.Pin.Action), AppPrefix+s.cfg.Name+"."+ch.Pin.Action
 	}
-	summary := fmt.Sprintf("The MCP tool server %q %s the tool %q. ", s.cfg.Name, map[string]string{"new": "offers a new", "changed": "changed"}[what], printable(ch.Tool, false))
+	summary := fmt.Sprintf("The MCP tool server %q %s %q. ", s.cfg.Name, map[string]string{"new": "offers a new tool", "changed": "changed the tool"}[what], printable(ch.Tool, false))
 	if ch.Pin != nil {
 		summary += "It is stopped until you accept its new definition. "
 	} else {
 		summary += "It cannot be called until you accept it. "
 	}
 	summary += "Approve to accept it (or run: capgate toolserver accept " + s.cfg.Name + " " + shownJSON(ch.Tool) + ")."
-	lines := ch.Lines
-	reason := clipText(strings.Join(lines, "\n"), consent.MaxTextBytes)
+	// The difference is shown as what it is, line by line, never as a reason: the agent's
+	// words and the server's change are not to be mistaken for each other.
+	lines := make([]string, 0, len(ch.Lines))
+	for _, l := range ch.Lines {
+		lines = append(lines, clipText(l, consent.MaxTextBytes))
+	}
 	req := consent.Request{
 		ClientID: "capgate:toolserver", ClientName: "capgate (tool server " + s.cfg.Name + ")", Kind: KindPin,
-		CapabilityID: capID, Permission: perm, Summary: clipText(summary, consent.MaxTextBytes), Reason: reason,
+		CapabilityID: capID, Permission: perm, Summary: clipText(summary, consent.MaxTextBytes), Difference: lines,
 		SideEffects: "system", Risk: "high", Reversibility: consent.Irreversible,
 	}
 	payload, err := json.Marshal(req)

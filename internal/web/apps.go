@@ -86,7 +86,10 @@ type pinRequestView struct {
 
 // diffLine is one line of a tool's difference: Sign "-" for the pinned value, "+" for the
 // new one, "" for a note.
-type diffLine struct{ Sign, Text string }
+type diffLine struct {
+	Sign string `json:"sign,omitempty"` // "-" pinned, "+" now, "" a note
+	Text string `json:"text"`
+}
 
 // pluginView is one plugin as the lockfile holds it, installed or pending.
 type pluginView struct {
@@ -245,7 +248,7 @@ func (s *Server) toolServer(ctx context.Context, c toolserver.Config) toolServer
 			if cr.State == store.ConsentPending && !w.Pending {
 				w.State = store.ConsentExpired
 			}
-			w.Lines = diffLines(req.Reason)
+			w.Lines = diffLines(pinDifference(req))
 		case errors.Is(err, store.ErrNotFound):
 			w.State = "gone"
 		default:
@@ -263,11 +266,11 @@ func (s *Server) toolServer(ctx context.Context, c toolserver.Config) toolServer
 	return tv
 }
 
-// diffLines splits a pin request's difference (toolserver.Diff's lines, joined) for the
-// page, revealed.
-func diffLines(text string) []diffLine {
+// diffLines are a pin request's difference (toolserver.Diff's lines) for the page,
+// revealed, at most maxDiffLinesShown.
+func diffLines(lines []string) []diffLine {
 	var out []diffLine
-	for _, l := range strings.Split(text, "\n") {
+	for _, l := range lines {
 		if l == "" {
 			continue
 		}

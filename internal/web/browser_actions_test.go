@@ -188,7 +188,10 @@ func checkAppsPage(t *testing.T, ctx context.Context, evil string, accepted bool
 	if !has(got.Tools, hostileTool) || !source || !has(got.Caps, "("+hostileCapName+")") {
 		t.Errorf("the hostile tool name, plugin folder or capability name is not shown as sent: %+v", got)
 	}
-	if evil != "" && (!strings.Contains(got.Diff, `+ /title: "\"\u003e\u003cscript\u003e`) || !strings.Contains(got.Diff, `\u202e`)) {
+	// The difference is the JSON as written, shown as text: markup as the server sent it
+	// (never HTML-escaped as \u003c), hidden characters as escapes.
+	if evil != "" && (!strings.Contains(got.Diff, `+ /title: "\"><script>window.__pwned=1</script>"`) || !strings.Contains(got.Diff, `\u202e`) ||
+		strings.Contains(got.Diff, `\u003c`)) {
 		t.Errorf("the hostile tool's difference is not shown as text: %q", got.Diff)
 	}
 	wantDesc := strings.ReplaceAll(hostileDescription, "\u202e", `\u202e`)

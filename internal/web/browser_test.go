@@ -205,8 +205,9 @@ func screenshot(t *testing.T, e *env, ctx context.Context, alice string) {
 	var ans struct{ Token string }
 	tokDone := make(chan int, 1)
 	go func() {
-		tokDone <- e.api(alice, "/v1/capabilities/request", map[string]any{"capabilities": []string{"app.pad.publish"}, "duration": 3600,
-			"max_uses": 3, "reason": "Publish this week's meeting notes"}, &ans)
+		tokDone <- e.api(alice, "/v1/capabilities/request", map[string]any{"capabilities": []string{"fs.write"}, "duration": 7 * 24 * 3600,
+			"max_uses": 50, "reason": "Tidy this week's meeting notes", "constraints": map[string]any{"allowed_paths": []string{"/home/ada/notes/**"},
+				"condition": `!params.path.endsWith(".key")`}}, &ans)
 	}()
 	tid := e.waitPending(consent.KindToken)
 	done := e.callAsync(alice, "write", `{"id":"minutes","text":"Minutes of Monday: see https://exаmple.com/notes"}`, "")

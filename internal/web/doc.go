@@ -36,10 +36,18 @@
 //   - every answer carries a strict Content-Security-Policy (no inline script or style, no
 //     framing), nosniff, no referrer and no caching;
 //   - whatever an agent, an app, a tool server or a plugin wrote is rendered as text by
-//     html/template, never as markup, with control and bidirectional characters shown as
-//     escapes; a form names a tool by its pin request, never by the server's text; a URL in
-//     params is shown with its host highlighted and look-alike characters flagged, and is
-//     never a link and never fetched.
+//     html/template, never as markup, with control, bidirectional and invisible characters
+//     (consent.Invisible) shown as escapes; a form names a tool by its pin request, never by
+//     the server's text; a URL in params is shown with its host highlighted, and is never a
+//     link and never fetched; look-alike characters (consent.Lookalikes, capgate's one
+//     check) are flagged in every host and in every text of a request an agent, an app or a
+//     tool server supplied, each named by its field.
+//
+// A request says what approving it means in consent.Describe's words, as `capgate approvals`
+// does: a token request its uses, lifetime and expiry, constraints and that it is revocable;
+// a call whether and for how long it can be undone (a read has nothing to undo); a pin
+// request the tool's difference, line by line. Every duration is consent.ShowDuration's,
+// and assets/app.js says them the same way.
 //
 // The pages are server-rendered and work without JavaScript; a little plain JavaScript
 // (assets/app.js, building DOM with textContent only) polls /ui/requests.json so that new

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -23,7 +24,7 @@ type tokenView struct {
 	Constraints string // in words, "none" for none
 	UsesLeft    string // "3 of 5", or "no limit"
 	Issued      string
-	Expires     string // UTC, with the time left
+	Expires     string // the time left, then the date (consent.ShowWhen)
 	AuditTag    string
 	ParentID    string // the token it was derived from, "" for a root token
 	Depth       int    // 0 for a token whose parent is not listed; 1, 2, ... below its listed parent
@@ -102,7 +103,7 @@ func (s *Server) liveTokens(r *http.Request, now time.Time) ([]tokenView, error)
 func newTokenView(t store.Token, client string, depth int, now time.Time) tokenView {
 	v := tokenView{ID: reveal(t.ID, false), Client: client, ParentID: reveal(t.ParentID, false), Depth: min(depth, maxDepthShown),
 		AuditTag: reveal(t.AuditTag, true), Scopes: notRecorded, Constraints: notRecorded,
-		Issued: showTime(t.IssuedAt), Expires: showTime(t.ExpiresAt) + " (in " + timeLeft(t.ExpiresAt, now) + ")"}
+		Issued: consent.ShowDate(t.IssuedAt), Expires: consent.ShowWhen(t.ExpiresAt, now)}
 	if t.MaxUses > 0 {
 		v.UsesLeft = strconv.FormatInt(max(0, t.MaxUses-t.Uses), 10) + " of " + strconv.FormatInt(t.MaxUses, 10)
 	} else {
@@ -119,26 +120,17 @@ func newTokenView(t store.Token, client string, depth int, now time.Time) tokenV
 	return v
 }
 
-// constraintsText says a token's constraints in words, "none" when there are none.
+// constraintsText says a token's constraints in words, as a token request says them
+// (consent.UsesWords, consent.ConstraintWords), "none" when there are none.
 func constraintsText(b tokenBody) string {
 	c := b.Constraints
 	var parts []string
 	if c.MaxUses > 0 {
-		parts = append(parts, "at most "+strconv.FormatInt(c.MaxUses, 10)+" uses")
+		parts = append(parts, consent.UsesWords(c.MaxUses))
 	}
-	for _, l := range []struct {
-		what string
-		list []string
-	}{
-		{"only paths", c.AllowedPaths}, {"only commands", c.AllowedCommands},
-		{"never commands", c.DeniedCommands}, {"never patterns", c.DeniedPatterns},
-	} {
-		if len(l.list) > 0 {
-			parts = append(parts, l.what+": "+revealList(l.list))
-		}
-	}
-	if c.Condition != "" {
-		parts = append(parts, "only when: "+reveal(c.Condition, false))
+	for _, w := range consent.ConstraintWords(consent.TokenTerms{AllowedPaths: c.AllowedPaths, AllowedCommands: c.AllowedCommands,
+		DeniedCommands: c.DeniedCommands, DeniedPatterns: c.DeniedPatterns, Condition: c.Condition}) {
+		parts = append(parts, reveal(w, false))
 	}
 	if len(parts) == 0 {
 		return "none"

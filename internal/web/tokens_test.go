@@ -3,6 +3,7 @@ package web_test
 import (
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func (e *env) tokens(name string) tokenSet {
 	ts.stored, ts.storedHash, ts.storedTag = token.NewID(), "sha256:"+strings.Repeat("ab", 32), "tidy the \u202edownloads"
 	now := time.Now()
 	if err := e.g.Store.PutToken(e.ctx, store.Token{ID: ts.stored, ClientID: c.ID, Hash: ts.storedHash, IssuedAt: now,
-		ExpiresAt: now.Add(time.Hour), AuditTag: ts.storedTag,
+		ExpiresAt: now.Add(24*time.Hour + 30*time.Second), AuditTag: ts.storedTag,
 		Body: []byte(`{"audit_tag":"x","capabilities":["fs.read","fs.write"],"constraints":{"allowed_paths":["/home/a/**"],` +
 			`"condition":"params.size < 10 && \"<b>\" != \"\""},"token_id":"` + ts.stored + `"}`)}); err != nil {
 		e.t.Fatal(err)
@@ -109,8 +110,10 @@ func TestTokensRevoke(t *testing.T) {
 	for _, want := range []string{
 		"alice &lt;b&gt;", "&lt;script&gt;window.__pwned=1&lt;/script&gt;", // client name and the hostile audit tag, as text
 		"5 of 5", "2 of 2", "no limit", // uses left
-		"fs.read, fs.write", "only paths: /home/a/**; only when: params.size &lt; 10 &amp;&amp; &#34;&lt;b&gt;&#34; != &#34;&#34;",
-		`tidy the \u202edownloads`, "UTC (in ",
+		"fs.read, fs.write", "only these paths: /home/a/**; only when this CEL condition holds: params.size &lt; 10 &amp;&amp; &#34;&lt;b&gt;&#34; != &#34;&#34;",
+		"at most 5 uses", "at most 2 uses", // a token's uses, as a token request says them
+		`tidy the \u202edownloads`,
+		"in 1 day (",    // a day left, said as a day and the date, never "1440 min 29 s"
 		"app.pad.write", // the scopes of a token the broker issued, from the body it stores
 	} {
 		if !strings.Contains(page, want) {
@@ -119,6 +122,9 @@ func TestTokensRevoke(t *testing.T) {
 	}
 	if n := strings.Count(page, "<script"); n != 1 {
 		t.Errorf("the tokens page has %d script elements, want only app.js", n)
+	}
+	if m := regexp.MustCompile(`\d{3,} min`).FindString(page); m != "" {
+		t.Errorf("the tokens page says a long time in minutes: %q", m)
 	}
 
 	path := "/ui/tokens/" + ts.parent.ID + "/revoke"

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/capgate/capgate/internal/consent"
@@ -19,7 +18,8 @@ import (
 // requestView is one consent request as the page shows it, and as /ui/requests.json sends
 // it to the page's script. Every string in it came from an agent, an app or a tool server
 // unless said otherwise, and is rendered as text, never markup; reveal has made its control
-// and bidirectional characters visible.
+// and bidirectional characters visible. What the request means in words (uses, lifetime,
+// constraints, undo) is consent.Describe's, as `capgate approvals` says it.
 type requestView struct {
 	ID       string `json:"id"`    // capgate's
 	Kind     string `json:"kind"`  // token, call, commit, pin
@@ -35,21 +35,45 @@ type requestView struct {
 	Risk     string `json:"risk"`
 	HighRisk bool   `json:"high_risk"`
 	Effects  string `json:"side_effects,omitempty"`
-	// Undo is capgate's words for the reversibility: "Undo", the remedy's name, or
-	// "cannot be undone" (consent.Request.ReversibilityText).
-	Undo         string    `json:"undo"`
-	Irreversible bool      `json:"irreversible"`
-	Reason       string    `json:"reason,omitempty"`
-	AuditTag     string    `json:"audit_tag,omitempty"`
-	Wording      string    `json:"wording,omitempty"`
-	CanRemember  bool      `json:"can_remember"`
-	Commit       bool      `json:"commit"`         // a delayed commit: countdown and cancel only
-	Expires      int64     `json:"expires_ms"`     // Unix milliseconds
-	WindowEnds   int64     `json:"window_ms"`      // a commit's window end, Unix milliseconds
-	Answered     string    `json:"answered"`       // RFC 3339, "" while pending
-	AnsweredBy   string    `json:"answered_by"`    //
-	URLs         []urlView `json:"urls,omitempty"` // addresses found in the params
-	Left         string    `json:"-"`              // time left at rendering; the script keeps it current
+	// Token is set for a token request: Uses, Lifetime and Constraints say what it would
+	// issue, and Revocable that it can be revoked.
+	Token       bool     `json:"token"`
+	Uses        string   `json:"uses,omitempty"`        // "at most 1000 uses"
+	Lifetime    string   `json:"lifetime,omitempty"`    // "29 days 4 h, until Dec 30, 2026 14:00 UTC"
+	Constraints []string `json:"constraints,omitempty"` // in words, "none" for none
+	Revocable   bool     `json:"revocable"`
+	// Undo is capgate's words for whether and how it can be taken back (consent.Details.Undo);
+	// Irreversible is set when they say it cannot be.
+	Undo         string         `json:"undo"`
+	Irreversible bool           `json:"irreversible"`
+	Reason       string         `json:"reason,omitempty"`
+	AuditTag     string         `json:"audit_tag,omitempty"`
+	Wording      string         `json:"wording,omitempty"`
+	Difference   []diffLine     `json:"difference,omitempty"` // a tool's change, a pin request's
+	Lookalikes   []lookalikeRow `json:"lookalikes,omitempty"` // agent-supplied texts with look-alike characters
+	CanRemember  bool           `json:"can_remember"`
+	Commit       bool           `json:"commit"`         // a delayed commit: countdown and cancel only
+	Expires      int64          `json:"expires_ms"`     // Unix milliseconds
+	WindowEnds   int64          `json:"window_ms"`      // a commit's window end, Unix milliseconds
+	Answered     string         `json:"answered"`       // RFC 3339, "" while pending
+	AnsweredBy   string         `json:"answered_by"`    //
+	URLs         []urlView      `json:"urls,omitempty"` // addresses found in the params
+	Left         string         `json:"-"`              // time left at rendering; the script keeps it current
+}
+
+// lookalikeRow is one agent-supplied text that holds look-alike characters: where it is, in
+// capgate's words, what was found, and the words concerned with their non-ASCII characters
+// escaped (consent.Lookalike).
+type lookalikeRow struct {
+	Field string   `json:"field"`
+	Flags []string `json:"flags"`
+	Shown []string `json:"shown,omitempty"`
+}
+
+// fieldWords names the fields of a request for the person, as the card labels them.
+var fieldWords = map[string]string{
+	"client_name": "Client name", "summary": "Summary", "capability_id": "Capability", "permission": "Permission",
+	"remedy": "Remedy", "reason": "Reason given", "audit_tag": "Audit tag", "wording": "Wording to remember",
 }
 
 // kindWords says what a request of each kind is, in capgate's words.
@@ -57,15 +81,16 @@ var kindWords = map[string]string{
 	consent.KindToken:  "asks for a capability token",
 	consent.KindCall:   "asks to make one call",
 	consent.KindCommit: "is about to make a call that cannot be undone",
-	"pin":              "changed a tool: accept its new definition?",
+	"pin":              "found a new or changed tool: accept its definition?",
 }
 
 // newView builds the view of a stored request and its decoded payload at now.
 func newView(c store.Consent, r consent.Request, now time.Time) requestView {
+	d := consent.Describe(r)
 	v := requestView{
 		ID: c.ID, Kind: c.Kind, State: c.State, Client: reveal(r.ClientName, false),
 		Summary: reveal(r.Summary, true), CapID: reveal(r.CapabilityID, false), Perm: reveal(r.Permission, false),
-		Risk: reveal(r.Risk, false), Effects: reveal(r.SideEffects, false), Undo: reveal(r.ReversibilityText(), false),
+		Risk: reveal(r.Risk, false), Effects: reveal(r.SideEffects, false), Undo: reveal(d.Undo, false), Irreversible: d.Irreversible,
 		Reason: reveal(r.Reason, true), AuditTag: reveal(r.AuditTag, false), Wording: reveal(r.Wording, true),
 		Expires: c.Expires.UnixMilli(), AnsweredBy: reveal(c.AnsweredBy, false),
 	}
@@ -84,8 +109,16 @@ func newView(c store.Consent, r consent.Request, now time.Time) requestView {
 		grants[i] = reveal(g, false)
 	}
 	v.Grants = strings.Join(grants, ", ")
+	if c.Kind == consent.KindToken {
+		v.Token, v.Revocable, v.Uses, v.Lifetime = true, d.Revocable, reveal(d.Uses, false), reveal(d.Lifetime, false)
+		if d.ExpiresAt != nil {
+			v.Lifetime += ", until " + consent.ShowDate(*d.ExpiresAt)
+		}
+		for _, w := range d.Constraints {
+			v.Constraints = append(v.Constraints, reveal(w, false))
+		}
+	}
 	v.HighRisk = r.Risk == "high" || r.SideEffects == "destructive" || r.SideEffects == "system"
-	v.Irreversible = r.Reversibility != consent.Reversible && v.Undo == "cannot be undone"
 	v.Pending = c.State == store.ConsentPending && now.Before(c.Expires)
 	if c.State == store.ConsentPending && !v.Pending {
 		v.State = store.ConsentExpired
@@ -102,20 +135,35 @@ func newView(c store.Consent, r consent.Request, now time.Time) requestView {
 		v.Answered = c.Answered.UTC().Format(time.RFC3339)
 	}
 	v.Params, v.URLs = showParams(r.Params)
+	v.Difference = diffLines(pinDifference(r))
+	for _, l := range d.Lookalikes {
+		row := lookalikeRow{Field: fieldWords[l.Field], Flags: l.Flags, Shown: l.Shown}
+		if row.Field == "" {
+			row.Field = reveal(l.Field, false) // params.x, grants[0], token.allowed_paths[1], difference[2]
+		}
+		v.Lookalikes = append(v.Lookalikes, row)
+	}
 	return v
 }
 
-// timeLeft is the time left until t, seen at now: "4 min 10 s"; the page's script keeps it
-// current.
+// pinDifference is a pin request's difference. Requests recorded before the difference had
+// its own place carried it as their reason.
+func pinDifference(r consent.Request) []string {
+	if len(r.Difference) > 0 || r.Kind != "pin" {
+		return r.Difference
+	}
+	return strings.Split(r.Reason, "\n")
+}
+
+// timeLeft is the time left until t, seen at now, as consent.ShowDuration says it ("4 min
+// 10 s", "23 h 59 min"), "none" when it is past; the page's script keeps it current with the
+// same words.
 func timeLeft(t, now time.Time) string {
 	d := t.Sub(now).Round(time.Second)
 	if d <= 0 {
 		return "none"
 	}
-	if d < time.Minute {
-		return fmt.Sprintf("%d s", int(d.Seconds()))
-	}
-	return fmt.Sprintf("%d min %d s", int(d.Minutes()), int(d.Seconds())%60)
+	return consent.ShowDuration(d)
 }
 
 // showParams returns params as indented JSON text with hidden characters revealed, and the
@@ -172,36 +220,38 @@ func walkStrings(v any, f func(string)) {
 }
 
 // hidden reports whether c would be invisible, or would change how the text around it is
-// shown: controls, bidirectional formatting, zero-width characters, line and paragraph
-// separators, the byte-order mark and soft hyphen.
+// shown: controls (line feeds and tabs but in multiline text), the replacement character of
+// bad UTF-8, and what consent.Invisible names (bidirectional formatting, zero-width
+// characters, separators, the byte-order mark, soft hyphen, fillers, tags).
 func hidden(c rune, multiline bool) bool {
 	switch {
 	case c == '\n' || c == '\t':
 		return !multiline
 	case c < 0x20 || (c >= 0x7f && c < 0xa0):
 		return true
-	case c == 0xad || c == 0x061c || c == 0x180e || (c >= 0x200b && c <= 0x200f) || (c >= 0x2028 && c <= 0x202e) ||
-		(c >= 0x2060 && c <= 0x206f) || c == 0xfeff || (c >= 0xfff9 && c <= 0xfffb):
-		return true
 	case c == utf8.RuneError:
 		return true
 	}
-	return false
+	return consent.Invisible(c)
 }
 
-// reveal returns s with every hidden character written as a visible \uXXXX escape, so that
-// what an agent wrote cannot hide text or reorder what the person reads.
+// reveal returns s with every hidden character written as a visible \uXXXX escape
+// (\UXXXXXXXX beyond the first plane), so that what an agent wrote cannot hide text or
+// reorder what the person reads.
 func reveal(s string, multiline bool) string {
 	if !strings.ContainsFunc(s, func(c rune) bool { return hidden(c, multiline) }) {
 		return s
 	}
 	var b strings.Builder
 	for _, c := range s {
-		if hidden(c, multiline) {
+		switch {
+		case !hidden(c, multiline):
+			b.WriteRune(c)
+		case c > 0xffff:
+			fmt.Fprintf(&b, `\U%08x`, c)
+		default:
 			fmt.Fprintf(&b, `\u%04x`, c)
-			continue
 		}
-		b.WriteRune(c)
 	}
 	return b.String()
 }
@@ -215,7 +265,7 @@ type urlView struct {
 	After  string   `json:"after"`  // port, path, query, fragment
 	Flags  []string `json:"flags,omitempty"`
 	// Lookalike is set when the host holds characters that can pass for others: not ASCII,
-	// punycode (xn--) labels, or letters of more than one script.
+	// punycode (xn--) labels, or what consent.Lookalikes finds.
 	Lookalike bool `json:"lookalike"`
 	// Escaped is the host with every non-ASCII character as \uXXXX, when it has any.
 	Escaped string `json:"escaped,omitempty"`
@@ -276,8 +326,8 @@ func splitURL(m string) urlView {
 	if _, err := url.Parse(m); err != nil {
 		v.Flags = append(v.Flags, "not a well-formed address")
 	}
-	v.Flags = append(v.Flags, hostFlags(host)...)
-	v.Lookalike = lookalike(host)
+	hf := hostFlags(host)
+	v.Flags, v.Lookalike = append(v.Flags, hf...), len(hf) > 0
 	if !isASCII(host) {
 		var b strings.Builder
 		for _, c := range host {
@@ -292,13 +342,9 @@ func splitURL(m string) urlView {
 	return v
 }
 
-// lookalike reports whether a host holds characters that can pass for others.
-func lookalike(host string) bool {
-	return !isASCII(host) || hasPunycode(host) || len(scripts(host)) > 1
-}
-
-// hostFlags says what is unusual about a host, in words for the person, beside the
-// "look-alike characters" flag itself (urlView.Lookalike).
+// hostFlags says what in a host can pass for something else, in words for the person: a
+// host name is plain ASCII, so any other character is flagged; a punycode label may spell
+// something else; and whatever consent.Lookalikes, capgate's one look-alike check, finds.
 func hostFlags(host string) []string {
 	var f []string
 	if !isASCII(host) {
@@ -307,10 +353,7 @@ func hostFlags(host string) []string {
 	if hasPunycode(host) {
 		f = append(f, "punycode (xn--): the name is shown encoded and may spell something else")
 	}
-	if s := scripts(host); len(s) > 1 {
-		f = append(f, "letters from more than one script: "+strings.Join(s, ", "))
-	}
-	return f
+	return append(f, consent.Lookalikes(host).Flags...)
 }
 
 func isASCII(s string) bool {
@@ -329,43 +372,4 @@ func hasPunycode(host string) bool {
 		}
 	}
 	return false
-}
-
-// scriptTables are the scripts whose letters most often pass for one another in host names.
-var scriptTables = []struct {
-	name string
-	t    *unicode.RangeTable
-}{
-	{"Latin", unicode.Latin}, {"Cyrillic", unicode.Cyrillic}, {"Greek", unicode.Greek},
-	{"Armenian", unicode.Armenian}, {"Cherokee", unicode.Cherokee}, {"Han", unicode.Han},
-	{"Arabic", unicode.Arabic}, {"Hebrew", unicode.Hebrew},
-}
-
-// scripts returns the scripts of the letters in s, in scriptTables' order; a letter of
-// none of them counts as "other".
-func scripts(s string) []string {
-	seen := map[string]bool{}
-	for _, c := range s {
-		if !unicode.IsLetter(c) {
-			continue
-		}
-		name := "other"
-		for _, st := range scriptTables {
-			if unicode.Is(st.t, c) {
-				name = st.name
-				break
-			}
-		}
-		seen[name] = true
-	}
-	var out []string
-	for _, st := range scriptTables {
-		if seen[st.name] {
-			out = append(out, st.name)
-		}
-	}
-	if seen["other"] {
-		out = append(out, "other")
-	}
-	return out
 }

@@ -13,11 +13,26 @@
     return e;
   }
 
+  // pair is "a ua b ub", or "a ua" when b is zero.
+  function pair(a, ua, b, ub) {
+    return a + ' ' + ua + (b ? ' ' + b + ' ' + ub : '');
+  }
+
+  // words says ms milliseconds as consent.ShowDuration does (its copy: the two must agree):
+  // two units at most, the smaller left out when zero, rounded to the smaller unit shown.
+  function words(ms) {
+    var s = Math.round(Math.abs(ms) / 1000);
+    if (s < 3600) return s < 60 ? s + ' s' : pair(Math.floor(s / 60), 'min', s % 60, 's');
+    var m = Math.round(Math.abs(ms) / 60000);
+    if (m < 24 * 60) return pair(Math.floor(m / 60), 'h', m % 60, 'min');
+    var h = Math.round(Math.abs(ms) / 3600000);
+    return pair(Math.floor(h / 24), Math.floor(h / 24) === 1 ? 'day' : 'days', h % 24, 'h');
+  }
+
   function when(ms) {
     var d = Math.round((ms - (Date.now() + skew)) / 1000);
     if (d <= 0) return 'none';
-    if (d < 60) return d + ' s';
-    return Math.floor(d / 60) + ' min ' + (d % 60) + ' s';
+    return words(d * 1000);
   }
 
   function tick() {
@@ -74,17 +89,52 @@
     a.appendChild(h);
     if (r.summary) a.appendChild(el('p', 'summary', r.summary));
     var badges = el('p', 'badges');
-    if (r.high_risk) { badges.appendChild(el('span', 'badge high', 'high risk')); badges.appendChild(document.createTextNode(' ')); }
-    if (r.irreversible) badges.appendChild(el('span', 'badge irrev', 'irreversible'));
+    function badge(show, cls, text) {
+      if (!show) return;
+      badges.appendChild(el('span', 'badge ' + cls, text));
+      badges.appendChild(document.createTextNode(' '));
+    }
+    badge(r.high_risk, 'high', 'high risk');
+    badge(r.irreversible, 'irrev', 'irreversible');
+    badge(r.revocable, 'revocable', 'revocable');
+    badge(r.lookalikes && r.lookalikes.length, 'lookalike', 'look-alike characters');
     a.appendChild(badges);
+    if (r.lookalikes && r.lookalikes.length) {
+      var lk = el('div', 'lookalikes');
+      var lp = el('p');
+      lp.appendChild(el('strong', 'warn', 'Some of what was sent holds characters that pass for others, are invisible or reorder the text:'));
+      lk.appendChild(lp);
+      var lu = el('ul');
+      r.lookalikes.forEach(function (x) {
+        var li = el('li');
+        li.appendChild(el('span', 'field', x.field));
+        li.appendChild(document.createTextNode(': ' + (x.flags || []).join('; ')));
+        (x.shown || []).forEach(function (w) {
+          li.appendChild(document.createTextNode(' '));
+          li.appendChild(el('code', 'escaped', w));
+        });
+        lu.appendChild(li);
+      });
+      lk.appendChild(lu);
+      a.appendChild(lk);
+    }
     var dl = el('dl');
     row(dl, 'Capability', r.capability_id, '', true);
     row(dl, 'Permission', r.permission, '', true);
     row(dl, 'Permissions asked for', r.grants, '', true);
+    if (r.token) {
+      row(dl, 'Uses', r.uses, 'uses');
+      row(dl, 'Lasts', r.lifetime, 'lifetime');
+      var cs = row(dl, 'Constraints', ' ', 'constraints');
+      cs.textContent = '';
+      var cu = el('ul');
+      (r.constraints || []).forEach(function (c) { cu.appendChild(el('li', '', c)); });
+      cs.appendChild(cu);
+    }
     row(dl, 'Risk', r.risk, 'risk');
     row(dl, 'Side effects', r.side_effects);
-    row(dl, 'Undo', r.undo, 'undo');
-    row(dl, 'Reason given', r.reason, 'text');
+    row(dl, 'Can it be undone?', r.undo, 'undo');
+    row(dl, 'Reason given', r.reason, 'text reason');
     row(dl, 'Audit tag', r.audit_tag);
     var until = r.commit ? r.window_ms : r.expires_ms;
     var cd = row(dl, r.commit ? 'Goes ahead unless cancelled in' : 'Time left to answer', when(until), 'countdown');
@@ -108,6 +158,19 @@
       });
       u.appendChild(ul);
       a.appendChild(u);
+    }
+    if (r.difference && r.difference.length) {
+      var df = el('details', 'diff');
+      df.open = true;
+      df.appendChild(el('summary', '', 'What changed (- pinned, + now)'));
+      var dul = el('ul', 'diff-lines');
+      r.difference.forEach(function (x) {
+        var li = el('li', x.sign === '-' ? 'del' : x.sign === '+' ? 'add' : '');
+        li.appendChild(el('code', '', x.text));
+        dul.appendChild(li);
+      });
+      df.appendChild(dul);
+      a.appendChild(df);
     }
     if (r.params) {
       var d = el('details', 'params');
@@ -137,6 +200,13 @@
       act.appendChild(form(r.id, 'deny', 'Deny'));
     }
     a.appendChild(act);
+    if (r.kind === 'pin') {
+      var pp = el('p', 'link');
+      var pl = el('a', '', 'the tool servers on the apps page');
+      pl.href = '/ui/apps#toolservers';
+      pp.appendChild(pl);
+      a.appendChild(pp);
+    }
     var p = el('p', 'link');
     var link = el('a', '', 'this request on its own page');
     link.href = '/ui/requests/' + encodeURIComponent(r.id);
