@@ -332,7 +332,7 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tools := []Tool{}
-	for _, u := range broker.UsableBy(s.Registry, caller) {
+	for _, u := range s.Broker.UsableBy(caller) {
 		c := u.Cap
 		tools = append(tools, Tool{
 			ID: c.ID, App: u.App.Alias, Method: u.Method, Name: c.Name, Description: c.Description,
