@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -195,14 +196,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request, _ string) {
 	}
 	err := s.o.Broker.Revoke(ctx, id)
 	if recorded == nil {
-		code := ""
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			code = "INVALID_TOKEN"
-		case err != nil:
-			code = "EXECUTION_FAILED"
-		}
-		s.done(ctx, rec, code)
+		s.done(ctx, rec, operator.Code(err, operator.CodeInvalidToken))
 	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
