@@ -74,7 +74,9 @@ func TestClientsPage(t *testing.T) {
 	if resp, _ := b.get(path); resp.StatusCode < 400 {
 		t.Errorf("GET disable: HTTP %d", resp.StatusCode)
 	}
-	write := func(id string) ipc.Response { return <-e.callAsync(ts.key, "write", `{"id":"`+id+`","text":"x"}`, ts.other.Wire) }
+	write := func(id string) ipc.Response {
+		return <-e.callAsync(ts.key, "write", `{"id":"`+id+`","text":"x"}`, ts.other.Wire)
+	}
 	if r := write("1"); r.Body.Status != "success" {
 		t.Fatalf("a call before the disable: %+v", r.Body)
 	}
