@@ -61,15 +61,21 @@ func (e *env) putClientAs(c store.Client) agent {
 // records are the gateway's audit records, oldest first.
 func (e *env) records() []audit.Record {
 	e.t.Helper()
-	es, err := e.g.Store.AuditRange(e.ctx, 1, 0, 0)
+	return auditRecords(e.t, e.g.Store)
+}
+
+// auditRecords are the audit records of st, oldest first.
+func auditRecords(t *testing.T, st store.Audit) []audit.Record {
+	t.Helper()
+	es, err := st.AuditRange(context.Background(), 1, 0, 0)
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	out := make([]audit.Record, len(es))
 	for i, en := range es {
 		d, err := audit.DecodeEntry(en)
 		if err != nil {
-			e.t.Fatal(err)
+			t.Fatal(err)
 		}
 		out[i] = d.Record
 	}
