@@ -73,8 +73,8 @@ the audit chain are then one across them. A replica that finds the data folder's
 by another serves TCP only.
 
 Agents authenticate with a client key (capgate client add NAME) as a bearer token, or over the
-socket by their uid. SIGINT or SIGTERM stops it gracefully: calls in flight finish and a final
-audit checkpoint is signed.`,
+socket by their uid (capgate client add --uid). SIGINT or SIGTERM stops it gracefully: calls in
+flight finish and a final audit checkpoint is signed.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := g.dataDir(data)
