@@ -27,12 +27,11 @@ import (
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/ipc"
-	"github.com/capgate/capgate/internal/plugin"
+	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/sandbox"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
-	"github.com/capgate/capgate/internal/toolserver"
 	"github.com/capgate/capgate/internal/web"
 	"github.com/capgate/capgate/keys"
 	"github.com/capgate/capgate/manifest"
@@ -53,6 +52,7 @@ func (g *globals) dataDir(flag string) (string, error) {
 func newServeCmd(g *globals) *cobra.Command {
 	var listen, socket, data, trusted, logLevel, workspace, sandboxMode string
 	var uiHosts []string
+	var requireToken bool
 	cmd := &cobra.Command{
 		Use:   "serve [--listen ADDR] [--socket PATH] [--data DIR] [--store URL] [--workspace DIR] [--sandbox on|off-unsafe]",
 		Short: "Run the gateway: the IPC API over HTTP and a unix socket",
@@ -80,8 +80,8 @@ the audit chain are then one across them. A replica that finds the data folder's
 by another serves TCP only.
 
 Agents authenticate with a client key (capgate client add NAME) as a bearer token, or over the
-socket by their uid. SIGINT or SIGTERM stops it gracefully: calls in flight finish and a final
-audit checkpoint is signed.`,
+socket by their uid (capgate client add --uid). SIGINT or SIGTERM stops it gracefully: calls in
+flight finish and a final audit checkpoint is signed.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := g.dataDir(data)
@@ -118,7 +118,7 @@ audit checkpoint is signed.`,
 				hidden = append(hidden, l.configPath)
 			}
 			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, Store: l.store, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger, Workspace: ws, UIHosts: uiHosts,
-				Sandbox: mode, Hidden: hidden})
+				Sandbox: mode, Hidden: hidden, RequireToken: requireToken || l.file.RequireToken})
 			if err != nil {
 				return err
 			}
@@ -160,6 +160,7 @@ audit checkpoint is signed.`,
 	cmd.Flags().StringVar(&workspace, "workspace", "", "folder the files, editor, terminal and python apps work in (default DATA-workspace, beside the data folder)")
 	cmd.Flags().StringVar(&sandboxMode, "sandbox", "", "on (default): terminal commands and python scripts run in a bubblewrap sandbox, and are not served without one; off-unsafe: they run with capgate's own rights")
 	cmd.Flags().StringSliceVar(&uiHosts, "ui-host", nil, "a host name or address, besides loopback, under which the approval page answers (repeatable); any other Host is refused")
+	cmd.Flags().BoolVar(&requireToken, "require-token", false, "every call of every client needs a token, even a low-risk read (config: require_token: true); a public one still needs none")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "structured (JSON) log level on stderr: debug (one line per call), info, warn, error")
 	return cmd
 }
@@ -202,19 +203,31 @@ func (g *globals) openStore(ctx context.Context, flag string, create bool) (stor
 func newClientCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "client", Short: "Manage the agents that may call the gateway"}
 	var trust, data string
-	var neverAsk bool
+	var neverAsk, requireToken bool
+	var uid int64
 	add := &cobra.Command{
-		Use:   "add NAME [--trust LEVEL] [--data DIR]",
+		Use:   "add NAME [--trust LEVEL] [--uid UID] [--require-token] [--data DIR]",
 		Short: "Add a client and print its key (its only line of output)",
 		Long: `Add a client (an agent) and print its key as the only line of output. The key is shown once;
 capgate keeps only its hash. The agent sends it as "Authorization: Bearer KEY".
-Trust levels: public, user (the default), privileged.`,
+Trust levels: public, user (the default), privileged.
+--uid binds a unix user id: a process of that user that connects to the gateway's unix socket
+without a key is this client (every process of that user, so bind a user that runs only the
+agent). --require-token makes every call of the client need a token, even a low-risk read.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch trust {
 			case "public", "user", "privileged":
 			default:
 				return usageErr("--trust: must be public, user or privileged")
+			}
+			var unixUID *int
+			if cmd.Flags().Changed("uid") {
+				if uid < 0 || uid > maxUID {
+					return usageErr("--uid: must be a unix user id, 0 to %d", maxUID)
+				}
+				u := int(uid)
+				unixUID = &u
 			}
 			ctx := context.Background()
 			st, dir, err := g.openStore(ctx, data, true)
@@ -230,17 +243,23 @@ Trust levels: public, user (the default), privileged.`,
 			var id [9]byte
 			_, _ = rand.Read(id[:])
 			c := store.Client{ID: "cl_" + base64.RawURLEncoding.EncodeToString(id[:]), Name: args[0], KeyHash: ipc.KeyHash(key),
-				Trust: trust, NeverAsk: neverAsk, Created: time.Now()}
+				Trust: trust, NeverAsk: neverAsk, Created: time.Now(), UnixUID: unixUID, RequireToken: requireToken}
 			never := ""
 			if neverAsk {
 				never = ", never asking the person"
+			}
+			if requireToken {
+				never += ", requiring a token for every call"
+			}
+			if unixUID != nil {
+				never += fmt.Sprintf(", bound to the unix uid %d", *unixUID)
 			}
 			rec := audit.Record{Action: "client.add", Result: "add requested",
 				Explanation: fmt.Sprintf("the operator added the client %s (trust %s%s) from the command line", c.ID, trust, never)}
 			err = operatorChange(ctx, cmd, st, dir, rec, false, "INVALID_REQUEST", func() error { return st.PutClient(ctx, c) })
 			if err != nil {
 				if errors.Is(err, store.ErrExists) {
-					return &exitError{code: exitNo, err: fmt.Errorf("a client named %q exists", args[0])}
+					return &exitError{code: exitNo, err: fmt.Errorf("a client named %q, or bound to that uid, exists", args[0])}
 				}
 				return err
 			}
@@ -251,7 +270,10 @@ Trust levels: public, user (the default), privileged.`,
 	add.Flags().StringVar(&trust, "trust", "user", "trust level: public, user or privileged")
 	add.Flags().BoolVar(&neverAsk, "never-ask", false, "refuse calls that would need consent instead of asking")
 	add.Flags().StringVar(&data, "data", "", "data folder")
+	add.Flags().Int64Var(&uid, "uid", 0, "bind a unix user id: a peer of the gateway's unix socket with this uid is this client")
+	add.Flags().BoolVar(&requireToken, "require-token", false, "every call of this client needs a token, even a low-risk read")
 	cmd.AddCommand(add)
+	addClientCommands(cmd, g)
 	return cmd
 }
 
@@ -882,13 +904,7 @@ func recordedChange(ctx context.Context, cmd *cobra.Command, st store.Audit, dir
 	notFound string, change func(out *audit.Record) error) error {
 	l := gateway.OpenOperatorLog(st, dir, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
 	warn := func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "capgate: %s: %v\n", rec.Action, err) }
-	codeOf := func(err error) string {
-		if errors.Is(err, store.ErrNotFound) {
-			return notFound
-		}
-		return operatorCode(err)
-	}
-	err := l.ChangeThen(ctx, approver(), rec, narrows, change, codeOf, warn)
+	err := l.ChangeThen(ctx, approver(), rec, narrows, change, operator.CodeOf(notFound), warn)
 	if cerr := l.Close(); cerr != nil {
 		warn(cerr)
 	}
@@ -916,19 +932,6 @@ func pluginChange(cmd *cobra.Command, g *globals, hf hostFlags, rec audit.Record
 	}
 	defer st.Close()
 	return recordedChange(ctx, cmd, st, l.dataDir, rec, narrows, "INVALID_REQUEST", change)
-}
-
-// operatorCode is the audit code of a change that failed: a request that cannot be made as
-// asked, else a failure.
-func operatorCode(err error) string {
-	for _, e := range []error{store.ErrExists, consent.ErrNotPending, consent.ErrInvalidRequest,
-		toolserver.ErrNothingToAccept, toolserver.ErrNotToolServer, toolserver.ErrTaken,
-		plugin.ErrNotInstalled, plugin.ErrInstalled, plugin.ErrNoPending} {
-		if errors.Is(err, e) {
-			return "INVALID_REQUEST"
-		}
-	}
-	return "EXECUTION_FAILED"
 }
 
 // answerRecorded answers the consent request id (verb approve, deny or cancel) as by, with

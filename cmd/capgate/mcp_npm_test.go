@@ -264,29 +264,42 @@ func inspector(t *testing.T, node, launcher string, args ...string) inspectorRun
 
 // The MCP Inspector's command-line mode, @modelcontextprotocol/inspector, as the MCP client
 // of capgate on both transports: `capgate mcp` launched over stdio and /mcp on `capgate serve`
-// with the client key as bearer. It lists the tools, and calls calc__compute with no token:
-// the call waits for the person, and comes back with the result when approved, or as an
-// isError tool result with CONSENT_DENIED (never a protocol error) when declined.
+// with the client key as bearer. It lists the tools, and calls calc__compute: with no token,
+// a client that requires tokens waits for the person, and comes back with the result when
+// approved, or as an isError tool result with CONSENT_DENIED (never a protocol error) when
+// declined; any other client's call, a low-risk read, runs at once.
 func TestInspectorCLIThroughGateway(t *testing.T) {
 	launcher, node := npmPart(t, "@modelcontextprotocol/inspector/clients/launcher/build/index.js")
 	data := t.TempDir()
 	url := startServe(t, data)
-	key := strings.TrimSpace(capgate(t, "", nil, "client", "add", "agent", "--data", data).stdout)
-	if !strings.HasPrefix(key, "cgk_") {
-		t.Fatalf("client add printed %q", key)
+	key := strings.TrimSpace(capgate(t, "", nil, "client", "add", "agent", "--require-token", "--data", data).stdout)
+	plain := strings.TrimSpace(capgate(t, "", nil, "client", "add", "plain", "--data", data).stdout)
+	if !strings.HasPrefix(key, "cgk_") || !strings.HasPrefix(plain, "cgk_") {
+		t.Fatalf("client add printed %q, %q", key, plain)
 	}
 
 	// The arguments naming capgate go before and after the method's: after "--" everything
 	// is the server's command, and a variadic option (--tool-arg, --header) takes every
 	// argument up to the next option, so neither may come right before the URL.
-	targets := []struct {
+	type target struct {
 		name      string
 		pre, post []string
-	}{
-		{"stdio", []string{"-e", "CAPGATE_SERVER=" + url, "-e", "CAPGATE_CLIENT_KEY=" + key}, []string{"--", binary, "mcp"}},
-		{"http", []string{url + "/mcp", "--transport", "http", "--header", "Authorization: Bearer " + key}, nil},
 	}
-	for _, tc := range targets {
+	targetsOf := func(key string) []target {
+		return []target{
+			{"stdio", []string{"-e", "CAPGATE_SERVER=" + url, "-e", "CAPGATE_CLIENT_KEY=" + key}, []string{"--", binary, "mcp"}},
+			{"http", []string{url + "/mcp", "--transport", "http", "--header", "Authorization: Bearer " + key}, nil},
+		}
+	}
+	for _, tc := range targetsOf(plain) {
+		t.Run(tc.name+"/without a token", func(t *testing.T) {
+			r := inspector(t, node, launcher, slices.Concat(tc.pre, []string{"--method", "tools/call", "--tool-name", "calc__compute", "--tool-arg", "expression=6*7"}, tc.post)...)
+			if r.code != 0 || !strings.Contains(r.stdout, `"result":42`) || strings.Contains(r.stdout, `"isError":true`) {
+				t.Fatalf("calc__compute without a token: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+	for _, tc := range targetsOf(key) {
 		run := func(t *testing.T, args ...string) inspectorRun {
 			t.Helper()
 			return inspector(t, node, launcher, slices.Concat(tc.pre, args, tc.post)...)

@@ -58,11 +58,18 @@ func TestMCPStdio(t *testing.T) {
 		}
 		return res
 	}
-	// Refused before a token: the never-ask rule does not apply, so the call would wait for
-	// the person; explain says so without asking.
+	// A low-risk read of a Tier 1 app needs no token: explain says so, and it runs.
 	ex := call("capgate__explain", map[string]any{"app": "calc", "method": "compute", "params": map[string]any{"expression": "1"}})
-	if ex.IsError || !strings.Contains(ex.Content[0].(*mcpsdk.TextContent).Text, `"outcome":"ask"`) {
+	if text := ex.Content[0].(*mcpsdk.TextContent).Text; ex.IsError || !strings.Contains(text, `"outcome":"allow"`) || !strings.Contains(text, "so it needs none") {
 		t.Errorf("explain: %+v", ex.Content[0])
+	}
+	if res := call("calc__compute", map[string]any{"expression": "6*7"}); res.IsError {
+		t.Errorf("compute without a token: %+v", res.Content[0])
+	}
+	// A write would wait for the person; explain says so without asking.
+	ex = call("capgate__explain", map[string]any{"app": "settings", "method": "set_setting", "params": map[string]any{"category": "appearance", "key": "theme", "value": "dark"}})
+	if ex.IsError || !strings.Contains(ex.Content[0].(*mcpsdk.TextContent).Text, `"outcome":"ask"`) {
+		t.Errorf("explain a write: %+v", ex.Content[0])
 	}
 	if res := call("capgate__request_capability", map[string]any{"capabilities": []string{"app.calc.compute"}, "duration": 60}); res.IsError {
 		t.Fatalf("request: %+v", res.Content[0])

@@ -76,6 +76,10 @@ type Options struct {
 	// Observe, when set, is told of every finished call: its outcome, its code ("" for
 	// success) and how long it took. The gateway feeds its metrics from it.
 	Observe func(outcome, code string, took time.Duration)
+	// RequireToken requires a token (or the person's consent) for every call of every
+	// client, as Caller.RequireToken does for one: a low-risk read then runs without one
+	// only when it is public (policy.RunsWithoutToken).
+	RequireToken bool
 }
 
 // Broker runs calls. It is safe for concurrent use.
@@ -111,7 +115,13 @@ type Caller struct {
 	Name     string
 	Trust    manifest.AuthLevel
 	NeverAsk bool
+	// RequireToken: the client requires a token for every call (store.Client.RequireToken).
+	RequireToken bool
 }
+
+// requiresToken reports whether calls of caller need a token even for a low-risk read: the
+// client's setting or the host's.
+func (b *Broker) requiresToken(caller Caller) bool { return caller.RequireToken || b.o.RequireToken }
 
 // Request is one call.
 type Request struct {
@@ -161,6 +171,7 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 	now := b.o.Now()
 	f.call.ClientTrust = caller.Trust
 	f.call.ClientNeverAsk = caller.NeverAsk
+	f.call.ClientRequiresToken = b.requiresToken(caller)
 	f.call.DelayedCommitDefault = b.o.DelayedCommit
 	if _, ok := b.o.Registry.App(req.App); ok {
 		f.call.AppFound = true
@@ -411,6 +422,12 @@ func (b *Broker) call(ctx context.Context, caller Caller, req Request) Result {
 	res := Result{Decision: d, CallID: callID}
 
 	if d.Outcome == policy.Ask && !caller.NeverAsk {
+		// A client disabled or removed since it was authenticated asks the person nothing.
+		if err := b.clientAtUse(ctx, caller.ClientID); err != nil {
+			code, msg := clientRefusal(err)
+			res.Decision.Outcome = policy.Deny
+			return b.refuse(ctx, f, caller, req, res, code, msg)
+		}
 		cid, granted, denied, err := b.ask(ctx, f, caller, req, callID, d)
 		res.ConsentID = cid
 		if err != nil {
@@ -448,10 +465,19 @@ func (b *Broker) call(ctx context.Context, caller Caller, req Request) Result {
 				code, msg = policy.CodeTokenExpired, "the token has expired"
 			case errors.Is(err, store.ErrRevoked):
 				msg = "the token is revoked"
+			case errors.Is(err, store.ErrClientDisabled):
+				code, msg = clientRefusal(ErrClientRefused)
 			}
 			res.Decision.Outcome = policy.Deny
 			return b.refuse(ctx, f, caller, req, res, code, msg)
 		}
+	} else if err := b.clientAtUse(ctx, caller.ClientID); err != nil {
+		// A call without a token has no token to check at use: its client is checked
+		// instead, so that a client disabled or removed by another process (the CLI, another
+		// replica) is refused at its very next call, whatever a front's cache still holds.
+		code, msg := clientRefusal(err)
+		res.Decision.Outcome = policy.Deny
+		return b.refuse(ctx, f, caller, req, res, code, msg)
 	}
 	// A call that changes something runs only once its decision record is durable. A read,
 	// which changes nothing, runs first: its decision and outcome records are then written
@@ -475,6 +501,32 @@ func (b *Broker) call(ctx context.Context, caller Caller, req Request) Result {
 		}
 	}
 	return b.run(ctx, f, caller, req, res, nil)
+}
+
+// ErrClientRefused is a client disabled or removed since a front authenticated it: its call,
+// token request or derivation is refused.
+var ErrClientRefused = errors.New("the client is disabled or removed")
+
+// clientAtUse reads the client from the store: ErrClientRefused when it is gone or disabled.
+func (b *Broker) clientAtUse(ctx context.Context, id string) error {
+	c, err := b.o.Store.GetClient(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return ErrClientRefused
+	case err != nil:
+		return fmt.Errorf("broker: check the client: %w", err)
+	case c.Disabled:
+		return ErrClientRefused
+	}
+	return nil
+}
+
+// clientRefusal is the code and message of a call refused by clientAtUse's error.
+func clientRefusal(err error) (string, string) {
+	if errors.Is(err, ErrClientRefused) {
+		return policy.CodePermissionDenied, "the client is disabled or removed"
+	}
+	return CodeExecutionFailed, "the client could not be checked"
 }
 
 // errAuditRefused is the message of a call refused because its audit record could not be

@@ -80,6 +80,9 @@ func benchSettings(b *testing.B) (*Broker, Caller, Request) {
 		b.Fatal(err)
 	}
 	caller := Caller{ClientID: "cl_bench", Name: "bench", Trust: manifest.AuthUser}
+	if err := st.PutClient(ctx, store.Client{ID: caller.ClientID, Name: caller.Name, Trust: "user"}); err != nil {
+		b.Fatal(err)
+	}
 	issued, err := br.RequestCapability(ctx, caller, CapabilityRequest{Capabilities: []string{"system.settings.read"}, Duration: 3600, Reason: "bench"})
 	if err != nil {
 		b.Fatal(err)

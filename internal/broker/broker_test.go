@@ -116,6 +116,7 @@ type env struct {
 	st       store.Store
 	app      *notes
 	key      ed25519.PrivateKey // capgate's own key: tokens and checkpoints
+	appKey   ed25519.PrivateKey // the key the registry trusts for every app id
 	consents *consent.Service
 	writer   *audit.Writer
 }
@@ -155,7 +156,15 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{b: b, st: st, app: n, key: key, consents: cs, writer: w}
+	// The callers of the tests are clients in the store: a call without a token checks its
+	// client at use.
+	for _, c := range []store.Client{{ID: "cl_alice", Name: "alice", Trust: "user"}, {ID: "cl_bob", Name: "bob", Trust: "user"},
+		{ID: "cl_pub", Name: "pub", Trust: "public"}} {
+		if err := st.PutClient(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := &env{b: b, st: st, app: n, key: key, appKey: appKey, consents: cs, writer: w}
 	t.Cleanup(func() { e.verifyAudit(t, pub) })
 	return e
 }

@@ -51,6 +51,11 @@ var (
 // ConsentWait for the answer, and returns ErrIssuePending with the request's id when none came.
 func (b *Broker) RequestCapability(ctx context.Context, caller Caller, r CapabilityRequest) (Issued, error) {
 	now := b.o.Now()
+	// A client disabled or removed since a front authenticated it gets no token, and asks
+	// the person nothing (ErrClientRefused).
+	if err := b.clientAtUse(ctx, caller.ClientID); err != nil {
+		return Issued{}, err
+	}
 	if r.Duration <= 0 {
 		return Issued{}, fmt.Errorf("%w: duration must be positive seconds", ErrIssueInvalid)
 	}
@@ -106,6 +111,13 @@ func (b *Broker) RequestCapability(ctx context.Context, caller Caller, r Capabil
 			return Issued{ConsentID: t.ConsentID}, ErrIssueDenied
 		}
 	}
+	if t.ConsentID != "" {
+		// The person's answer took time: the client may have been disabled or removed
+		// meanwhile.
+		if err := b.clientAtUse(ctx, caller.ClientID); err != nil {
+			return Issued{ConsentID: t.ConsentID}, err
+		}
+	}
 	wire, err := token.Sign(t, b.o.TokenKey)
 	if err != nil {
 		return Issued{}, err
@@ -153,6 +165,10 @@ type DeriveRequest struct {
 // ErrDeriveParent: the parent token is not one the caller may use now.
 var ErrDeriveParent = errors.New("the parent token cannot be used")
 
+// Derive records a derivation it refuses (a parent that cannot be used, a child wider than
+// it) as a denied decision, as a refused call is, so that an attempt with a forged or stolen
+// token is in the log; a derivation it issues, as an allowed one.
+
 // Derive issues a child of the caller's token, narrower in every way (token.Derive): no
 // consent is asked, since the person approved the parent and the child can do nothing the
 // parent cannot. The child's uses count against the parent, and revoking the parent
@@ -160,30 +176,47 @@ var ErrDeriveParent = errors.New("the parent token cannot be used")
 // is ErrDeriveParent; a child wider than its parent is ErrIssueInvalid naming each field.
 func (b *Broker) Derive(ctx context.Context, caller Caller, r DeriveRequest) (Issued, error) {
 	now := b.o.Now()
+	if err := b.clientAtUse(ctx, caller.ClientID); err != nil {
+		return Issued{}, err
+	}
+	parentID := ""
+	refuse := func(err error) (Issued, error) {
+		code := policy.CodeInvalidToken
+		if errors.Is(err, ErrIssueInvalid) {
+			code = policy.CodeInvalidRequest
+		}
+		rec := audit.Record{Action: "derive_token", ClientID: caller.ClientID, TokenID: parentID, AuditTag: clip(r.Reason),
+			Kind: "decision", Decision: "deny", Code: code, Result: "refused", Explanation: clip(err.Error())}
+		if _, aerr := b.o.Audit.Append(ctx, rec); aerr != nil {
+			return Issued{}, fmt.Errorf("%w (and its audit record could not be written)", err)
+		}
+		return Issued{}, err
+	}
 	parent, err := b.o.Tokens.Verify(r.Parent)
 	if err != nil {
-		return Issued{}, fmt.Errorf("%w: %s", ErrDeriveParent, errText(err))
+		return refuse(fmt.Errorf("%w: %s", ErrDeriveParent, errText(err)))
 	}
 	if err := parent.CheckClient(caller.ClientID); err != nil {
-		return Issued{}, fmt.Errorf("%w: %s", ErrDeriveParent, token.ErrWrongClient.Error())
+		return refuse(fmt.Errorf("%w: %s", ErrDeriveParent, token.ErrWrongClient.Error()))
 	}
+	parentID = parent.ID
 	st, err := b.o.Store.GetToken(ctx, parent.ID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return Issued{}, fmt.Errorf("%w: token unknown to this gateway", ErrDeriveParent)
+		return refuse(fmt.Errorf("%w: token unknown to this gateway", ErrDeriveParent))
 	case err != nil:
 		return Issued{}, err
 	case subtle.ConstantTimeCompare([]byte(st.Hash), []byte(token.WireHash(r.Parent))) != 1:
 		return Issued{}, fmt.Errorf("%w: it is not the token issued under its id", ErrDeriveParent)
 	case st.Revoked:
-		return Issued{}, fmt.Errorf("%w: it is revoked", ErrDeriveParent)
+		return refuse(fmt.Errorf("%w: it is revoked", ErrDeriveParent))
 	case st.MaxUses > 0 && st.Uses >= st.MaxUses:
-		return Issued{}, fmt.Errorf("%w: it has no uses left", ErrDeriveParent)
+		return refuse(fmt.Errorf("%w: it has no uses left", ErrDeriveParent))
 	case parent.CheckTime(now) != nil:
-		return Issued{}, fmt.Errorf("%w: it has expired", ErrDeriveParent)
+		return refuse(fmt.Errorf("%w: it has expired", ErrDeriveParent))
 	}
 	if r.Duration < 0 {
-		return Issued{}, fmt.Errorf("%w: duration must be positive seconds", ErrIssueInvalid)
+		return refuse(fmt.Errorf("%w: duration must be positive seconds", ErrIssueInvalid))
 	}
 	req := token.Request{Capabilities: r.Capabilities, ExpiresAt: parent.ExpiresAt, Constraints: r.Constraints, AuditTag: r.Reason}
 	if r.Duration > 0 {
@@ -205,7 +238,7 @@ func (b *Broker) Derive(ctx context.Context, caller Caller, r DeriveRequest) (Is
 	cc.DeniedPatterns = union(pc.DeniedPatterns, cc.DeniedPatterns)
 	child, err := token.Derive(parent, req, now)
 	if err != nil {
-		return Issued{}, fmt.Errorf("%w: %w", ErrIssueInvalid, err)
+		return refuse(fmt.Errorf("%w: %w", ErrIssueInvalid, err))
 	}
 	wire, err := token.Sign(child, b.o.TokenKey)
 	if err != nil {

@@ -3,6 +3,7 @@ package broker
 import (
 	"strings"
 
+	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/manifest"
 )
@@ -29,26 +30,30 @@ func trustRank(t manifest.AuthLevel) int {
 	return manifest.AuthPublic.Rank()
 }
 
-// UsableBy lists the capabilities of reg that caller may use, in the registry's order: every
-// capability of an enabled app whose auth_level the caller's trust reaches and that is pinned
-// (registry.Registry.Pinned). Unknown, disabled, unpinned and above-trust capabilities are
-// refused outright and never listed. The fronts share it so
-// that the IPC API and MCP list the same capabilities for the same client.
-func UsableBy(reg *registry.Registry, caller Caller) []Usable {
+// UsableBy lists the capabilities of the broker's registry that caller may use, in the
+// registry's order: every capability of an enabled app whose auth_level the caller's trust
+// reaches and that is pinned (registry.Registry.Pinned). Unknown, disabled, unpinned and
+// above-trust capabilities are refused outright and never listed. The fronts share it so
+// that the IPC API and MCP list the same capabilities for the same client, and it reads
+// step 5 of the decision as the decision does (policy.RunsWithoutToken), with the host's
+// RequireToken.
+func (b *Broker) UsableBy(caller Caller) []Usable {
+	requireToken := b.requiresToken(caller)
 	var out []Usable
-	for _, app := range reg.List() {
+	for _, app := range b.o.Registry.List() {
 		if !app.Enabled {
 			continue
 		}
 		caps := app.Doc.Manifest().Capabilities
 		for i := range caps {
 			c := &caps[i]
-			if trustRank(caller.Trust) < c.AuthLevel.Rank() || !reg.Pinned(c.ID) {
+			if trustRank(caller.Trust) < c.AuthLevel.Rank() || !b.o.Registry.Pinned(c.ID) {
 				continue // refused outright: never listed
 			}
-			// Without a token, only public low-risk capabilities run at once; the rest wait for
-			// the person (a token request or a consent for the call), and say so.
-			needs := !(c.AuthLevel == manifest.AuthPublic && c.Risk == manifest.RiskLow) || c.ConfirmationRequired ||
+			// Without a token, only what policy.RunsWithoutToken names runs at once (and not
+			// when it must be confirmed, or is a Tier 2 capability above read); the rest
+			// waits for the person (a token request or a consent for the call), and says so.
+			needs := !policy.RunsWithoutToken(*c, int(app.Tier), requireToken) || c.ConfirmationRequired ||
 				(app.Tier != manifest.Tier1 && c.SideEffects.Rank() > manifest.SideEffectRead.Rank())
 			out = append(out, Usable{App: app, Cap: c, Method: c.ID[strings.LastIndexByte(c.ID, '.')+1:], NeedsConsent: needs})
 		}

@@ -72,6 +72,9 @@ type File struct {
 	PolicyFile string `json:"policy_file,omitempty"`
 	// AllowDeprecated lets a version past its deprecated_after install.
 	AllowDeprecated bool `json:"allow_deprecated,omitempty"`
+	// RequireToken requires a token for every call of every client (capgate serve
+	// --require-token): a low-risk read then runs without one only when it is public.
+	RequireToken bool `json:"require_token,omitempty"`
 }
 
 // DefaultDataDir returns $XDG_DATA_HOME/capgate, or ~/.local/share/capgate.

@@ -206,8 +206,12 @@ func TestFleetCapabilitiesListed(t *testing.T) {
 		if tool.Permission != c.perm || tool.Risk != c.risk || tool.Tier != 1 {
 			t.Errorf("%s: permission %q risk %q tier %d, want %q %q 1", name, tool.Permission, tool.Risk, tool.Tier, c.perm, c.risk)
 		}
-		if !tool.NeedsConsent || len(tool.Parameters) == 0 || len(tool.Returns) == 0 || tool.Description == "" {
+		if len(tool.Parameters) == 0 || len(tool.Returns) == 0 || tool.Description == "" {
 			t.Errorf("%s: incomplete listing %+v", name, tool)
+		}
+		// A low-risk read (side effects none or read) needs no token from a user client.
+		if reads := c.risk == "low" && (tool.SideEffects == "none" || tool.SideEffects == "read"); tool.NeedsConsent == reads {
+			t.Errorf("%s: needs_consent %v, a low-risk read %v", name, tool.NeedsConsent, reads)
 		}
 	}
 	if len(got) != len(fleet) {

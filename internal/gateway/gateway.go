@@ -90,6 +90,10 @@ type Config struct {
 	// ToolServerRelist is how often each tool server's tools are listed again and checked
 	// against their pins, beside its list-changed notifications (0: toolserver.DefaultRelist).
 	ToolServerRelist time.Duration
+	// RequireToken requires a token (or the person's consent for the call) for every call of
+	// every client, as `capgate client add --require-token` does for one: a low-risk read
+	// then runs without a token only when it is public.
+	RequireToken bool
 }
 
 // DefaultListen is loopback only: the gateway is not exposed to the network by default.
@@ -212,7 +216,8 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	g.Broker, err = broker.New(broker.Options{Store: st, Registry: g.Registry, Tokens: token.NewVerifier(key.Public().(ed25519.PublicKey), 4096),
 		Audit: g.Audit, Consent: g.Consent, Handlers: handlers, TokenKey: key, Observe: g.metrics.observe,
 		ConsentWait: cfg.ConsentWait, DelayedCommit: cfg.DelayedCommit, PathDir: g.workspace,
-		AlsoNeeds: map[string][]string{python.ExecuteFileID: {"fs.read"}}, Providers: g.tools.Handler, TrustedRead: g.tools.OperatorRead})
+		AlsoNeeds: map[string][]string{python.ExecuteFileID: {"fs.read"}}, Providers: g.tools.Handler, TrustedRead: g.tools.OperatorRead,
+		RequireToken: cfg.RequireToken})
 	if err != nil {
 		g.Close()
 		return nil, err
@@ -357,7 +362,7 @@ func (g *Gateway) PublicKey() ed25519.PublicKey { return g.Key.Public().(ed25519
 // Handler is the HTTP API, with MCP (streamable HTTP) at /mcp, Prometheus metrics at
 // /metrics and the approval page at /ui/.
 func (g *Gateway) Handler() http.Handler {
-	s := &ipc.Server{Broker: g.Broker, Clients: g.Store, Tokens: g.Store, Registry: g.Registry, Logger: g.log}
+	s := &ipc.Server{Broker: g.Broker, Clients: g.Store, Tokens: g.Store, Audit: g.Audit, Registry: g.Registry, Logger: g.log}
 	mux := http.NewServeMux()
 	mux.Handle("/", s.Handler())
 	mux.Handle("/mcp", g.endsAtShutdown(mcp.NewHandler(mcp.Options{Broker: g.Broker, Registry: g.Registry, Authenticate: s.Authenticate, Logger: g.log})))

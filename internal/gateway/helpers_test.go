@@ -178,10 +178,12 @@ func (n *notesApp) note(id string) (string, bool) {
 
 // options of a test gateway; zero durations take the test defaults below.
 type options struct {
-	consentTTL    time.Duration // default: the gateway's (5 minutes)
-	consentWait   time.Duration // default 5 s
-	delayedCommit time.Duration // default none
-	logLevel      slog.Level    // the level of capgate's own log (default info); it goes nowhere but the syslog ring
+	consentTTL    time.Duration          // default: the gateway's (5 minutes)
+	consentWait   time.Duration          // default 5 s
+	delayedCommit time.Duration          // default none
+	logLevel      slog.Level             // the level of capgate's own log (default info); it goes nowhere but the syslog ring
+	requireToken  bool                   // the host requires a token for every call
+	handlers      map[string]sdk.Handler // more apps' handlers, beside the notes app's
 }
 
 // env is one gateway opened on its own data folder, the notes app registered at Tier 1 with a
@@ -219,9 +221,13 @@ func newEnv(t *testing.T, o options) *env {
 	if e.appKey, err = keys.Generate(); err != nil {
 		t.Fatal(err)
 	}
+	handlers := map[string]sdk.Handler{notesID: e.app}
+	for id, h := range o.handlers {
+		handlers[id] = h
+	}
 	e.g, err = gateway.Open(ctx, gateway.Config{
-		DataDir: e.dataDir, Listen: "-", Socket: "-", TrustedDir: e.trusted,
-		Handlers:   map[string]sdk.Handler{notesID: e.app},
+		DataDir: e.dataDir, Listen: "-", Socket: "-", TrustedDir: e.trusted, RequireToken: o.requireToken,
+		Handlers:   handlers,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: o.logLevel})),
 		ConsentTTL: o.consentTTL, ConsentWait: o.consentWait, DelayedCommit: o.delayedCommit,
 	})

@@ -3,12 +3,12 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 
 	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/keys"
 )
@@ -44,53 +44,19 @@ func OpenOperatorLog(st store.Audit, dir string, log *slog.Logger) *OperatorLog 
 	return &OperatorLog{w: audit.NewWriter(st, opts)}
 }
 
-// Decided records that by decided to make the change rec describes, before it is made:
-// rec's Action, and what it names (TokenID, ConsentID, Permission), Result and Explanation.
-// The change must not be made when it returns an error, unless it only narrows what agents
-// may do (a revocation, a denial), which is safer made unrecorded than not made.
-func (l *OperatorLog) Decided(ctx context.Context, by string, rec audit.Record) error {
-	rec.ClientID, rec.Kind, rec.Decision = by, audit.KindDecision, audit.DecisionAllow
-	_, err := l.w.Append(ctx, rec)
-	return err
-}
-
-// Done records what came of a change recorded by Decided: success, or an error with code.
-func (l *OperatorLog) Done(ctx context.Context, by string, rec audit.Record, code string) error {
-	rec.ClientID, rec.Kind, rec.Decision, rec.Result, rec.Code = by, audit.KindOutcome, audit.DecisionAllow, "success", code
-	if code != "" {
-		rec.Result = "error"
-	}
-	_, err := l.w.Append(ctx, rec)
-	return err
-}
-
 // Close writes what is pending, signs a checkpoint when it holds the key, and closes.
 func (l *OperatorLog) Close() error { return l.w.Close() }
 
-// ChangeThen makes one change by a person or operator with its two records: Decided, then
-// change, then Done with the code codeOf gives its error ("" for none). change may fill in
-// the outcome record it is given, a copy of rec, with what it learns only as it makes the
-// change (the app a plugin package holds). A change that widens what agents may do (narrows
-// false) is not made when its decision cannot be recorded; one that narrows it is made all
-// the same, and warn is told why it is unrecorded. It returns change's error, or the
-// recording error that kept the change from being made.
+// ChangeThen makes one change by a person or operator with its two records, as every front
+// does (operator.Change): the decision, then change, then the outcome with the code codeOf
+// gives its error ("" for none). A change that widens what agents may do (narrows false) is
+// not made when its decision cannot be recorded; one that narrows it is made all the same,
+// and warn is told why it is unrecorded. It returns change's error, or the recording error
+// that kept the change from being made.
 func (l *OperatorLog) ChangeThen(ctx context.Context, by string, rec audit.Record, narrows bool,
 	change func(out *audit.Record) error, codeOf func(error) string, warn func(error)) error {
-	out := rec
-	if err := l.Decided(ctx, by, rec); err != nil {
-		if !narrows {
-			return fmt.Errorf("not done: the audit log could not record it: %w", err)
-		}
-		warn(fmt.Errorf("done, but the audit log could not record it: %w", err))
-		return change(&out)
-	}
-	err := change(&out)
-	code := ""
-	if err != nil {
-		code = codeOf(err)
-	}
-	if derr := l.Done(ctx, by, out, code); derr != nil {
-		warn(fmt.Errorf("the audit log could not record the outcome: %w", derr))
-	}
-	return err
+	return operator.Change(ctx, l.w, by, rec, narrows, change, codeOf, warn)
 }
+
+// Recorder is the log as the changes of package operator write to it.
+func (l *OperatorLog) Recorder() operator.Recorder { return l.w }

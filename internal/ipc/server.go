@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -13,7 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/broker"
+	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/revcache"
@@ -25,9 +28,13 @@ import (
 // Server is the IPC API over HTTP. The same handler serves a TCP listener and the unix socket;
 // on the socket a peer whose uid belongs to a client is that client without a key.
 type Server struct {
-	Broker   *broker.Broker
-	Clients  store.Clients
-	Tokens   store.Tokens // for revocation by the token's own client
+	Broker  *broker.Broker
+	Clients store.Clients
+	Tokens  store.Tokens // for revocation by the token's own client
+	// Audit records what a client changes outside a call (revoking its token), before and
+	// after, as the approval page and the CLI record theirs (operator.Change); nil: such a
+	// change, which only takes away, is made unrecorded and logged.
+	Audit    operator.Recorder
 	Registry *registry.Registry
 	Logger   *slog.Logger     // nil: slog.Default()
 	Now      func() time.Time // nil: time.Now
@@ -120,7 +127,7 @@ func (s *Server) authenticate(r *http.Request) (broker.Caller, bool) {
 	if err != nil || c.Disabled {
 		return broker.Caller{}, false
 	}
-	return broker.Caller{ClientID: c.ID, Name: c.Name, Trust: manifest.AuthLevel(c.Trust), NeverAsk: c.NeverAsk}, true
+	return broker.Caller{ClientID: c.ID, Name: c.Name, Trust: manifest.AuthLevel(c.Trust), NeverAsk: c.NeverAsk, RequireToken: c.RequireToken}, true
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -231,17 +238,40 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	if t, err := token.Parse(body.Token); err == nil {
 		id = t.ID
 	}
-	st, err := s.Tokens.GetToken(r.Context(), id)
-	if err != nil || st.ClientID != caller.ClientID {
+	notFound := func() {
 		writeJSON(w, http.StatusNotFound, map[string]any{"status": "error", "error_code": "INVALID_TOKEN", "error_message": "no such token of this client"})
+	}
+	if len(id) > audit.MaxFieldBytes {
+		notFound() // no token has such an id, and the log would not take it
 		return
 	}
-	if err := s.Broker.Revoke(r.Context(), id); err != nil {
+	// The revocation is the client's change, recorded as the CLI and the page record theirs:
+	// the decision before, the outcome after. Another client's token is answered and
+	// recorded as unknown. A revocation only takes away: it is made even unrecorded.
+	ctx := r.Context()
+	rec := audit.Record{Action: "token.revoke", TokenID: id, Result: "revoke requested",
+		Explanation: "the client revoked one of its own tokens, and every token derived from it, through the IPC API"}
+	err := operator.Change(ctx, s.Audit, caller.ClientID, rec, true, func(*audit.Record) error {
+		st, err := s.Tokens.GetToken(ctx, id)
+		switch {
+		case err != nil:
+			return err
+		case st.ClientID != caller.ClientID:
+			return fmt.Errorf("ipc: another client's token: %w", store.ErrNotFound)
+		}
+		return s.Broker.Revoke(ctx, id)
+	}, operator.CodeOf(operator.CodeInvalidToken), func(err error) {
+		s.log().Warn("ipc: a client's revocation", "client", caller.ClientID, "err", err)
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		notFound()
+	case err != nil:
 		s.log().Error("revoke failed", "err", err)
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"status": "error", "error_code": "EXECUTION_FAILED", "error_message": "the token could not be revoked"})
-		return
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"status": "success", "token_id": id})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "token_id": id})
 }
 
 // explain answers what a call would get and why, with no side effect: no use taken, no
@@ -306,7 +336,7 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tools := []Tool{}
-	for _, u := range broker.UsableBy(s.Registry, caller) {
+	for _, u := range s.Broker.UsableBy(caller) {
 		c := u.Cap
 		tools = append(tools, Tool{
 			ID: c.ID, App: u.App.Alias, Method: u.Method, Name: c.Name, Description: c.Description,
@@ -370,6 +400,8 @@ func (s *Server) derive(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusOK, map[string]any{"status": "success", "token": iss.Wire, "token_id": iss.ID, "expires_at": iss.ExpiresAt.Unix()})
+	case errors.Is(err, broker.ErrClientRefused):
+		s.unauthorized(w, "")
 	case errors.Is(err, broker.ErrDeriveParent):
 		fail(http.StatusForbidden, "INVALID_TOKEN", err.Error())
 	case errors.Is(err, broker.ErrIssueInvalid):
@@ -446,6 +478,8 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusOK, map[string]any{"status": "success", "token": iss.Wire, "token_id": iss.ID, "expires_at": iss.ExpiresAt.Unix(), "consent_id": iss.ConsentID})
+	case errors.Is(err, broker.ErrClientRefused):
+		s.unauthorized(w, "")
 	case errors.Is(err, broker.ErrIssueInvalid):
 		fail(http.StatusBadRequest, CodeInvalidRequest, err.Error(), nil)
 	case errors.Is(err, broker.ErrIssuePending):

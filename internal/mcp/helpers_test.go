@@ -45,6 +45,22 @@ const echoManifest = `{"app_id":"org.example.echo","version":"1.0.0","manifest_v
   "parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"read","auth_level":"privileged","permission":"app.echo.admin"}
 ]}`
 
+// The probe app (signed, Tier 1) and the liar app (the same capabilities unsigned, Tier 2),
+// which tests register when they need them: a low-risk read, a medium-risk read and a
+// low-risk write, answered by an echoApp.
+const (
+	probeID = "org.example.probe"
+	liarID  = "org.example.liar"
+)
+
+func probeManifest(appID string) string {
+	return strings.ReplaceAll(`{"app_id":"APP","version":"1.0.0","manifest_version":"1.0","capabilities":[
+ {"id":"probe.APP.look","name":"Look","description":"Reads.","category":"STATE_QUERY","parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"read","risk":"low","permission":"app.probe.look"},
+ {"id":"probe.APP.stare","name":"Stare","description":"Reads at medium risk.","category":"STATE_QUERY","parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"read","risk":"medium","permission":"app.probe.stare"},
+ {"id":"probe.APP.scribble","name":"Scribble","description":"Writes, claiming low risk.","category":"TEXT_INPUT","parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"write","risk":"low","undo_window_ms":1000,"permission":"app.probe.scribble"}
+]}`, "APP", appID)
+}
+
 type echoApp struct{ doc *manifest.Document }
 
 func (a *echoApp) Manifest() *manifest.Document { return a.doc }
@@ -59,10 +75,12 @@ func (a *echoApp) Invoke(_ context.Context, id string, params json.RawMessage, _
 }
 
 type env struct {
-	t   *testing.T
-	ctx context.Context
-	g   *gateway.Gateway
-	srv *httptest.Server
+	t       *testing.T
+	ctx     context.Context
+	g       *gateway.Gateway
+	srv     *httptest.Server
+	appKey  ed25519.PrivateKey // signs the test apps' manifests
+	trusted string             // the folder of their trusted keys
 
 	mu      sync.Mutex
 	secrets []string // client keys: never in a tool description or result
@@ -79,7 +97,7 @@ func newEnv(t *testing.T, consentWait time.Duration) *env {
 	echo := &echoApp{}
 	g, err := gateway.Open(ctx, gateway.Config{
 		DataDir: t.TempDir(), Listen: "-", Socket: "-", TrustedDir: trusted,
-		Handlers:    map[string]sdk.Handler{echoID: echo},
+		Handlers:    map[string]sdk.Handler{echoID: echo, probeID: &echoApp{}, liarID: &echoApp{}},
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		ConsentWait: consentWait, DelayedCommit: -1,
 	})
@@ -102,7 +120,7 @@ func newEnv(t *testing.T, consentWait time.Duration) *env {
 		t.Fatalf("register echo: %v (tier %d)", err, app.Tier)
 	}
 	echo.doc = app.Doc
-	e := &env{t: t, ctx: ctx, g: g, srv: httptest.NewServer(g.Handler())}
+	e := &env{t: t, ctx: ctx, g: g, srv: httptest.NewServer(g.Handler()), appKey: appKey, trusted: trusted}
 	t.Cleanup(func() {
 		e.srv.Close()
 		if err := g.Close(); err != nil {
@@ -112,13 +130,43 @@ func newEnv(t *testing.T, consentWait time.Duration) *env {
 	return e
 }
 
+// register registers the manifest doc under alias, signed with the key the gateway trusts
+// for its app id (Tier 1) or unsigned (Tier 2). Its handler must be in the gateway's.
+func (e *env) register(doc, alias string, signed bool) {
+	e.t.Helper()
+	raw := []byte(doc)
+	d, err := manifest.Load(raw)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if signed {
+		id := string(d.Manifest().AppID)
+		if err := keys.WritePublicKey(filepath.Join(e.trusted, id+".pub"), e.appKey.Public().(ed25519.PublicKey), true); err != nil {
+			e.t.Fatal(err)
+		}
+		if raw, err = manifest.Sign(d, e.appKey); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	app, err := e.g.Registry.Register(e.ctx, raw, false, alias)
+	if err != nil || (app.Tier == manifest.Tier1) != signed {
+		e.t.Fatalf("register %s: %v (tier %d)", alias, err, app.Tier)
+	}
+}
+
 // addClient adds a client through the store, as `capgate client add` does, and returns its key.
 func (e *env) addClient(name, trust string, neverAsk bool) string {
+	return e.putClient(store.Client{Name: name, Trust: trust, NeverAsk: neverAsk})
+}
+
+// putClient adds the client c (its id and key hash made here) and returns its key.
+func (e *env) putClient(c store.Client) string {
 	e.t.Helper()
 	var b [16]byte
 	rand.Read(b[:])
 	key := "cgk_" + hex.EncodeToString(b[:])
-	if err := e.g.Store.PutClient(e.ctx, store.Client{ID: "cl_" + name, Name: name, KeyHash: ipc.KeyHash(key), Trust: trust, NeverAsk: neverAsk, Created: time.Now()}); err != nil {
+	c.ID, c.KeyHash, c.Created = "cl_"+c.Name, ipc.KeyHash(key), time.Now()
+	if err := e.g.Store.PutClient(e.ctx, c); err != nil {
 		e.t.Fatal(err)
 	}
 	e.mu.Lock()

@@ -12,6 +12,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -59,8 +60,12 @@ func TestToolsListByTrust(t *testing.T) {
 		!strings.HasSuffix(calc.Description, "</app-description>") {
 		t.Errorf("calc description: %q", calc.Description)
 	}
-	if !strings.Contains(calc.Description, "capgate__request_capability") {
-		t.Errorf("a capability that needs a token does not say so: %q", calc.Description)
+	// A low-risk read of a Tier 1 app needs no token from a user client; a write does.
+	if strings.Contains(calc.Description, "Needs a token") || !strings.Contains(calc.Description, "Runs without a token") {
+		t.Errorf("a low-risk read does not say it runs without a token: %q", calc.Description)
+	}
+	if d := user["files__write_file"].Description; !strings.Contains(d, "Needs a token") || !strings.Contains(d, "capgate__request_capability") {
+		t.Errorf("a capability that needs a token does not say so: %q", d)
 	}
 	in, _ := json.Marshal(calc.InputSchema)
 	out, _ := json.Marshal(calc.OutputSchema)
@@ -103,7 +108,8 @@ func TestToolsListByTrust(t *testing.T) {
 func TestRequestCapabilityThenCall(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, time.Second)
-	cs := e.connect(e.addClient("alice", "user", false), nil)
+	// alice requires a token for every call, so that the low-risk calc needs one.
+	cs := e.connect(e.putClient(store.Client{Name: "alice", Trust: "user", RequireToken: true}), nil)
 
 	got := e.call(cs, "capgate__request_capability", map[string]any{"capabilities": []string{"calc__compute"}, "duration": 600, "max_uses": 5, "reason": "add numbers"})
 	wantOK(t, "request", got)
@@ -132,7 +138,7 @@ func TestRequestCapabilityThenCall(t *testing.T) {
 		t.Errorf("explain: %s", ex.text)
 	}
 	// A session's tokens are its own: another session of the same client has none.
-	other := e.connect(e.addClient("bob", "user", true), nil)
+	other := e.connect(e.putClient(store.Client{Name: "bob", Trust: "user", NeverAsk: true, RequireToken: true}), nil)
 	wantCode(t, "bob without a token", e.call(other, "calc__compute", map[string]any{"expression": "1"}), "CAPABILITY_DENIED")
 	// A public low-risk capability runs without a token.
 	wantOK(t, "echo", e.call(other, "echo__say", map[string]any{"text": "hi"}))
@@ -143,7 +149,7 @@ func TestRequestCapabilityThenCall(t *testing.T) {
 func TestRefusalsAreToolResults(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, time.Second)
-	cs := e.connect(e.addClient("never", "user", true), nil)
+	cs := e.connect(e.putClient(store.Client{Name: "never", Trust: "user", NeverAsk: true, RequireToken: true}), nil)
 	got := e.call(cs, "calc__compute", map[string]any{"expression": "1 + 2"})
 	wantCode(t, "no token, never ask", got, "CAPABILITY_DENIED")
 	if got.str("decision") != "deny" || got.str("call_id") == "" {
@@ -298,5 +304,80 @@ func TestSessionBoundToClient(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode < 400 {
 		t.Errorf("bob used alice's session: %d", resp.StatusCode)
+	}
+}
+
+// Over MCP, as over the IPC API: a low-risk Tier 1 read (calc's compute, settings'
+// get_setting, the probe's look) runs without a token for a user client and is audited, and
+// tools/list says it needs none; a Tier 2 app claiming a low-risk read, a medium-risk read
+// and a low-risk write need one, and say so; so does every call of a require-token client,
+// save a public one; a public client is not offered a user-level capability at all.
+func TestLowRiskReadsWithoutToken(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, time.Second)
+	e.register(probeManifest(probeID), "probe", true)
+	e.register(probeManifest(liarID), "liar", false)
+	carol := e.connect(e.addClient("carol", "user", true), nil)
+	strict := e.connect(e.putClient(store.Client{Name: "strict", Trust: "user", NeverAsk: true, RequireToken: true}), nil)
+	kiosk := e.connect(e.addClient("kiosk", "public", true), nil)
+
+	listed := tools(t, carol)
+	for name, needs := range map[string]bool{"calc__compute": false, "settings__get_setting": false, "probe__look": false, "echo__say": false,
+		"liar__look": true, "probe__stare": true, "probe__scribble": true, "settings__set_setting": true} {
+		tool := listed[name]
+		if tool == nil {
+			t.Errorf("%s is not listed", name)
+			continue
+		}
+		if got := strings.Contains(tool.Description, "Needs a token"); got != needs || got == strings.Contains(tool.Description, "Runs without a token") {
+			t.Errorf("%s: says it needs a token %v, want %v: %q", name, got, needs, tool.Description)
+		}
+	}
+	strictListed := tools(t, strict)
+	for name, needs := range map[string]bool{"calc__compute": true, "probe__look": true, "echo__say": false} {
+		if got := strings.Contains(strictListed[name].Description, "Needs a token"); got != needs {
+			t.Errorf("require-token client: %s says it needs a token %v, want %v", name, got, needs)
+		}
+	}
+	if kioskListed := tools(t, kiosk); kioskListed["probe__look"] != nil || kioskListed["calc__compute"] != nil {
+		t.Error("a public client is offered a user-level capability")
+	}
+
+	got := e.call(carol, "calc__compute", map[string]any{"expression": "6*7"})
+	wantOK(t, "carol computes 6*7", got)
+	if got.str("result", "result") != "42" {
+		t.Errorf("6*7: %s", got.text)
+	}
+	wantOK(t, "carol reads a setting", e.call(carol, "settings__get_setting", map[string]any{"category": "appearance", "key": "theme"}))
+	wantOK(t, "carol looks", e.call(carol, "probe__look", map[string]any{}))
+	for _, name := range []string{"liar__look", "probe__stare", "probe__scribble"} {
+		wantCode(t, "carol calls "+name, e.call(carol, name, map[string]any{}), "CAPABILITY_DENIED")
+	}
+	wantCode(t, "a require-token client computes", e.call(strict, "calc__compute", map[string]any{"expression": "1"}), "CAPABILITY_DENIED")
+	wantOK(t, "a require-token client's public echo", e.call(strict, "echo__say", map[string]any{"text": "hi"}))
+	if res, err := kiosk.CallTool(e.ctx, &mcpsdk.CallToolParams{Name: "probe__look", Arguments: map[string]any{}}); err == nil && !res.IsError {
+		t.Errorf("a public client ran a user-level capability: %+v", res)
+	}
+
+	// The call without a token is in the audit log, its decision and its outcome.
+	es, err := e.g.Store.AuditRange(e.ctx, 1, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, en := range es {
+		d, err := audit.DecodeEntry(en)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := d.Record; r.CallID == got.str("call_id") {
+			if r.ClientID != "cl_carol" || r.TokenID != "" || r.Capability != "calc.org.capgate.calc.compute" {
+				t.Errorf("record: %+v", r)
+			}
+			kinds = append(kinds, r.Kind+" "+r.Decision+" "+r.Result)
+		}
+	}
+	if strings.Join(kinds, ",") != "decision allow allowed,outcome allow success" {
+		t.Errorf("records of the call: %q", kinds)
 	}
 }

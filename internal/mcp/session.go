@@ -53,7 +53,7 @@ func (s *session) sync(caller broker.Caller) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next := map[string]capTool{}
-	for _, u := range broker.UsableBy(s.h.o.Registry, caller) {
+	for _, u := range s.h.o.Broker.UsableBy(caller) {
 		ct := newCapTool(u)
 		if reserved(ct.tool.Name) {
 			continue

@@ -54,6 +54,10 @@ type Call struct {
 	// ClientNeverAsk: the client is set never to raise consent requests; a call that would
 	// ask is refused instead.
 	ClientNeverAsk bool
+	// ClientRequiresToken: the client, or the host for every client, requires a token for
+	// every call, so that a low-risk read runs without one only when it is public (as it did
+	// before low-risk reads needed none): see RunsWithoutToken.
+	ClientRequiresToken bool
 
 	// Step 5: AlsoNeeds are permissions the call needs besides the capability's own, which a
 	// token must cover as well (the python app's execute_file reads a file: fs.read).

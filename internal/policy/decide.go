@@ -24,9 +24,10 @@ import (
 //     privileged < system; no client is system): PERMISSION_DENIED.
 //  5. With a token: no grant covers the capability's permission (token.Covers), or the
 //     token's constraints refused the params: CAPABILITY_DENIED, naming the rule. Without a
-//     token: a public, low-risk capability goes on; any other call asks the person about this
-//     one call (it goes on with ask as its most autonomy), or, when the client is set never to
-//     ask, CAPABILITY_DENIED.
+//     token: a capability that RunsWithoutToken goes on (public and low risk; or low risk,
+//     side effects none or read and Tier 1, unless the client or the host requires tokens);
+//     any other call asks the person about this one call (it goes on with ask as its most
+//     autonomy), or, when the client is set never to ask, CAPABILITY_DENIED.
 //  6. The autonomy starts at the capability's autonomy_ceiling (default act), is narrowed by
 //     the person's mandate (the more restrictive of the two wins, act < act_if_agreed < ask <
 //     handoff; a mandate never widens), and is narrowed to ask when confirmation_required is
@@ -128,8 +129,10 @@ func Decide(c Call) Decision {
 			consent = "issued with the person's recorded consent"
 		}
 		t.note(5, "the token covers ", perm, ", ", constraints, ", and was ", consent)
-	case cp.AuthLevel == manifest.AuthPublic && cp.Risk == manifest.RiskLow:
+	case noTokenPublic(cp):
 		t.note(5, "no token: ", id, " is public and low-risk, so it needs none")
+	case noTokenRead(cp, c.Tier) && !c.ClientRequiresToken:
+		t.note(5, "no token: ", id, " is low-risk, only reads and is Tier 1, and the client is trusted for it, so it needs none")
 	case c.ClientNeverAsk:
 		return t.deny(5, CodeCapabilityDenied, "no token covers the permission "+perm+", and the client is set never to ask")
 	default:
@@ -202,6 +205,31 @@ func Decide(c Call) Decision {
 	}
 	d.Trace = t.lines
 	return d
+}
+
+// RunsWithoutToken reports whether a call of c, a capability of an app at tier, that carries
+// no token goes on at step 5 without asking, for a client that reaches c's auth_level (step
+// 4 refuses any other): c is public and low-risk, or c is low-risk, its side effects are none
+// or read and tier is 1, and requireToken (the client's setting or the host's) is not set.
+// Step 6 may still narrow such a call to ask (a mandate, confirmation_required) or hand it
+// off. Defaults are read as Decide reads them: risk derived from side effects, side effects
+// system when absent.
+func RunsWithoutToken(c manifest.Capability, tier int, requireToken bool) bool {
+	cp := withDefaults(c)
+	return noTokenPublic(cp) || (!requireToken && noTokenRead(cp, tier))
+}
+
+// noTokenPublic: a public, low-risk capability needs no token from any client.
+func noTokenPublic(cp manifest.Capability) bool {
+	return cp.AuthLevel == manifest.AuthPublic && cp.Risk == manifest.RiskLow
+}
+
+// noTokenRead: a low-risk capability that changes nothing, on the word of a signed manifest
+// (Tier 1), needs no token from a client that does not require tokens. A Tier 2 app's word
+// is never enough, nor a low risk declared beside a write.
+func noTokenRead(cp manifest.Capability, tier int) bool {
+	return tier == 1 && cp.Risk == manifest.RiskLow &&
+		(cp.SideEffects == manifest.SideEffectNone || cp.SideEffects == manifest.SideEffectRead)
 }
 
 // allow makes d an allowed decision.

@@ -43,6 +43,9 @@ func noToken(c *Call) { c.Token = TokenFacts{} }
 // public makes the capability public.
 func public(c *Call) { c.Capability.AuthLevel = manifest.AuthPublic }
 
+// requireToken makes the client one that requires a token for every call.
+func requireToken(c *Call) { c.ClientRequiresToken = true }
+
 // write makes the capability a write (medium risk) covered by the token.
 func write(c *Call) {
 	c.Capability.ID, c.Capability.Permission = writeID, "notes.write"
@@ -185,18 +188,50 @@ func TestDecide(t *testing.T) {
 		}}, deny(5, CodeCapabilityDenied, "")},
 		{"5 no token, public and low risk runs", []func(*Call){noToken, public}, want{outcome: Allow, step: 7}},
 		{"5 no token, public low risk, mandate handoff", []func(*Call){noToken, public, mandate(manifest.AutonomyHandoff)}, handoff},
-		{"5 no token, user-level capability asks", []func(*Call){noToken},
+		{"5 no token, a user-level low-risk Tier 1 read runs", []func(*Call){noToken},
+			want{outcome: Allow, step: 7, explains: "may act", autonomy: manifest.AutonomyAct, checkAutonomy: true}},
+		{"5 no token, a low-risk Tier 1 capability without side effects runs", []func(*Call){noToken, func(c *Call) {
+			c.Capability.SideEffects = manifest.SideEffectNone
+		}}, want{outcome: Allow, step: 7}},
+		{"5 no token, risk derived from a read is low: runs", []func(*Call){noToken, func(c *Call) { c.Capability.Risk = "" }},
+			want{outcome: Allow, step: 7}},
+		{"5 no token, a privileged client's low-risk read runs", []func(*Call){noToken, func(c *Call) { c.ClientTrust = manifest.AuthPrivileged }},
+			want{outcome: Allow, step: 7}},
+		{"5 no token, a require-token client's user-level read asks", []func(*Call){noToken, requireToken},
 			want{outcome: Ask, code: CodeConsentRequired, step: 7, autonomy: manifest.AutonomyAsk, checkAutonomy: true}},
+		{"5 no token, a require-token client's public low-risk read runs", []func(*Call){noToken, public, requireToken},
+			want{outcome: Allow, step: 7}},
+		{"5 no token, a Tier 2 app claiming a low-risk read asks", []func(*Call){noToken, func(c *Call) { c.Tier = 2 }}, askCall},
+		{"5 no token, an unknown tier's low-risk read asks", []func(*Call){noToken, func(c *Call) { c.Tier = 0 }}, askCall},
+		{"5 no token, a medium-risk read asks", []func(*Call){noToken, func(c *Call) { c.Capability.Risk = manifest.RiskMedium }}, askCall},
+		{"5 no token, a high-risk read asks", []func(*Call){noToken, func(c *Call) { c.Capability.Risk = manifest.RiskHigh }}, askCall},
+		{"5 no token, an unknown risk asks", []func(*Call){noToken, func(c *Call) { c.Capability.Risk = "lowish" }}, askCall},
+		{"5 no token, a low-risk write asks", []func(*Call){noToken, func(c *Call) { c.Capability.SideEffects = manifest.SideEffectWrite }}, askCall},
+		{"5 no token, a low-risk network call asks", []func(*Call){noToken, func(c *Call) { c.Capability.SideEffects = manifest.SideEffectNetwork }}, askCall},
+		{"5 no token, low risk and undeclared side effects (system) asks", []func(*Call){noToken, func(c *Call) { c.Capability.SideEffects = "" }}, askCall},
+		{"5 no token, low risk and unknown side effects asks", []func(*Call){noToken, func(c *Call) { c.Capability.SideEffects = "READ" }}, askCall},
+		{"5 no token, a public client and a user-level read", []func(*Call){noToken, func(c *Call) { c.ClientTrust = manifest.AuthPublic }},
+			deny(4, CodePermissionDenied, "trusted as user")},
+		{"5 no token, a user client and a privileged read", []func(*Call){noToken, func(c *Call) { c.Capability.AuthLevel = manifest.AuthPrivileged }},
+			deny(4, CodePermissionDenied, "trusted as privileged")},
+		{"5 no token, a low-risk read that requires confirmation asks", []func(*Call){noToken, func(c *Call) { c.Capability.ConfirmationRequired = true }}, askCall},
+		{"5 no token, a low-risk read under a mandate of ask asks", []func(*Call){noToken, mandate(manifest.AutonomyAsk)}, askCall},
+		{"5 no token, a low-risk read with a ceiling of ask asks", []func(*Call){noToken, ceiling(manifest.AutonomyAsk)}, askCall},
+		{"5 no token, a low-risk read under a handoff mandate hands off", []func(*Call){noToken, mandate(manifest.AutonomyHandoff)}, handoff},
+		{"5 no token, never-ask client, low-risk read runs", []func(*Call){noToken, func(c *Call) { c.ClientNeverAsk = true }},
+			want{outcome: Allow, step: 7}},
 		{"5 no token, public but medium risk asks", []func(*Call){noToken, public, write}, askCall},
-		{"5 no token, never-ask client", []func(*Call){noToken, func(c *Call) { c.ClientNeverAsk = true }},
+		{"5 no token, never-ask client", []func(*Call){noToken, write, func(c *Call) { c.ClientNeverAsk = true }},
+			deny(5, CodeCapabilityDenied, "never to ask")},
+		{"5 no token, never-ask require-token client", []func(*Call){noToken, requireToken, func(c *Call) { c.ClientNeverAsk = true }},
 			deny(5, CodeCapabilityDenied, "never to ask")},
 		{"5 no token, never-ask client, public low risk runs", []func(*Call){noToken, public, func(c *Call) { c.ClientNeverAsk = true }},
 			want{outcome: Allow, step: 7}},
-		{"5 no token, the person approved this call", []func(*Call){noToken, func(c *Call) { c.ConsentGranted = true }},
+		{"5 no token, the person approved this call", []func(*Call){noToken, write, func(c *Call) { c.ConsentGranted = true }},
 			want{outcome: Allow, step: 7}},
-		{"5 no token, the person refused this call", []func(*Call){noToken, func(c *Call) { c.ConsentDenied = true }},
+		{"5 no token, the person refused this call", []func(*Call){noToken, write, func(c *Call) { c.ConsentDenied = true }},
 			deny(7, CodeConsentDenied, "refused")},
-		{"5 no token asks, a handoff mandate hands off", []func(*Call){noToken, mandate(manifest.AutonomyHandoff)}, handoff},
+		{"5 no token asks, a handoff mandate hands off", []func(*Call){noToken, requireToken, mandate(manifest.AutonomyHandoff)}, handoff},
 
 		// Step 6.
 		{"6 Tier 2 write with a covering token", []func(*Call){write, func(c *Call) { c.Tier = 2 }}, askCall},
@@ -522,5 +557,45 @@ func TestAlsoNeeds(t *testing.T) {
 		if !tc.ok && len(tc.grants) > 0 && tc.grants[0] == "notes.read" && !strings.Contains(d.Explanation, "fs.read") {
 			t.Errorf("grants %v: the explanation does not name fs.read: %s", tc.grants, d.Explanation)
 		}
+	}
+}
+
+// RunsWithoutToken is step 5's rule for a call without a token, shared with the fronts that
+// list capabilities: for every mix of tier, risk, side effects, auth level and the client's
+// setting, a call it says needs no token goes past step 5, and every other call of a client
+// set never to ask is refused there.
+func TestRunsWithoutTokenAgreesWithDecide(t *testing.T) {
+	n := 0
+	for _, tier := range []int{0, 1, 2, 3} {
+		for _, risk := range []manifest.Risk{"", manifest.RiskLow, manifest.RiskMedium, manifest.RiskHigh, "LOW"} {
+			for _, se := range append([]manifest.SideEffect{"", "READ", "none "}, manifest.SideEffects...) {
+				for _, auth := range []manifest.AuthLevel{"", manifest.AuthPublic, manifest.AuthUser, manifest.AuthPrivileged} {
+					for _, req := range []bool{false, true} {
+						c := base()
+						noToken(&c)
+						c.Tier, c.Capability.Risk, c.Capability.SideEffects, c.Capability.AuthLevel = tier, risk, se, auth
+						c.ClientTrust, c.ClientNeverAsk, c.ClientRequiresToken = manifest.AuthPrivileged, true, req
+						runs := RunsWithoutToken(c.Capability, tier, req)
+						d := Decide(c)
+						refused5 := d.Step == 5 && d.Code == CodeCapabilityDenied
+						if runs == refused5 {
+							t.Errorf("tier %d, risk %q, side effects %q, auth %q, require token %v: RunsWithoutToken %v, Decide %s %s at step %d",
+								tier, risk, se, auth, req, runs, d.Outcome, d.Code, d.Step)
+						}
+						wantRuns := (tier == 1 && !req && (risk == manifest.RiskLow || (risk == "" && (se == manifest.SideEffectNone || se == manifest.SideEffectRead))) &&
+							(se == manifest.SideEffectNone || se == manifest.SideEffectRead)) ||
+							(auth == manifest.AuthPublic && (risk == manifest.RiskLow || (risk == "" && (se == manifest.SideEffectNone || se == manifest.SideEffectRead))))
+						if runs != wantRuns {
+							t.Errorf("tier %d, risk %q, side effects %q, auth %q, require token %v: RunsWithoutToken %v, want %v",
+								tier, risk, se, auth, req, runs, wantRuns)
+						}
+						n++
+					}
+				}
+			}
+		}
+	}
+	if n < 1000 {
+		t.Fatalf("only %d cases", n)
 	}
 }

@@ -30,6 +30,10 @@ var (
 	ErrRevoked   = errors.New("token is revoked")
 	ErrExpired   = errors.New("token has expired")
 	ErrConflict  = errors.New("conflict: the record changed since it was read")
+	// ErrClientDisabled is a token refused at use because the client it is bound to is
+	// disabled: the token is neither revoked nor used, and works again once the client is
+	// enabled.
+	ErrClientDisabled = errors.New("the token's client is disabled")
 )
 
 // Store is everything the gateway keeps.
@@ -113,7 +117,10 @@ type Client struct {
 	NeverAsk bool      // calls that would need consent are denied instead
 	UnixUID  *int      // when set, a unix-socket peer with this uid is this client
 	Created  time.Time //
-	Disabled bool      //
+	Disabled bool      // its key and uid are refused, and so are its tokens at use
+	// RequireToken: every call of this client needs a token (or the person's consent for
+	// the call), even a low-risk read that another client may make without one.
+	RequireToken bool
 }
 
 // Clients are the agents.
@@ -124,6 +131,14 @@ type Clients interface {
 	// UpdateClient replaces every field of the client with c.ID: ErrNotFound if there is
 	// none, ErrExists if the new Name, KeyHash or UnixUID is another client's.
 	UpdateClient(ctx context.Context, c Client) error
+	// SetClientDisabled disables or enables the client with the id, in one write; a missing
+	// client is ErrNotFound. Setting what is already set is no error (and still moves the
+	// revision).
+	SetClientDisabled(ctx context.Context, id string, disabled bool) error
+	// DeleteClient removes the client with the id and revokes, at at, every token bound to
+	// it and every token derived from those (as Revoke does), all in one transaction: a
+	// missing client is ErrNotFound and changes nothing.
+	DeleteClient(ctx context.Context, id string, at time.Time) error
 	GetClient(ctx context.Context, id string) (Client, error)
 	ClientByKeyHash(ctx context.Context, keyHash string) (Client, error)
 	ClientByName(ctx context.Context, name string) (Client, error)
@@ -155,13 +170,16 @@ type Tokens interface {
 	PutToken(ctx context.Context, t Token) error
 	GetToken(ctx context.Context, id string) (Token, error)
 	// CheckToken reports whether the token itself can be used at time now, without taking a
-	// use: ErrNotFound, ErrRevoked (Revoke marks every descendant too), or ErrExpired if now
-	// is at or after its own expiry. Neither uses nor ancestors' expiries are looked at, so it
+	// use: ErrNotFound, ErrRevoked (Revoke marks every descendant too), ErrClientDisabled if
+	// the client it is bound to is disabled, or ErrExpired if now is at or after its own
+	// expiry. Neither uses nor ancestors' expiries are looked at, so it
 	// is the check at use of a root token with no use limit (every other token goes through
 	// TakeUse); it runs on every such call, so it is one small read.
 	CheckToken(ctx context.Context, id string, now time.Time) error
 	// TakeUse atomically takes one use of the token at time now and returns the uses taken so
-	// far including this one: ErrRevoked if it or an ancestor is revoked, ErrExpired if now is
+	// far including this one: ErrRevoked if it or an ancestor is revoked, ErrClientDisabled if
+	// the client it is bound to is disabled (a token whose client is gone is not refused for
+	// that: DeleteClient revokes the tokens of the client it removes), ErrExpired if now is
 	// at or after its expiry (or an ancestor's), ErrExhausted if MaxUses uses are taken (or an
 	// ancestor has none left: a derived token's use also counts against each ancestor).
 	TakeUse(ctx context.Context, id string, now time.Time) (int64, error)

@@ -292,7 +292,7 @@ func TestChangedToolStopsUntilAccepted(t *testing.T) {
 	if n, _ := f.g.Store.ListConsents(f.ctx, "approved"); len(n) != 1 {
 		t.Errorf("the stopped tool's call asked the person: %d approved requests, want the first call's only", len(n))
 	}
-	for _, u := range broker.UsableBy(f.g.Registry, broker.Caller{ClientID: "cl_alice", Trust: manifest.AuthUser}) {
+	for _, u := range f.g.Broker.UsableBy(broker.Caller{ClientID: "cl_alice", Trust: manifest.AuthUser}) {
 		if u.Cap.ID == "tool.mcp.srv.echo" {
 			t.Error("the stopped tool is still listed to agents")
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/delta"
 	"github.com/capgate/capgate/internal/lock"
+	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/plugin"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
@@ -434,10 +435,8 @@ func (s *Server) toolAnswer(w http.ResponseWriter, r *http.Request, _ string) {
 	if err == nil && len(rep.Accepted) == 0 {
 		err = errNotValid
 	}
-	code := ""
-	if err != nil {
-		code = "EXECUTION_FAILED"
-	} else if rec.Method == "" {
+	code := operator.Code(err, operator.CodeInvalidRequest)
+	if err == nil && rec.Method == "" {
 		rec.Method, rec.Capability = rep.Accepted[0].Action, "tool."+appID+"."+rep.Accepted[0].Action
 	}
 	s.done(ctx, rec, code)
@@ -489,8 +488,8 @@ func (s *Server) keepStopped(w http.ResponseWriter, r *http.Request, pr toolserv
 	err := s.o.Consent.Deny(ctx, pr.ConsentID, answeredBy)
 	if recorded == nil {
 		code := ""
-		if err != nil && !errors.Is(err, consent.ErrNotPending) {
-			code = "EXECUTION_FAILED"
+		if !errors.Is(err, consent.ErrNotPending) { // answered already: it stays stopped all the same
+			code = operator.Code(err, operator.CodeInvalidRequest)
 		}
 		s.done(ctx, rec, code)
 	}
@@ -525,11 +524,8 @@ func (s *Server) approvePlugin(w http.ResponseWriter, r *http.Request, _ string)
 		return
 	}
 	out, err := s.o.Plugins.ApproveSeen(appID, seen, answeredBy)
-	code := ""
-	switch {
-	case err != nil:
-		code = "EXECUTION_FAILED"
-	case out.Refused:
+	code := operator.Code(err, operator.CodeInvalidRequest)
+	if err == nil && out.Refused {
 		code = "CAPABILITY_DENIED"
 	}
 	s.done(ctx, rec, code)

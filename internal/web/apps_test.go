@@ -353,8 +353,15 @@ func TestAppsPage(t *testing.T) {
 	if err != nil || lf.Plugins["org.example.kb"].ApprovedBy != "person (approval page)" || len(lf.Pending) != 0 {
 		t.Fatalf("the lock after approval: %+v %v", lf, err)
 	}
+	// Approving again: nothing is pending. The refusals are recorded with the codes the CLI
+	// gives them (operator.Code): both INVALID_REQUEST, the approval that changed since shown
+	// and the one with nothing pending (plugin.ErrNoPending).
+	if resp, _ := b.postForm("/ui/apps/plugins/org.example.kb/approve", url.Values{"csrf": {csrf}, "seen": {seen[1]}}); resp.StatusCode != http.StatusConflict {
+		t.Errorf("approving with nothing pending: HTTP %d", resp.StatusCode)
+	}
 	recs = e.auditActions("plugin.approve")
-	if len(recs) != 4 || recs[3].Result != "success" || recs[1].Code != "EXECUTION_FAILED" || recs[3].App != "org.example.kb" {
+	if len(recs) != 6 || recs[3].Result != "success" || recs[1].Code != "INVALID_REQUEST" || recs[3].App != "org.example.kb" ||
+		recs[5].Result != "error" || recs[5].Code != "INVALID_REQUEST" {
 		t.Errorf("audit records of the approvals: %+v", recs)
 	}
 	_, page = b.get("/ui/apps")

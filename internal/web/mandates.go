@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/manifest"
@@ -215,7 +216,7 @@ func (s *Server) setMandate(w http.ResponseWriter, r *http.Request, _ string) {
 			s.done(r.Context(), rec, "")
 			http.Redirect(w, r, "/ui/mandates", http.StatusSeeOther)
 		default:
-			s.done(r.Context(), rec, "EXECUTION_FAILED")
+			s.done(r.Context(), rec, operator.Code(err, operator.CodeInvalidRequest))
 			s.o.Logger.Warn("web: deleting a mandate failed", "err", err)
 			s.message(w, http.StatusInternalServerError, "Something broke", "capgate could not change the mandate. Its log says why.")
 		}
@@ -250,7 +251,7 @@ func (s *Server) setMandate(w http.ResponseWriter, r *http.Request, _ string) {
 		return
 	}
 	if err := s.o.Broker.PutMandate(r.Context(), m); err != nil {
-		s.done(r.Context(), rec, "EXECUTION_FAILED")
+		s.done(r.Context(), rec, operator.Code(err, operator.CodeInvalidRequest))
 		s.o.Logger.Warn("web: setting a mandate failed", "err", err)
 		s.message(w, http.StatusInternalServerError, "Something broke", "capgate could not change the mandate. Its log says why.")
 		return

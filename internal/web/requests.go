@@ -9,6 +9,7 @@ import (
 
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -118,14 +119,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, _ string) {
 		err = s.o.Consent.Cancel(ctx, id, answeredBy)
 	}
 	if recorded == nil {
-		code := ""
-		switch {
-		case errors.Is(err, consent.ErrInvalidRequest), errors.Is(err, consent.ErrNotPending):
-			code = "INVALID_REQUEST"
-		case err != nil:
-			code = "EXECUTION_FAILED"
-		}
-		s.done(ctx, rec, code)
+		s.done(ctx, rec, operator.Code(err, operator.CodeInvalidRequest))
 	}
 	if errors.Is(err, consent.ErrInvalidRequest) {
 		s.message(w, http.StatusBadRequest, "Not possible", "This request cannot be answered that way: a delayed commit can only be cancelled.")

@@ -44,8 +44,9 @@ type cardData struct {
 type Options struct {
 	// Consent is where the requests are read and answered.
 	Consent *consent.Service
-	// Store is where the tokens page and the activity page read tokens, clients and the
-	// audit log; nil: those pages answer 404.
+	// Store is where the tokens page, the clients page and the activity page read tokens,
+	// clients and the audit log, and where the clients page disables, enables and removes
+	// clients; nil: those pages answer 404.
 	Store store.Store
 	// Broker revokes tokens and sets mandates; nil: the tokens and mandates pages answer 404.
 	Broker *broker.Broker
@@ -56,8 +57,8 @@ type Options struct {
 	// nil: the activity page says the log was not checked.
 	PublicKey ed25519.PublicKey
 	// Audit records the changes the person makes here that no other part records: revoking
-	// a token, accepting a tool server's changed or new tool or keeping it stopped,
-	// approving a plugin's widening. Each is recorded before it is made, and an accept or
+	// a token, disabling, enabling or removing a client, accepting a tool server's changed
+	// or new tool or keeping it stopped, approving a plugin's widening. Each is recorded before it is made, and an accept or
 	// an approval whose record cannot be written is not made; nil: they are not offered.
 	// (Answers to consent requests are kept by the consent service; undo records itself in
 	// the broker.) A revoke, which only takes away, is made even when its record fails.
@@ -135,6 +136,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /ui/apps", s.authed(s.apps))
 	mux.HandleFunc("POST /ui/apps/toolservers/{name}/{verb}", s.authed(s.toolAnswer))
 	mux.HandleFunc("POST /ui/apps/plugins/{app}/approve", s.authed(s.approvePlugin))
+	mux.HandleFunc("GET /ui/clients", s.authed(s.clients))
+	mux.HandleFunc("POST /ui/clients/{id}/{verb}", s.authed(s.changeClient))
 	mux.HandleFunc("GET /ui/mandates", s.authed(s.mandates))
 	mux.HandleFunc("POST /ui/mandates", s.authed(s.setMandate))
 	mux.HandleFunc("/ui/", s.authed(func(w http.ResponseWriter, r *http.Request, _ string) {
@@ -236,11 +239,12 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 // page is what a full page template gets.
 type page struct {
 	Title    string
-	Nav      string // the nav bar's current page: requests, tokens, mandates, apps, activity
+	Nav      string // the nav bar's current page: requests, tokens, clients, mandates, apps, activity
 	CSRF     string
 	Requests []requestView // the list page
 	One      *requestView  // a request's own page
 	Tokens   []tokenView   // the tokens page
+	Clients  []clientView  // the clients page
 	Activity *activityView // the activity page
 	Mandates *mandatesView // the mandates page
 	Apps     *appsView     // the apps page

@@ -10,6 +10,7 @@ import (
 
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -181,21 +182,12 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request, _ string) {
 	}
 	rec := audit.Record{Action: "token.revoke", TokenID: id, Result: "revoke requested",
 		Explanation: "the person revoked the token, and every token derived from it, on the approval page"}
-	recorded := s.decided(ctx, rec)
-	if recorded != nil && !errors.Is(recorded, errNoAudit) {
-		s.o.Logger.Warn("web: the revoke could not be recorded; revoking all the same", "err", recorded)
-	}
-	err := s.o.Broker.Revoke(ctx, id)
-	if recorded == nil {
-		code := ""
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			code = "INVALID_TOKEN"
-		case err != nil:
-			code = "EXECUTION_FAILED"
-		}
-		s.done(ctx, rec, code)
-	}
+	// The same change, recorded the same way, as POST /v1/tokens/revoke and capgate token
+	// revoke make it (operator.Change).
+	err := operator.Change(ctx, s.o.Audit, person, rec, true, func(*audit.Record) error { return s.o.Broker.Revoke(ctx, id) },
+		operator.CodeOf(operator.CodeInvalidToken), func(err error) {
+			s.o.Logger.Warn("web: revoking a token", "err", err)
+		})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		s.message(w, http.StatusNotFound, "No such token", "There is no token with this id.")

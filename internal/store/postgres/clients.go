@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -11,7 +12,7 @@ import (
 	"github.com/capgate/capgate/internal/store"
 )
 
-const clientColumns = `id, name, key_hash, trust, never_ask, unix_uid, created, disabled`
+const clientColumns = `id, name, key_hash, trust, never_ask, unix_uid, created, disabled, require_token`
 
 // PutClient inserts a client; a taken ID, Name, KeyHash or UnixUID is ErrExists.
 func (s *Store) PutClient(ctx context.Context, c store.Client) error {
@@ -19,8 +20,8 @@ func (s *Store) PutClient(ctx context.Context, c store.Client) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO clients (`+clientColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		c.ID, c.Name, c.KeyHash, c.Trust, c.NeverAsk, uidArg(c.UnixUID), created, c.Disabled)
+	_, err = s.pool.Exec(ctx, `INSERT INTO clients (`+clientColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		c.ID, c.Name, c.KeyHash, c.Trust, c.NeverAsk, uidArg(c.UnixUID), created, c.Disabled, c.RequireToken)
 	if isUnique(err) {
 		return exists("client id, name, key hash or uid")
 	}
@@ -38,8 +39,8 @@ func (s *Store) UpdateClient(ctx context.Context, c store.Client) error {
 		return err
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE clients SET name = $1, key_hash = $2, trust = $3,
-			never_ask = $4, unix_uid = $5, created = $6, disabled = $7 WHERE id = $8`,
-		c.Name, c.KeyHash, c.Trust, c.NeverAsk, uidArg(c.UnixUID), created, c.Disabled, c.ID)
+			never_ask = $4, unix_uid = $5, created = $6, disabled = $7, require_token = $8 WHERE id = $9`,
+		c.Name, c.KeyHash, c.Trust, c.NeverAsk, uidArg(c.UnixUID), created, c.Disabled, c.RequireToken, c.ID)
 	if isUnique(err) {
 		return exists("client name, key hash or uid")
 	}
@@ -47,6 +48,44 @@ func (s *Store) UpdateClient(ctx context.Context, c store.Client) error {
 		return fmt.Errorf("postgres: update client: %w", err)
 	}
 	return checkAffected(tag, "client")
+}
+
+// SetClientDisabled disables or enables the client with the id, in one statement.
+func (s *Store) SetClientDisabled(ctx context.Context, id string, disabled bool) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE clients SET disabled = $1 WHERE id = $2`, disabled, id)
+	if err != nil {
+		return fmt.Errorf("postgres: set client disabled: %w", err)
+	}
+	return checkAffected(tag, "client")
+}
+
+// DeleteClient removes the client and revokes its tokens and every token derived from them,
+// in one transaction. Each of its live tokens is revoked by capgate_revoke, which locks a
+// token and then its descendants in the order capgate_take_use locks a chain, so that a use
+// in progress and the removal queue rather than deadlock; tokens are taken oldest first, so
+// that a parent comes before the tokens derived from it.
+func (s *Store) DeleteClient(ctx context.Context, id string, at time.Time) error {
+	atArg, err := timeArg("at", at)
+	if err != nil {
+		return err
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM clients WHERE id = $1`, id)
+		if err != nil {
+			return err
+		}
+		if err := checkAffected(tag, "client"); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `SELECT capgate_revoke(k.id, $2, $3) FROM (
+				SELECT id FROM tokens WHERE client_id = $1 AND NOT revoked ORDER BY issued_at NULLS FIRST, id
+			) k`, id, atArg, maxTokenDepth)
+		return err
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("postgres: delete client: %w", err)
+	}
+	return err
 }
 
 // GetClient returns the client with the id.
@@ -98,7 +137,7 @@ func uidArg(uid *int) pgtype.Int8 {
 func scanClient(r scanner) (store.Client, error) {
 	var c store.Client
 	var uid, created pgtype.Int8
-	if err := r.Scan(&c.ID, &c.Name, &c.KeyHash, &c.Trust, &c.NeverAsk, &uid, &created, &c.Disabled); err != nil {
+	if err := r.Scan(&c.ID, &c.Name, &c.KeyHash, &c.Trust, &c.NeverAsk, &uid, &created, &c.Disabled, &c.RequireToken); err != nil {
 		return store.Client{}, err
 	}
 	if uid.Valid {

@@ -69,11 +69,13 @@ func (s *Store) GetToken(ctx context.Context, id string) (store.Token, error) {
 	return t, nil
 }
 
-// CheckToken reads the token's revocation and expiry alone, in one round trip.
+// CheckToken reads the token's revocation and expiry, and whether its client is disabled,
+// in one round trip.
 func (s *Store) CheckToken(ctx context.Context, id string, now time.Time) error {
-	var revoked bool
+	var revoked, clientDisabled bool
 	var expires pgtype.Int8
-	err := s.pool.QueryRow(ctx, `SELECT revoked, expires_at FROM tokens WHERE id = $1`, id).Scan(&revoked, &expires)
+	err := s.pool.QueryRow(ctx, `SELECT t.revoked, t.expires_at, coalesce(c.disabled, false)
+		FROM tokens t LEFT JOIN clients c ON c.id = t.client_id WHERE t.id = $1`, id).Scan(&revoked, &expires, &clientDisabled)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return notFound("token")
@@ -81,6 +83,8 @@ func (s *Store) CheckToken(ctx context.Context, id string, now time.Time) error 
 		return fmt.Errorf("postgres: check token: %w", err)
 	case revoked:
 		return store.ErrRevoked
+	case clientDisabled:
+		return store.ErrClientDisabled
 	case expires.Valid && !now.Before(timeCol(expires)):
 		return store.ErrExpired
 	}
@@ -89,8 +93,8 @@ func (s *Store) CheckToken(ctx context.Context, id string, now time.Time) error 
 
 // TakeUse takes one use of the token and of each of its ancestors, in one call of the
 // schema's capgate_take_use function: it locks the chain root first, checks every link for
-// revocation, expiry and remaining uses, and counts the use against each, all in the one
-// statement's transaction.
+// revocation, expiry and remaining uses and the token's client for being disabled, and
+// counts the use against each link, all in the one statement's transaction.
 func (s *Store) TakeUse(ctx context.Context, id string, now time.Time) (int64, error) {
 	nowArg, err := timeArg("now", now)
 	if err != nil {
@@ -112,6 +116,8 @@ func (s *Store) TakeUse(ctx context.Context, id string, now time.Time) (int64, e
 		return 0, notFound("token")
 	case "revoked":
 		return 0, fmt.Errorf("postgres: take use: %w", store.ErrRevoked)
+	case "client_disabled":
+		return 0, fmt.Errorf("postgres: take use: %w", store.ErrClientDisabled)
 	case "expired":
 		return 0, fmt.Errorf("postgres: take use: %w", store.ErrExpired)
 	case "exhausted":

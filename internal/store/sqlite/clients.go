@@ -5,11 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/capgate/capgate/internal/store"
 )
 
-const clientColumns = `id, name, key_hash, trust, never_ask, unix_uid, created, disabled`
+const clientColumns = `id, name, key_hash, trust, never_ask, unix_uid, created, disabled, require_token`
 
 // PutClient inserts a client; a taken ID, Name, KeyHash or UnixUID is ErrExists.
 func (s *Store) PutClient(ctx context.Context, c store.Client) error {
@@ -18,8 +19,8 @@ func (s *Store) PutClient(ctx context.Context, c store.Client) error {
 		return err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := s.txExec(ctx, tx, `INSERT INTO clients (`+clientColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.ID, c.Name, c.KeyHash, c.Trust, b2i(c.NeverAsk), uidArg(c.UnixUID), created, b2i(c.Disabled))
+		_, err := s.txExec(ctx, tx, `INSERT INTO clients (`+clientColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.ID, c.Name, c.KeyHash, c.Trust, b2i(c.NeverAsk), uidArg(c.UnixUID), created, b2i(c.Disabled), b2i(c.RequireToken))
 		if isUnique(err) {
 			return exists("client id, name, key hash or uid")
 		}
@@ -39,8 +40,8 @@ func (s *Store) UpdateClient(ctx context.Context, c store.Client) error {
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
 		res, err := s.txExec(ctx, tx, `UPDATE clients SET name = ?, key_hash = ?, trust = ?,
-				never_ask = ?, unix_uid = ?, created = ?, disabled = ? WHERE id = ?`,
-			c.Name, c.KeyHash, c.Trust, b2i(c.NeverAsk), uidArg(c.UnixUID), created, b2i(c.Disabled), c.ID)
+				never_ask = ?, unix_uid = ?, created = ?, disabled = ?, require_token = ? WHERE id = ?`,
+			c.Name, c.KeyHash, c.Trust, b2i(c.NeverAsk), uidArg(c.UnixUID), created, b2i(c.Disabled), b2i(c.RequireToken), c.ID)
 		if isUnique(err) {
 			return exists("client name, key hash or uid")
 		}
@@ -48,6 +49,47 @@ func (s *Store) UpdateClient(ctx context.Context, c store.Client) error {
 			return fmt.Errorf("sqlite: update client: %w", err)
 		}
 		return checkAffected(res, "client")
+	})
+}
+
+// SetClientDisabled disables or enables the client with the id.
+func (s *Store) SetClientDisabled(ctx context.Context, id string, disabled bool) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		res, err := s.txExec(ctx, tx, `UPDATE clients SET disabled = ? WHERE id = ?`, b2i(disabled), id)
+		if err != nil {
+			return fmt.Errorf("sqlite: set client disabled: %w", err)
+		}
+		return checkAffected(res, "client")
+	})
+}
+
+// DeleteClient removes the client and revokes its tokens and every token derived from them,
+// in one immediate transaction. Tokens already revoked keep their first revocation time.
+func (s *Store) DeleteClient(ctx context.Context, id string, at time.Time) error {
+	atArg, err := timeArg("at", at)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		res, err := s.txExec(ctx, tx, `DELETE FROM clients WHERE id = ?`, id)
+		if err != nil {
+			return fmt.Errorf("sqlite: delete client: %w", err)
+		}
+		if err := checkAffected(res, "client"); err != nil {
+			return err
+		}
+		_, err = s.txExec(ctx, tx, `
+			WITH RECURSIVE subtree(id) AS (
+				SELECT id FROM tokens WHERE client_id = ?
+				UNION
+				SELECT t.id FROM tokens t JOIN subtree ON t.parent_id = subtree.id
+			)
+			UPDATE tokens SET revoked = 1, revoked_at = ?
+			WHERE revoked = 0 AND id IN (SELECT id FROM subtree)`, id, atArg)
+		if err != nil {
+			return fmt.Errorf("sqlite: delete client: revoke its tokens: %w", err)
+		}
+		return nil
 	})
 }
 
@@ -115,13 +157,14 @@ func uidArg(uid *int) sql.NullInt64 {
 
 func scanClient(r scanner) (store.Client, error) {
 	var c store.Client
-	var neverAsk, disabled int
+	var neverAsk, disabled, requireToken int
 	var uid, created sql.NullInt64
-	if err := r.Scan(&c.ID, &c.Name, &c.KeyHash, &c.Trust, &neverAsk, &uid, &created, &disabled); err != nil {
+	if err := r.Scan(&c.ID, &c.Name, &c.KeyHash, &c.Trust, &neverAsk, &uid, &created, &disabled, &requireToken); err != nil {
 		return store.Client{}, err
 	}
 	c.NeverAsk = neverAsk != 0
 	c.Disabled = disabled != 0
+	c.RequireToken = requireToken != 0
 	if uid.Valid {
 		u := int(uid.Int64)
 		c.UnixUID = &u

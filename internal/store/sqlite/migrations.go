@@ -134,6 +134,10 @@ CREATE TRIGGER revision_app_update AFTER UPDATE ON apps
 CREATE TRIGGER revision_app_delete AFTER DELETE ON apps
 	BEGIN UPDATE revision SET rev = rev + 1 WHERE id = 1; END;
 `},
+	{3, "clients that require a token for every call", `
+ALTER TABLE clients ADD COLUMN require_token INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX tokens_client ON tokens(client_id);
+`},
 }
 
 // migrate brings the schema up to the last known version, one step per transaction. Several

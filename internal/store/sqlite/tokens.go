@@ -71,11 +71,13 @@ func (s *Store) GetToken(ctx context.Context, id string) (store.Token, error) {
 	return t, nil
 }
 
-// CheckToken reads the token's revocation and expiry alone.
+// CheckToken reads the token's revocation and expiry, and whether its client is disabled,
+// in one query.
 func (s *Store) CheckToken(ctx context.Context, id string, now time.Time) error {
-	var revoked int
+	var revoked, clientDisabled int
 	var expires sql.NullInt64
-	err := s.queryRow(ctx, `SELECT revoked, expires_at FROM tokens WHERE id = ?`, id).Scan(&revoked, &expires)
+	err := s.queryRow(ctx, `SELECT t.revoked, t.expires_at, coalesce(c.disabled, 0)
+		FROM tokens t LEFT JOIN clients c ON c.id = t.client_id WHERE t.id = ?`, id).Scan(&revoked, &expires, &clientDisabled)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return notFound("token")
@@ -83,6 +85,8 @@ func (s *Store) CheckToken(ctx context.Context, id string, now time.Time) error 
 		return fmt.Errorf("sqlite: check token: %w", err)
 	case revoked != 0:
 		return store.ErrRevoked
+	case clientDisabled != 0:
+		return store.ErrClientDisabled
 	case expires.Valid && !now.Before(timeCol(expires)):
 		return store.ErrExpired
 	}
@@ -90,7 +94,8 @@ func (s *Store) CheckToken(ctx context.Context, id string, now time.Time) error 
 }
 
 // TakeUse takes one use of the token and of each of its ancestors, in one immediate
-// transaction, after checking all of them for revocation, expiry and remaining uses.
+// transaction, after checking all of them for revocation, expiry and remaining uses, and
+// the token's client for being disabled.
 func (s *Store) TakeUse(ctx context.Context, id string, now time.Time) (int64, error) {
 	nowArg, err := timeArg("now", now)
 	if err != nil {
@@ -138,6 +143,15 @@ func (s *Store) TakeUse(ctx context.Context, id string, now time.Time) (int64, e
 			if l.revoked {
 				return fmt.Errorf("sqlite: take use: %w", store.ErrRevoked)
 			}
+		}
+		var clientDisabled int
+		err := s.txRow(ctx, tx, `SELECT coalesce(c.disabled, 0) FROM tokens t LEFT JOIN clients c ON c.id = t.client_id
+			WHERE t.id = ?`, id).Scan(&clientDisabled)
+		if err != nil {
+			return fmt.Errorf("sqlite: take use: %w", err)
+		}
+		if clientDisabled != 0 {
+			return fmt.Errorf("sqlite: take use: %w", store.ErrClientDisabled)
 		}
 		for _, l := range chain {
 			if l.expires.Valid && nowArg.Int64 >= l.expires.Int64 {

@@ -127,6 +127,8 @@ func testRevision(t *testing.T, open func(t *testing.T) store.Store) {
 	grows("PutClient", s.PutClient(ctx, c))
 	c.Disabled = true
 	grows("UpdateClient", s.UpdateClient(ctx, c))
+	grows("SetClientDisabled true", s.SetClientDisabled(ctx, "cl_1", true))
+	grows("SetClientDisabled false", s.SetClientDisabled(ctx, "cl_1", false))
 	grows("PutApp", s.PutApp(ctx, store.App{AppID: "org.example.a", Tier: 2, Reason: "unsigned", Manifest: []byte("{}"), Enabled: true}))
 	grows("SetAppEnabled", s.SetAppEnabled(ctx, "org.example.a", false))
 	grows("DeleteApp", s.DeleteApp(ctx, "org.example.a"))
@@ -135,6 +137,11 @@ func testRevision(t *testing.T, open func(t *testing.T) store.Store) {
 	_, err = s.TakeUse(ctx, "tk_1", at(1e9))
 	still("TakeUse", err)
 	grows("Revoke", s.Revoke(ctx, "tk_1", at(2e9)))
+	gone := store.Client{ID: "cl_2", Name: "two", KeyHash: "sha256:" + hexSum("k2"), Trust: "user"}
+	grows("PutClient", s.PutClient(ctx, gone))
+	grows("DeleteClient without tokens", s.DeleteClient(ctx, "cl_2", at(3e9)))
+	still("PutToken", s.PutToken(ctx, store.Token{ID: "tk_2", ClientID: "cl_1", Hash: "sha256:" + hexSum("t2"), IssuedAt: at(0), ExpiresAt: at(3600e9), Body: []byte("{}")}))
+	grows("DeleteClient", s.DeleteClient(ctx, "cl_1", at(4e9)))
 }
 
 func hexSum(s string) string {

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/operator"
+	"github.com/capgate/capgate/internal/store"
+)
+
+// maxUID is the largest unix user id a client can be bound to: (uid_t)-1 is no user.
+const maxUID = 1<<32 - 2
+
+// clientView is a client as `client list --json` and `client show` print it: never its key
+// or the key's hash.
+type clientView struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	Trust        string    `json:"trust"`
+	Disabled     bool      `json:"disabled"`
+	NeverAsk     bool      `json:"never_ask"`
+	RequireToken bool      `json:"require_token"`
+	UnixUID      *int      `json:"unix_uid,omitempty"`
+	Created      time.Time `json:"created"`
+	LiveTokens   int       `json:"live_tokens"` // tokens it can use now (store.Tokens.ListTokens live)
+	Removed      bool      `json:"removed,omitempty"`
+}
+
+func newClientView(c store.Client, live int) clientView {
+	return clientView{ID: c.ID, Name: c.Name, Trust: c.Trust, Disabled: c.Disabled, NeverAsk: c.NeverAsk,
+		RequireToken: c.RequireToken, UnixUID: c.UnixUID, Created: c.Created.UTC(), LiveTokens: live}
+}
+
+// liveTokens counts each client's live tokens.
+func liveTokens(ctx context.Context, st store.Store) (map[string]int, error) {
+	ts, err := st.ListTokens(ctx, true, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	n := map[string]int{}
+	for _, t := range ts {
+		n[t.ClientID]++
+	}
+	return n, nil
+}
+
+// addClientCommands adds list, show, disable, enable and remove to the client command.
+func addClientCommands(cmd *cobra.Command, g *globals) {
+	var data string
+	var asJSON bool
+	flags := func(c *cobra.Command) {
+		c.Flags().StringVar(&data, "data", "", "data folder (default $CAPGATE_DATA_DIR, else as configured)")
+		c.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	}
+	list := &cobra.Command{
+		Use:   "list [--json] [--data DIR]",
+		Short: "List the clients: id, name, trust, enabled or disabled, live tokens",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := context.Background()
+			st, _, err := g.localStore(ctx, data)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			cs, err := st.ListClients(ctx)
+			if err != nil {
+				return err
+			}
+			live, err := liveTokens(ctx, st)
+			if err != nil {
+				return err
+			}
+			out := make([]clientView, 0, len(cs))
+			for _, c := range cs {
+				out = append(out, newClientView(c, live[c.ID]))
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(w, out)
+			}
+			if len(out) == 0 {
+				fmt.Fprintln(w, "no clients: add one with capgate client add NAME")
+			}
+			for _, v := range out {
+				printClient(w, v)
+			}
+			return nil
+		},
+	}
+	flags(list)
+	show := &cobra.Command{
+		Use:   "show CLIENT [--data DIR]",
+		Short: "Show one client (by id or name) as JSON",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := context.Background()
+			st, _, err := g.localStore(ctx, data)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			c, err := findClient(ctx, st, args[0])
+			if err != nil {
+				return err
+			}
+			live, err := liveTokens(ctx, st)
+			if err != nil {
+				return err
+			}
+			return writeJSON(cmd.OutOrStdout(), newClientView(c, live[c.ID]))
+		},
+	}
+	show.Flags().StringVar(&data, "data", "", "data folder (default $CAPGATE_DATA_DIR, else as configured)")
+	cmd.AddCommand(list, show)
+
+	for _, a := range []struct {
+		action operator.ClientAction
+		short  string
+		done   string
+	}{
+		{operator.ClientDisable, "Disable a client (by id or name): its key, its uid and its tokens are refused until it is enabled", "disabled"},
+		{operator.ClientEnable, "Enable a disabled client again: its key, its uid and its live tokens work again", "enabled"},
+		{operator.ClientRemove, "Remove a client (by id or name) for good, and revoke its tokens and every token derived from them", "removed"},
+	} {
+		c := &cobra.Command{
+			Use:   string(a.action) + " CLIENT [--json] [--data DIR]",
+			Short: a.short,
+			Long: a.short + `.
+
+The change is made directly in the data folder's store (--data, or --store for PostgreSQL),
+beside a running gateway: every replica refuses a disabled or removed client at its very next
+call. It is recorded in the audit log as the operator's (client.` + string(a.action) + `), a decision
+before and its outcome after; a disable or a removal is made even when the log cannot record
+it, an enable is not. With --json, prints the client as it is after (a removed one as it was,
+with "removed": true).`,
+			Args: exactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				ctx := context.Background()
+				st, dir, err := g.localStore(ctx, data)
+				if err != nil {
+					return err
+				}
+				defer st.Close()
+				cl, err := findClient(ctx, st, args[0])
+				if err != nil {
+					return err
+				}
+				live, err := liveTokens(ctx, st)
+				if err != nil {
+					return err
+				}
+				if err := clientChange(ctx, cmd, st, dir, cl.ID, a.action); err != nil {
+					if errors.Is(err, store.ErrNotFound) {
+						return &exitError{code: exitNo, err: errors.New("no such client")}
+					}
+					return &exitError{code: exitNo, err: err}
+				}
+				v := newClientView(cl, live[cl.ID])
+				if a.action == operator.ClientRemove {
+					v.Removed = true
+				} else if now, err := st.GetClient(ctx, cl.ID); err == nil {
+					v = newClientView(now, live[cl.ID])
+				}
+				w := cmd.OutOrStdout()
+				if asJSON {
+					return writeJSON(w, v)
+				}
+				fmt.Fprintf(w, "%s (%s) %s\n", cl.ID, printable(cl.Name), a.done)
+				if a.action == operator.ClientRemove && live[cl.ID] > 0 {
+					fmt.Fprintf(w, "revoked its %d live token(s)\n", live[cl.ID])
+				}
+				return nil
+			},
+		}
+		flags(c)
+		cmd.AddCommand(c)
+	}
+}
+
+// findClient finds a client by id or name; none is exit 1.
+func findClient(ctx context.Context, st store.Store, ref string) (store.Client, error) {
+	c, err := operator.FindClient(ctx, st, ref)
+	if errors.Is(err, store.ErrNotFound) {
+		return c, &exitError{code: exitNo, err: errors.New("no such client")}
+	}
+	return c, err
+}
+
+// clientChange makes a change to a client from the command line, recorded in the data
+// folder's audit log as the operator's (operator.ChangeClient).
+func clientChange(ctx context.Context, cmd *cobra.Command, st store.Store, dir, id string, action operator.ClientAction) error {
+	l := gateway.OpenOperatorLog(st, dir, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
+	warn := func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "capgate: client.%s: %v\n", action, err) }
+	by := operator.Actor{ID: approver(), Who: "the operator", Where: "from the command line"}
+	err := operator.ChangeClient(ctx, st, l.Recorder(), by, id, action, time.Now(), warn)
+	if cerr := l.Close(); cerr != nil {
+		warn(cerr)
+	}
+	return err
+}
+
+// printClient prints one client on one line.
+func printClient(w io.Writer, v clientView) {
+	state := "enabled"
+	if v.Disabled {
+		state = "disabled"
+	}
+	var extra []string
+	if v.UnixUID != nil {
+		extra = append(extra, "uid "+strconv.Itoa(*v.UnixUID))
+	}
+	if v.RequireToken {
+		extra = append(extra, "require-token")
+	}
+	if v.NeverAsk {
+		extra = append(extra, "never-ask")
+	}
+	fmt.Fprintf(w, "%s  %s  trust %s  %s  %d live token(s)  added %s", v.ID, printable(v.Name), v.Trust, state, v.LiveTokens,
+		v.Created.Format(time.RFC3339))
+	if len(extra) > 0 {
+		fmt.Fprintf(w, "  %s", strings.Join(extra, ", "))
+	}
+	fmt.Fprintln(w)
+}
+
+// printable is s as it stands when every character is a printable one other than a space,
+// else quoted, so that a name cannot move the terminal's cursor or pass for two columns.
+func printable(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) || unicode.IsSpace(r) {
+			return strconv.Quote(s)
+		}
+	}
+	if s == "" {
+		return `""`
+	}
+	return s
+}
