@@ -216,6 +216,9 @@ without a key is this client (every process of that user, so bind a user that ru
 agent). --require-token makes every call of the client need a token, even a low-risk read.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := operator.ValidClientName(args[0]); err != nil {
+				return usageErr("NAME: %w", err)
+			}
 			switch trust {
 			case "public", "user", "privileged":
 			default:
@@ -297,7 +300,9 @@ func (c *clientFlags) do(method, path string, body []byte) (int, []byte, error) 
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: 10 * time.Minute}).Do(req)
+	// No timeout of its own: a token request waits as long as its request lives, and an
+	// interrupt ends the process, whose closed connection withdraws the request.
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, nil, &exitError{code: exitNo, err: fmt.Errorf("cannot reach the gateway: %w", err)}
 	}

@@ -44,11 +44,35 @@ var (
 	ErrIssuePending = errors.New("the request waits for the person's consent")
 	// ErrIssueNeverAsk: the grants need consent and the client is set never to ask.
 	ErrIssueNeverAsk = errors.New("the grants need the person's consent and the client is set never to ask")
+	// ErrIssueExpired: the request expired before the person answered it; it is denied, and
+	// wraps ErrIssueDenied.
+	ErrIssueExpired = fmt.Errorf("%w: no answer came before the request expired", ErrIssueDenied)
+	// ErrIssueWithdrawn: the client went away before the person answered, and its request
+	// was withdrawn.
+	ErrIssueWithdrawn = errors.New("the client went away before the person answered; the request was withdrawn")
 )
 
+// expiryGrace is how long past a request's expiry a token request still waits for the sweep
+// that marks it expired (Wait sweeps it itself at the expiry).
+const expiryGrace = 2 * time.Second
+
+// withdraw cancels a pending token request whose client went away, and records it, on a
+// context of its own: the call's is done.
+func (b *Broker) withdraw(ctx context.Context, caller Caller, consentID string, rec audit.Record) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := b.o.Consent.Cancel(wctx, consentID, "client "+caller.ClientID+" (gone)"); err != nil {
+		return // answered or expired meanwhile: nothing to withdraw
+	}
+	rec.Decision, rec.Code, rec.Result = "deny", policy.CodeConsentDenied, "withdrawn"
+	rec.Explanation = "the client went away before the person answered; its token request was withdrawn"
+	_, _ = b.o.Audit.Append(wctx, rec)
+}
+
 // RequestCapability issues a token for caller, after the person's consent where the grants
-// need it (medium- or high-risk permissions and the always-consent ones). It blocks up to
-// ConsentWait for the answer, and returns ErrIssuePending with the request's id when none came.
+// need it (medium- or high-risk permissions and the always-consent ones). It waits for the
+// answer as long as the request lives; when ctx ends first (the client went away), it
+// withdraws the request and returns ErrIssueWithdrawn.
 func (b *Broker) RequestCapability(ctx context.Context, caller Caller, r CapabilityRequest) (Issued, error) {
 	now := b.o.Now()
 	// A client disabled or removed since a front authenticated it gets no token, and asks
@@ -98,9 +122,17 @@ func (b *Broker) RequestCapability(ctx context.Context, caller Caller, r Capabil
 			if r.OnConsent != nil {
 				r.OnConsent(c.ID)
 			}
-			wctx, cancel := context.WithTimeout(ctx, b.o.ConsentWait)
-			c, err = b.o.Consent.Wait(wctx, c.ID)
+			// The answer is the token, which nobody can fetch later: wait as long as the
+			// request lives (it ends answered or expired), and withdraw it when the client
+			// goes away first (interrupted, disconnected, its MCP call cancelled), so that
+			// the person is not asked for a token nobody will take.
+			wctx, cancel := context.WithDeadline(ctx, c.Expires.Add(expiryGrace))
+			c, err = b.o.Consent.Wait(wctx, t.ConsentID)
 			cancel()
+			if err != nil && ctx.Err() != nil {
+				b.withdraw(ctx, caller, t.ConsentID, rec)
+				return Issued{ConsentID: t.ConsentID}, ErrIssueWithdrawn
+			}
 			if err != nil {
 				return Issued{ConsentID: t.ConsentID}, ErrIssuePending
 			}
@@ -108,6 +140,9 @@ func (b *Broker) RequestCapability(ctx context.Context, caller Caller, r Capabil
 		if c.State != store.ConsentApproved {
 			rec.Decision, rec.Code, rec.Result = "deny", policy.CodeConsentDenied, "refused"
 			_, _ = b.o.Audit.Append(ctx, rec)
+			if c.State == store.ConsentExpired {
+				return Issued{ConsentID: t.ConsentID}, ErrIssueExpired
+			}
 			return Issued{ConsentID: t.ConsentID}, ErrIssueDenied
 		}
 	}

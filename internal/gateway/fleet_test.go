@@ -354,16 +354,16 @@ func TestFleetAlwaysConsent(t *testing.T) {
 		})
 	}
 
-	// Unanswered, the request waits and then says so, naming the pending request.
-	short := newEnv(t, options{consentWait: 150 * time.Millisecond})
+	// Unanswered, the request waits as long as it lives, then says it expired, naming it.
+	short := newEnv(t, options{consentWait: 150 * time.Millisecond, consentTTL: 300 * time.Millisecond})
 	bob := short.addClient("bob", "user")
 	for _, tc := range cases {
 		status, ans := short.requestToken(bob, map[string]any{"capabilities": []string{tc.perm}, "duration": 600})
-		if status != http.StatusAccepted || ans.ErrorCode != "CONSENT_REQUIRED" || ans.Consent == nil || ans.Token != "" {
+		if status != http.StatusForbidden || ans.ErrorCode != "CONSENT_DENIED" || ans.Consent == nil || ans.Token != "" || !strings.Contains(ans.ErrorMessage, "expired") {
 			t.Fatalf("%s unanswered: HTTP %d %+v", tc.perm, status, ans)
 		}
-		if c := short.consentState(ans.Consent.ID); c.State != store.ConsentPending || c.Kind != consent.KindToken {
-			t.Errorf("%s: the waiting request %+v", tc.perm, c)
+		if c := short.consentState(ans.Consent.ID); c.State != store.ConsentExpired || c.Kind != consent.KindToken {
+			t.Errorf("%s: the expired request %+v", tc.perm, c)
 		}
 	}
 }

@@ -892,15 +892,65 @@ func TestIPCTokenRequestNeedsConsent(t *testing.T) {
 		}
 	}
 
-	// No answer within the wait: 202 with the request, which stays pending for the person.
-	short := newEnv(t, options{consentWait: 200 * time.Millisecond})
+	// No answer while the request lives: it waits that long (not the shorter wait of a call),
+	// then 403 naming the expired request.
+	short := newEnv(t, options{consentWait: 100 * time.Millisecond, consentTTL: 500 * time.Millisecond})
 	carol := short.addClient("carol", "user")
+	start := time.Now()
 	status, ans = short.requestToken(carol, map[string]any{"capabilities": []string{"app.notes.write"}, "duration": 600})
-	if status != http.StatusAccepted || ans.ErrorCode != "CONSENT_REQUIRED" || ans.Consent == nil || ans.Token != "" {
+	if status != http.StatusForbidden || ans.ErrorCode != "CONSENT_DENIED" || ans.Consent == nil || ans.Token != "" {
 		t.Fatalf("unanswered token request: HTTP %d %+v", status, ans)
 	}
-	if c := short.consentState(ans.Consent.ID); c.State != store.ConsentPending || c.Kind != consent.KindToken {
-		t.Fatalf("the pending token request: %+v", c)
+	if d := time.Since(start); d < 450*time.Millisecond {
+		t.Errorf("the token request gave up after %v, before its request expired", d)
+	}
+	if c := short.consentState(ans.Consent.ID); c.State != store.ConsentExpired || c.Kind != consent.KindToken {
+		t.Fatalf("the expired token request: %+v", c)
+	}
+}
+
+// A client that goes away while its token request waits (an interrupted CLI, a closed
+// connection) withdraws the request: the person is not left a question whose answer
+// nobody takes, and the withdrawal is in the audit log.
+func TestTokenRequestWithdrawnWhenTheClientGoesAway(t *testing.T) {
+	e := newEnv(t, options{})
+	alice := e.addClient("alice", "user")
+	ctx, cancel := context.WithCancel(e.ctx)
+	req, err := http.NewRequestWithContext(ctx, "POST", e.srv.URL+"/v1/capabilities/request",
+		strings.NewReader(`{"capabilities":["app.notes.write"],"duration":600,"reason":"rewrite"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+alice.Key)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	var id string
+	for deadline := time.Now().Add(10 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		cs, _ := e.g.Store.ListConsents(e.ctx, store.ConsentPending)
+		if len(cs) == 1 {
+			id = cs[0].ID
+		}
+	}
+	if id == "" {
+		t.Fatal("no pending request")
+	}
+	cancel() // the client goes away
+	<-done
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if e.consentState(id).State != store.ConsentPending {
+			break
+		}
+	}
+	if c := e.consentState(id); c.State != store.ConsentCancelled {
+		t.Fatalf("the request after its client went away: %+v", c)
+	}
+	if err := e.g.Consent.Approve(e.ctx, id, "person", false); err == nil {
+		t.Error("a withdrawn request could still be approved")
 	}
 }
 

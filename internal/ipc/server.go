@@ -486,8 +486,13 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusAccepted, "CONSENT_REQUIRED", "the request waits for the person's consent", map[string]any{"consent": ConsentRef{ID: iss.ConsentID, URL: "/ui/requests/" + iss.ConsentID}})
 	case errors.Is(err, broker.ErrIssueNeverAsk):
 		fail(http.StatusForbidden, "CONSENT_REQUIRED", "the grants need the person's consent and this client is set never to ask", nil)
+	case errors.Is(err, broker.ErrIssueExpired):
+		fail(http.StatusForbidden, "CONSENT_DENIED", "no answer came before the request expired", map[string]any{"consent": ConsentRef{ID: iss.ConsentID, URL: "/ui/requests/" + iss.ConsentID}})
 	case errors.Is(err, broker.ErrIssueDenied):
 		fail(http.StatusForbidden, "CONSENT_DENIED", "the person did not approve the request", nil)
+	case errors.Is(err, broker.ErrIssueWithdrawn):
+		// Nobody reads this: the client went away. Said all the same.
+		fail(http.StatusForbidden, "CONSENT_DENIED", err.Error(), nil)
 	default:
 		s.log().Error("request_capability failed", "err", err)
 		fail(http.StatusInternalServerError, "EXECUTION_FAILED", "the token could not be issued", nil)

@@ -61,13 +61,37 @@ func NewHandler(o Options) *Handler {
 		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
-		return &auth.TokenInfo{UserID: c.ClientID, Extra: map[string]any{callerExtra: c}}, nil
+		// The request's end travels with the caller: a tool that waits long (a token request
+		// waiting for the person) ends when the client's connection does, which the SDK's
+		// own context for the call does not tell.
+		return &auth.TokenInfo{UserID: c.ClientID, Extra: map[string]any{callerExtra: c, goneExtra: r.Context().Done()}}, nil
 	}
 	h.inner = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(stream)
 	return h
 }
 
-const callerExtra = "capgate.caller"
+const (
+	callerExtra = "capgate.caller"
+	goneExtra   = "capgate.gone" // a <-chan struct{} closed when the HTTP request ends
+)
+
+// untilClientGone returns ctx, ended also when the HTTP request that carried req ends: the
+// client closed its connection, or its process ended.
+func untilClientGone(ctx context.Context, req mcpsdk.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+		if gone, ok := ex.TokenInfo.Extra[goneExtra].(<-chan struct{}); ok {
+			go func() {
+				select {
+				case <-gone:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+		}
+	}
+	return ctx, cancel
+}
 
 func (h *Handler) impl() *mcpsdk.Implementation {
 	return &mcpsdk.Implementation{Name: "capgate", Title: "capgate capability gateway", Version: h.o.Version}

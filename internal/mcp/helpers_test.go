@@ -88,6 +88,13 @@ type env struct {
 
 func newEnv(t *testing.T, consentWait time.Duration) *env {
 	t.Helper()
+	return newEnvTTL(t, consentWait, 0)
+}
+
+// newEnvTTL is newEnv with consent requests that expire after ttl (0: the gateway's 5
+// minutes), which is as long as a token request waits for the person.
+func newEnvTTL(t *testing.T, consentWait, ttl time.Duration) *env {
+	t.Helper()
 	ctx := context.Background()
 	trusted := t.TempDir()
 	appKey, err := keys.Generate()
@@ -99,7 +106,7 @@ func newEnv(t *testing.T, consentWait time.Duration) *env {
 		DataDir: t.TempDir(), Listen: "-", Socket: "-", TrustedDir: trusted,
 		Handlers:    map[string]sdk.Handler{echoID: echo, probeID: &echoApp{}, liarID: &echoApp{}},
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
-		ConsentWait: consentWait, DelayedCommit: -1,
+		ConsentWait: consentWait, ConsentTTL: ttl, DelayedCommit: -1,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -175,11 +182,17 @@ func (e *env) putClient(c store.Client) string {
 	return key
 }
 
-type bearer struct{ key string }
+type bearer struct {
+	key  string
+	next http.RoundTripper // nil: http.DefaultTransport
+}
 
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.key)
+	if b.next != nil {
+		return b.next.RoundTrip(r)
+	}
 	return http.DefaultTransport.RoundTrip(r)
 }
 
@@ -187,7 +200,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 func (e *env) connect(key string, opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
 	e.t.Helper()
 	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "test-agent", Version: "1"}, opts)
-	cs, err := c.Connect(e.ctx, &mcpsdk.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{key}}}, nil)
+	cs, err := c.Connect(e.ctx, &mcpsdk.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{key: key}}}, nil)
 	if err != nil {
 		e.t.Fatalf("connect: %v", err)
 	}

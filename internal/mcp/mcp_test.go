@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -162,15 +163,16 @@ func TestRefusalsAreToolResults(t *testing.T) {
 	wantCode(t, "unknown undo token", e.call(cs, "capgate__undo", map[string]any{"undo_token": "undo_000"}), "INVALID_TOKEN")
 }
 
-// A token request that needs the person's consent creates the consent request and answers
-// CONSENT_REQUIRED with its id and the approval page; approved while it waits, it issues.
+// A token request that needs the person's consent creates the consent request and waits for
+// the answer as long as the request lives: unanswered, it ends when the request expires,
+// with its id and the approval page; approved while it waits, it issues.
 func TestConsentOverMCP(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, 300*time.Millisecond)
+	e := newEnvTTL(t, 300*time.Millisecond, 800*time.Millisecond)
 	cs := e.connect(e.addClient("alice", "user", false), nil)
 
 	got := e.call(cs, "capgate__request_capability", map[string]any{"capabilities": []string{"fs.write"}, "duration": 60, "reason": "save the report"})
-	wantCode(t, "unanswered", got, "CONSENT_REQUIRED")
+	wantCode(t, "unanswered", got, "CONSENT_DENIED")
 	id := got.str("consent", "id")
 	if id == "" || got.str("consent", "url") != "/ui/requests/"+id || got.str("consent", "approval_url") != e.srv.URL+"/ui/requests/"+id {
 		t.Fatalf("consent ref: %s", got.text)
@@ -178,8 +180,8 @@ func TestConsentOverMCP(t *testing.T) {
 	if got.str("consent", "elicitation") != "" {
 		t.Errorf("an elicitation to a client that declared none: %s", got.text)
 	}
-	if st := e.consentState(id); st != store.ConsentPending {
-		t.Errorf("consent %s is %s, want pending", id, st)
+	if st := e.consentState(id); st != store.ConsentExpired {
+		t.Errorf("consent %s is %s, want expired", id, st)
 	}
 
 	approved := e.approveNext()
@@ -199,7 +201,7 @@ func TestConsentOverMCP(t *testing.T) {
 // once; the client's "accept" is reported as such and approves nothing.
 func TestURLElicitationIsNotConsent(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, 500*time.Millisecond)
+	e := newEnvTTL(t, 500*time.Millisecond, time.Second)
 	var mu sync.Mutex
 	var asked []*mcpsdk.ElicitParams
 	cs := e.connect(e.addClient("alice", "user", false), &mcpsdk.ClientOptions{
@@ -212,7 +214,7 @@ func TestURLElicitationIsNotConsent(t *testing.T) {
 		},
 	})
 	got := e.call(cs, "capgate__request_capability", map[string]any{"capabilities": []string{"fs.delete"}, "duration": 60})
-	wantCode(t, "accepted elicitation", got, "CONSENT_REQUIRED")
+	wantCode(t, "accepted elicitation", got, "CONSENT_DENIED") // unanswered until it expired
 	id := got.str("consent", "id")
 	mu.Lock()
 	defer mu.Unlock()
@@ -222,7 +224,8 @@ func TestURLElicitationIsNotConsent(t *testing.T) {
 	if got.str("consent", "elicitation", "client_answer") != "accept" {
 		t.Errorf("the client's answer is not reported: %s", got.text)
 	}
-	if st := e.consentState(id); st != store.ConsentPending {
+	// The client's accept approved nothing: the request went unanswered until it expired.
+	if st := e.consentState(id); st != store.ConsentExpired {
 		t.Errorf("the client's accept became consent: %s", st)
 	}
 }
@@ -266,7 +269,7 @@ func TestUnauthenticated(t *testing.T) {
 		}
 	}
 	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "x", Version: "1"}, nil)
-	if cs, err := c.Connect(e.ctx, &mcpsdk.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{"cgk_nope"}}}, nil); err == nil {
+	if cs, err := c.Connect(e.ctx, &mcpsdk.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{key: "cgk_nope"}}}, nil); err == nil {
 		cs.Close()
 		t.Fatal("a session opened with an unknown key")
 	}
@@ -379,5 +382,63 @@ func TestLowRiskReadsWithoutToken(t *testing.T) {
 	}
 	if strings.Join(kinds, ",") != "decision allow allowed,outcome allow success" {
 		t.Errorf("records of the call: %q", kinds)
+	}
+}
+
+// An MCP client that cancels its waiting token request, or goes away (its process ends and
+// its connections with it), withdraws the request: nobody is left to take the token the
+// person would approve.
+func TestTokenRequestWithdrawnWhenTheMCPClientGoesAway(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, time.Second)
+	for _, how := range []string{"cancel", "gone"} {
+		a := e.addClient("alice-"+how, "user", false)
+		var mu sync.Mutex
+		var conns []net.Conn
+		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err == nil {
+				mu.Lock()
+				conns = append(conns, c)
+				mu.Unlock()
+			}
+			return c, err
+		}
+		hc := &http.Client{Transport: bearer{key: a, next: &http.Transport{DialContext: dial}}}
+		c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "leaving-agent", Version: "1"}, nil)
+		cs, err := c.Connect(e.ctx, &mcpsdk.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: hc}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(e.ctx)
+		go func() {
+			_, _ = cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "capgate__request_capability", Arguments: map[string]any{"capabilities": []string{"fs.write"}, "duration": 60}})
+		}()
+		var id string
+		for deadline := time.Now().Add(10 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			pending, _ := e.g.Store.ListConsents(e.ctx, store.ConsentPending)
+			if len(pending) == 1 {
+				id = pending[0].ID
+			}
+		}
+		if id == "" {
+			t.Fatalf("%s: no pending request", how)
+		}
+		if how == "cancel" {
+			cancel()
+		} else {
+			mu.Lock()
+			for _, c := range conns {
+				c.Close()
+			}
+			mu.Unlock()
+		}
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && e.consentState(id) == store.ConsentPending; time.Sleep(10 * time.Millisecond) {
+		}
+		if st := e.consentState(id); st != store.ConsentCancelled {
+			t.Errorf("%s: the request is %s, want cancelled", how, st)
+		}
+		cancel()
+		cs.Close()
 	}
 }

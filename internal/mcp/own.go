@@ -105,7 +105,10 @@ func (s *session) requestCapability(ctx context.Context, req *mcpsdk.CallToolReq
 			DeniedCommands: c.DeniedCommands, DeniedPatterns: c.DeniedPatterns, Condition: c.Condition}
 	}
 	el := s.elicitor(req)
-	iss, err := s.h.o.Broker.RequestCapability(ctx, caller, broker.CapabilityRequest{
+	// Withdrawn when the client goes away while it waits for the person.
+	wctx, cancel := untilClientGone(ctx, req)
+	defer cancel()
+	iss, err := s.h.o.Broker.RequestCapability(wctx, caller, broker.CapabilityRequest{
 		Capabilities: perms, Duration: a.Duration, MaxUses: a.MaxUses, Reason: a.Reason, Constraints: cons, OnConsent: el.start,
 	})
 	el.finish(ctx, !errors.Is(err, broker.ErrIssuePending) && iss.ConsentID != "")
@@ -128,8 +131,12 @@ func (s *session) requestCapability(ctx context.Context, req *mcpsdk.CallToolReq
 			map[string]any{"consent": s.consentRef(iss.ConsentID, el.used())}), nil
 	case errors.Is(err, broker.ErrIssueNeverAsk):
 		return refusal(codeConsent, "the grants need the person's consent and this client is set never to ask", nil), nil
+	case errors.Is(err, broker.ErrIssueExpired):
+		return refusal("CONSENT_DENIED", "no answer came before the request expired", map[string]any{"consent": s.consentRef(iss.ConsentID, el.used())}), nil
 	case errors.Is(err, broker.ErrIssueDenied):
 		return refusal("CONSENT_DENIED", "the person did not approve the request", map[string]any{"consent": s.consentRef(iss.ConsentID, el.used())}), nil
+	case errors.Is(err, broker.ErrIssueWithdrawn):
+		return refusal("CONSENT_DENIED", err.Error(), nil), nil
 	default:
 		s.h.o.Logger.Error("mcp request_capability failed", "err", err)
 		return refusal(codeFailed, "the token could not be issued", nil), nil

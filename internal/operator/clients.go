@@ -91,3 +91,28 @@ func ChangeClient(ctx context.Context, st store.Clients, log Recorder, by Actor,
 		}
 	}, CodeOf(CodeInvalidRequest), warn)
 }
+
+// MaxClientNameBytes bounds a client's name: the person reads it on every request the client
+// makes, so it is a short label, not a message.
+const MaxClientNameBytes = 64
+
+// ErrClientName is the problem of a client name outside its grammar.
+var ErrClientName = fmt.Errorf("a client name is 1 to %d ASCII letters, digits, '.', '_', '-' and inner spaces, starting with a letter or digit", MaxClientNameBytes)
+
+// ValidClientName checks a new client's name: 1 to MaxClientNameBytes bytes of ASCII letters,
+// digits, '.', '_', '-' and spaces, starting with a letter or digit and not ending with a
+// space. ASCII only, since the name stands for the agent on the approval page: a look-alike
+// of another client's name must not be possible.
+func ValidClientName(name string) error {
+	if name == "" || len(name) > MaxClientNameBytes || name[len(name)-1] == ' ' {
+		return ErrClientName
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		alnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-' && c != ' ') {
+			return ErrClientName
+		}
+	}
+	return nil
+}

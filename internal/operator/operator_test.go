@@ -242,3 +242,18 @@ func TestChangeClient(t *testing.T) {
 		t.Error("ParseClientAction accepts delete")
 	}
 }
+
+func TestValidClientName(t *testing.T) {
+	ValidClientName, MaxClientNameBytes := operator.ValidClientName, operator.MaxClientNameBytes
+	for _, ok := range []string{"a", "my-agent", "Claude Desktop", "agent_2.1", strings.Repeat("a", MaxClientNameBytes)} {
+		if err := ValidClientName(ok); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", " a", "a ", "-a", ".a", strings.Repeat("a", MaxClientNameBytes+1), strings.Repeat("a", 500),
+		"a\u202eb", "аgent" /* Cyrillic а */, "a\tb", "a\nb", "a\x00b", "a/b", "a<b>", "agent\u200b", "ａgent", "a;b"} {
+		if err := ValidClientName(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
