@@ -39,13 +39,13 @@ const notesID = "org.example.notes"
 // a slow public read with a 50 ms timeout, and a privileged admin read.
 const notesManifest = `{"app_id":"org.example.notes","version":"1.0.0","manifest_version":"1.0","capabilities":[
  {"id":"notes.org.example.notes.search","name":"Search notes","description":"Finds notes by their text.","category":"TEXT_QUERY",
-  "parameters":{"type":"object","required":["query"],"properties":{"query":{"type":"string"}},"additionalProperties":false},
+  "parameters":{"type":"object","required":["query"],"properties":{"query":{"type":"string","format":"text"}},"additionalProperties":false},
   "returns":{"type":"object","properties":{"ids":{"type":"array","items":{"type":"string"}}}},"side_effects":"read","auth_level":"public"},
  {"id":"notes.org.example.notes.read","name":"Read a note","description":"Reads one note.","category":"STATE_QUERY",
-  "parameters":{"type":"object","required":["id"],"properties":{"id":{"type":"string"}}},"returns":{"type":"object"},
+  "parameters":{"type":"object","required":["id"],"additionalProperties":false,"properties":{"id":{"type":"string","format":"text"}}},"returns":{"type":"object"},
   "side_effects":"read","permission":"app.notes.read"},
  {"id":"notes.org.example.notes.write","name":"Write a note","description":"Writes a note.","category":"TEXT_INPUT",
-  "parameters":{"type":"object","required":["id","text"],"properties":{"id":{"type":"string"},"text":{"type":"string"}},"additionalProperties":false},
+  "parameters":{"type":"object","required":["id","text"],"properties":{"id":{"type":"string","format":"text"},"text":{"type":"string","format":"text"}},"additionalProperties":false},
   "returns":{"type":"object"},"side_effects":"write","permission":"app.notes.write","undo_window_ms":60000},
  {"id":"notes.org.example.notes.delete","name":"Delete a note","description":"Deletes a note.","category":"FILE_OPERATION",
   "parameters":{"type":"object","required":["id"],"properties":{"id":{"type":"string"}}},"returns":{"type":"object"},
