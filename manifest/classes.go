@@ -27,8 +27,10 @@ import (
 //	                           or command constraints refuses a call that carries it
 //	"format": "text"           neither: a name, a note, a pattern, content
 //
-// and a string constrained by enum or const is text. Numbers, booleans and null are never
-// paths or commands. Everything else is unclassified: a string no applying schema classifies,
+// and a string constrained by enum or const is text. "format": "text" on a schema of objects
+// or arrays (or of no type) makes everything beneath it text too, but what a schema beneath
+// classifies otherwise: {"type": "object", "format": "text"} is a bag of names and notes.
+// Numbers, booleans and null are never paths or commands. Everything else is unclassified: a string no applying schema classifies,
 // a schema true or {} (or one without a type), an object that allows members the schema does
 // not classify (no "additionalProperties": false, nor a classified additionalProperties), an
 // array whose items are not classified. Object member names are names, never paths.
@@ -259,6 +261,7 @@ type cnode struct {
 	never bool       // the schema false
 	class ParamClass // its format's class; ClassText for enum or const
 	fixed bool       // enum or const
+	deep  bool       // "format": "text": everything beneath is text too
 	types jtypes     // its "type", 0 when it has none
 
 	// object
@@ -289,8 +292,14 @@ type patternNode struct {
 	n  *cnode
 }
 
+// deepText is what applies beneath a "format": "text": text, all the way down.
+var deepText = &cnode{class: ClassText, deep: true}
+
 // member returns next with the schemas that apply to member k of an object added.
 func (n *cnode) member(k string, next []*cnode) []*cnode {
+	if n.deep {
+		next = append(next, deepText)
+	}
 	matched := false
 	if p, ok := n.props[k]; ok {
 		next, matched = append(next, p), true
@@ -315,6 +324,9 @@ func (n *cnode) member(k string, next []*cnode) []*cnode {
 
 // item returns next with the schemas that apply to item i of an array added.
 func (n *cnode) item(i int, next []*cnode) []*cnode {
+	if n.deep {
+		next = append(next, deepText)
+	}
 	switch {
 	case i < len(n.prefix):
 		return append(next, n.prefix[i])
@@ -447,6 +459,7 @@ func (b *classBuilder) node(s *jsonschema.Schema) *cnode {
 	for _, e := range s.Extensions {
 		if fc, ok := e.(formatClass); ok {
 			n.class |= ParamClass(fc)
+			n.deep = n.deep || ParamClass(fc) == ClassText
 		}
 	}
 	if s.Enum != nil || s.Const != nil {
@@ -641,6 +654,9 @@ func (a *analysis) witness(n *cnode, k jtypes, visiting map[*cnode]bool) bool {
 
 // own reports whether n's own keywords classify every value of kind k.
 func (a *analysis) own(n *cnode, k jtypes) bool {
+	if n.deep {
+		return true
+	}
 	switch k {
 	case cString:
 		return n.class != 0

@@ -78,6 +78,10 @@ func TestClassesComplete(t *testing.T) {
 		{"string or object, object open", `{"type":["string","object"],"format":"path"}`, false},
 		{"string or object, both classified", `{"type":["string","object"],"format":"path","additionalProperties":false}`, true},
 		{"typed through allOf", `{"allOf":[{"type":"string"}],"format":"path"}`, true},
+		{"text on an object is text beneath", `{"type":"object","additionalProperties":false,"properties":{"meta":{"type":"object","format":"text"}}}`, true},
+		{"text without a type", `{"type":"object","additionalProperties":false,"properties":{"meta":{"format":"text"}}}`, true},
+		{"text through allOf on an open object", `{"type":"object","allOf":[{"format":"text"}]}`, true},
+		{"path on an object is not a path beneath", `{"type":"object","additionalProperties":false,"properties":{"meta":{"type":"object","format":"path"}}}`, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -164,6 +168,19 @@ func TestClassesFind(t *testing.T) {
 	var nilClasses *Classes
 	if f := nilClasses.Find(decodeForTest(t, `{"a":"x"}`)); !reflect.DeepEqual(f.Unclassified, []string{"/a"}) {
 		t.Errorf("nil classes: %+v", f)
+	}
+}
+
+// Beneath a text schema everything is text, but a path a schema beneath declares stays a
+// path.
+func TestClassesDeepText(t *testing.T) {
+	cl := classesForTest(t, `{"type":"object","format":"text","properties":{"p":{"type":"string","format":"path"}}}`)
+	if !cl.Complete() {
+		t.Fatal("not complete")
+	}
+	f := cl.Find(decodeForTest(t, `{"p":"/x","q":{"r":["/y"]}}`))
+	if !reflect.DeepEqual(f.Paths, []Value{{"/p", "/x"}}) || len(f.Unclassified) != 0 {
+		t.Errorf("%+v", f)
 	}
 }
 
