@@ -159,6 +159,11 @@ func (c Constraints) checkCommand(cmd Command, pats []pattern, dir string) strin
 		if rule := programRule(inv, paths); rule != "" {
 			return rule
 		}
+		if len(c.AllowedCommands) == 0 {
+			if rule := tailRule(inv); rule != "" {
+				return rule
+			}
+		}
 	}
 	if len(c.AllowedCommands) > 0 && !allowed(c.AllowedCommands, invs) {
 		return RuleAllowedCommands

@@ -89,6 +89,13 @@ var runners = setOf(
 	"sensible-editor", "pager", "sensible-pager", "x-terminal-emulator", "open",
 )
 
+// programAliases are other names of programs the tables know: GNU's where another system's
+// tools come first, and the BSD tar, whose dangerous options are GNU tar's.
+var programAliases = map[string]string{
+	"gsed": "sed", "gtar": "tar", "bsdtar": "tar", "gfind": "find", "gsort": "sort", "gsplit": "split",
+	"ginstall": "install", "gstdbuf": "stdbuf", "gchroot": "chroot",
+}
+
 func setOf(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))
 	for _, n := range names {
@@ -104,6 +111,9 @@ func setOf(names ...string) map[string]bool {
 func programKey(word string) string {
 	name := strings.ToLower(programName(word))
 	name = strings.TrimSuffix(name, ".exe")
+	if a, ok := programAliases[name]; ok {
+		return a
+	}
 	if strings.HasPrefix(name, "ld-linux") || strings.HasPrefix(name, "ld-musl") {
 		return "ld.so" // the dynamic loader runs any program it is given
 	}
@@ -153,6 +163,43 @@ func stripVersion(name string) string {
 		return name
 	}
 	return name[:j]
+}
+
+// tailPrograms are the shells, interpreters and runners a word past a command's program may
+// not name under a token without an allow-list (tailRule): the ones whose names are not
+// also common words ("at", "go", "watch", "script" are left out).
+var tailPrograms = setOf(
+	"sh", "bash", "dash", "zsh", "ksh", "mksh", "lksh", "ash", "yash", "posh", "fish", "csh", "tcsh", "rbash",
+	"busybox", "toybox", "python", "pythonw", "pypy", "perl", "ruby", "node", "nodejs", "deno", "bun", "php",
+	"lua", "luajit", "tclsh", "wish", "expect", "awk", "gawk", "mawk", "nawk", "pwsh", "powershell", "osascript",
+	"rscript", "stdbuf", "setsid", "ionice", "chrt", "taskset", "numactl", "prlimit", "flock", "chroot", "unshare",
+	"nsenter", "runuser", "pkexec", "setpriv", "capsh", "firejail", "bwrap", "systemd-run", "systemd-nspawn",
+	"strace", "ltrace", "valgrind", "socat", "ncat", "netcat", "sshpass", "ssh", "proot", "fakeroot", "fakechroot",
+	"unbuffer", "xvfb-run", "dbus-launch", "run-parts", "ld.so",
+)
+
+// tailRule is what a token without an allow-list also refuses: a command with a word, past
+// its program, that names a shell, an interpreter or a runner of tailPrograms. A program
+// capgate does not know may run its arguments (gxargs sh, or any of the many programs that
+// run a command they are given), and without an allow-list nothing else would stop the shell
+// it runs; so a deny-list refuses "echo bash" too, a false refusal, never a slip. An
+// allow-list needs no such reading: a program it does not list does not run. The words of
+// wrappers capgate unwraps are read here too, where a misread option would hide a shell.
+func tailRule(inv invocation) string {
+	for _, w := range inv.argv[1:] {
+		if strings.HasPrefix(w, "-") || w == "" {
+			continue
+		}
+		k := programKey(w)
+		switch {
+		case !tailPrograms[k]:
+		case interpreters[k]:
+			return RuleInterpreter
+		case runners[k]:
+			return RuleRunner
+		}
+	}
+	return ""
 }
 
 // programRule returns the rule that refuses the invocation under a command or path

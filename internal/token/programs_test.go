@@ -166,6 +166,19 @@ func TestCommandConstraintsRefuseWhatTheyCannotSee(t *testing.T) {
 		{"xargs a shell", wide, "xargs -I{} sh -c ls", token.RuleInterpreter},
 		{"time a shell", wide, "time sh", token.RuleInterpreter},
 		{"command a shell", wide, "command sh", token.RuleInterpreter},
+		// Other names of the programs, and programs capgate does not know that run their
+		// arguments: without an allow-list, a word naming a shell is refused wherever it is.
+		{"gxargs", noRm, "gxargs sh", token.RuleInterpreter},
+		{"gxargs allowed", token.Constraints{AllowedCommands: []string{"gxargs", "ls"}}, "gxargs -0 sh", token.RuleInterpreter},
+		{"gtimeout", noRm, "gtimeout 1 bash -s", token.RuleInterpreter},
+		{"toybox sh", noRm, "toybox sh", token.RuleInterpreter},
+		{"an unknown runner", noRm, "mywrap -u x bash -s", token.RuleInterpreter},
+		{"an unknown runner of a runner", noRm, "mystery setsid ls", token.RuleRunner},
+		{"a shell as a word", noRm, "echo bash", token.RuleInterpreter},
+		{"gsed w", wide, "gsed 'w out' f", token.RuleRunsByOpt},
+		{"gsed w, deny-list", noRm, "gsed 'w out' f", token.RuleRunsByOpt},
+		{"bsdtar -I", noRm, "bsdtar -I sh -cf a.tar .", token.RuleRunsByOpt},
+		{"gfind -delete", noRm, "gfind . -delete", token.RuleRunsByOpt},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ok, rule := checkCommand(c.tok, c.cmd)
@@ -191,7 +204,7 @@ func TestCommandConstraintsRefuseWhatTheyCannotSee(t *testing.T) {
 			t.Errorf("%q: refused by %q", cmd, rule)
 		}
 	}
-	for _, cmd := range []string{"ls", "cat /etc/hostname", "find . -name victim", "echo hi"} {
+	for _, cmd := range []string{"ls", "cat /etc/hostname", "find . -name victim", "echo hi", "echo meet at noon", "grep -r go .", "echo watch out"} {
 		if ok, rule := checkCommand(noRm, cmd); !ok {
 			t.Errorf("deny-list, %q: refused by %q", cmd, rule)
 		}

@@ -141,6 +141,13 @@ var wrappers = map[string]wrapper{
 	"ksh":       {kind: wrapShell},
 	"mksh":      {kind: wrapShell},
 	"ash":       {kind: wrapShell},
+	// GNU's names where another system's tools come first.
+	"genv":     {opts: &envOpts},
+	"gnice":    {opts: &niceOpts, legacyN: true},
+	"gnohup":   {opts: &nohupOpts},
+	"gtimeout": {opts: &timeoutOpts, duration: true},
+	"gxargs":   {opts: &xargsOpts, argsOpen: true},
+	"toybox":   {opts: &noOpts, noDashes: true},
 }
 
 // expandCommand splits a command and returns every program it runs, the outermost first.
