@@ -68,9 +68,10 @@ type Options struct {
 	// AlsoNeeds are permissions a capability needs besides its own, by capability id: a token
 	// must cover them too.
 	AlsoNeeds map[string][]string
-	// PathDir is the folder a relative path param is resolved against when a token's
-	// allowed_paths are checked: the workspace the built-in apps resolve relative paths
-	// against. "" refuses relative paths under such tokens.
+	// PathDir is the folder a relative path param (and the words of a command that names no
+	// cwd) is resolved against when a token's allowed_paths are checked: the workspace the
+	// built-in apps resolve relative paths against. "" refuses relative paths under such
+	// tokens.
 	PathDir string
 	// Observe, when set, is told of every finished call: its outcome, its code ("" for
 	// success) and how long it took. The gateway feeds its metrics from it.
