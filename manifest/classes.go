@@ -65,10 +65,16 @@ const (
 	FormatText         = "text"
 )
 
-// ClassFormats maps each format of a param class to its class.
-var ClassFormats = map[string]ParamClass{
+// classFormats maps each format of a param class to its class.
+var classFormats = map[string]ParamClass{
 	FormatPath: ClassPath, FormatCwd: ClassCwd, FormatCommand: ClassCommand,
 	FormatCommandInput: ClassCommandInput, FormatText: ClassText,
+}
+
+// ClassOfFormat returns the param class a "format" value names, and whether it names one.
+func ClassOfFormat(format string) (ParamClass, bool) {
+	c, ok := classFormats[format]
+	return c, ok
 }
 
 // classVocabulary is the URL of the vocabulary that reads the class formats. It is capgate's
@@ -78,14 +84,14 @@ var ClassFormats = map[string]ParamClass{
 const classVocabulary = "urn:capgate:param-classes"
 
 // formatClass is the compiled class of one schema object: its "format", when that is one of
-// ClassFormats. It validates nothing.
+// the class formats. It validates nothing.
 type formatClass ParamClass
 
 func (formatClass) Validate(*jsonschema.ValidatorContext, any) {}
 
 func compileClass(_ *jsonschema.CompilerContext, obj map[string]any) (jsonschema.SchemaExt, error) {
 	if f, ok := obj["format"].(string); ok {
-		if c, known := ClassFormats[f]; known {
+		if c, known := classFormats[f]; known {
 			return formatClass(c), nil
 		}
 	}

@@ -38,7 +38,7 @@ import (
 
 // overlayClass checks one value of an overlay's params.
 func overlayClass(s string) bool {
-	_, ok := manifest.ClassFormats[s]
+	_, ok := manifest.ClassOfFormat(s)
 	return ok
 }
 
