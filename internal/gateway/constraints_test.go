@@ -88,3 +88,72 @@ func TestIssue15CommandConstraints(t *testing.T) {
 		t.Errorf("cat v1: %v", v)
 	}
 }
+
+// fsManifest declares paths as the issue found them: the published filesystem MCP server's
+// move_file (source and destination, no class), a path under a name that is not "path", one
+// nested in an object, an array of them, one behind a $ref and one in anyOf branches. The
+// app has no handler: what the constraints let through answers APP_NOT_FOUND.
+const fsManifest = `{"app_id":"org.example.fs","version":"1.0.0","manifest_version":"1.0","capabilities":[
+ {"id":"fs.org.example.fs.move_file","name":"Move","description":"Moves a file.","category":"FILE_OPERATION",
+  "parameters":{"type":"object","required":["source","destination"],"additionalProperties":false,
+   "properties":{"source":{"type":"string"},"destination":{"type":"string"}}},
+  "returns":{"type":"object"},"side_effects":"read","risk":"low","permission":"app.fs.read"},
+ {"id":"fs.org.example.fs.move","name":"Move","description":"Moves a file.","category":"FILE_OPERATION",
+  "parameters":{"type":"object","required":["source","destination"],"additionalProperties":false,
+   "properties":{"source":{"type":"string","format":"path"},"destination":{"type":"string","format":"path"}}},
+  "returns":{"type":"object"},"side_effects":"read","risk":"low","permission":"app.fs.read"},
+ {"id":"fs.org.example.fs.read","name":"Read","description":"Reads a file.","category":"FILE_OPERATION",
+  "parameters":{"type":"object","required":["file"],"properties":{"file":{"type":"string"}}},
+  "returns":{"type":"object"},"side_effects":"read","risk":"low","permission":"app.fs.read"},
+ {"id":"fs.org.example.fs.nested","name":"Nested","description":"Reads with options.","category":"FILE_OPERATION",
+  "parameters":{"type":"object","additionalProperties":false,"properties":{"opts":{"type":"object","additionalProperties":false,
+   "properties":{"path":{"type":"string","format":"path"}}}}},
+  "returns":{"type":"object"},"side_effects":"read","risk":"low","permission":"app.fs.read"},
+ {"id":"fs.org.example.fs.many","name":"Many","description":"Reads files.","category":"FILE_OPERATION",
+  "parameters":{"type":"object","additionalProperties":false,"properties":{"paths":{"type":"array","items":{"type":"string","format":"path"}}}},
+  "returns":{"type":"object"},"side_effects":"read","risk":"low","permission":"app.fs.read"},
+ {"id":"fs.org.example.fs.ref","name":"Ref","description":"Reads a file.","category":"FILE_OPERATION",
+  "parameters":{"type":"object","additionalProperties":false,"properties":{"target":{"$ref":"#/definitions/p"}},"definitions":{"p":{"type":"string","format":"path"}}},
+  "returns":{"type":"object"},"side_effects":"read","risk":"low","permission":"app.fs.read"},
+ {"id":"fs.org.example.fs.either","name":"Either","description":"Reads one file or several.","category":"FILE_OPERATION",
+  "parameters":{"type":"object","additionalProperties":false,"properties":{"p":{"anyOf":[{"type":"string","format":"path"},
+   {"type":"array","items":{"type":"string","format":"path"}}]}}},
+  "returns":{"type":"object"},"side_effects":"read","risk":"low","permission":"app.fs.read"}
+]}`
+
+// Issue 15, point 3: with allowed_paths ["WS/**"], {"file": "/etc/passwd"}, {"source":
+// "/etc/passwd"} (move_file) and {"opts": {"path": "/etc/passwd"}} all passed the token.
+// Every one is refused now: a path is checked wherever the schema puts it, and a capability
+// whose params are not all classified is refused by such a token.
+func TestIssue15EveryPath(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, options{})
+	alice := e.addClient("alice", "user")
+	e.register("org.example.fs", fsManifest, "fs")
+	ws := e.g.Workspace()
+	tok := e.token(alice, []string{"app.fs.read"}, map[string]any{"allowed_paths": []string{ws + "/**"}})
+	for _, c := range []struct{ method, params string }{
+		{"read", `{"file":"/etc/passwd"}`},
+		{"read", `{"file":"x"}`},
+		{"move_file", `{"source":"/etc/passwd","destination":"x"}`},
+		{"move_file", `{"source":"x","destination":"/etc/passwd"}`},
+		{"move", `{"source":"/etc/passwd","destination":"x"}`},
+		{"move", `{"source":"x","destination":"../../../../etc/passwd"}`},
+		{"nested", `{"opts":{"path":"/etc/passwd"}}`},
+		{"many", `{"paths":["x","/etc/passwd"]}`},
+		{"ref", `{"target":"/etc/passwd"}`},
+		{"either", `{"p":"/etc/passwd"}`},
+		{"either", `{"p":["x","/etc/passwd"]}`},
+	} {
+		r := e.callApp(alice, "fs", c.method, c.params, tok)
+		wantCode(t, c.method+" "+c.params, r, "CAPABILITY_DENIED")
+		if strings.Contains(r.Body.ErrorMessage, "passwd") {
+			t.Errorf("the refusal echoes the path: %q", r.Body.ErrorMessage)
+		}
+	}
+	// What the token allows gets past the constraints (to an app that is not running).
+	wantCode(t, "move inside", e.callApp(alice, "fs", "move", `{"source":"a","destination":"`+ws+`/b"}`, tok), "APP_NOT_FOUND")
+	// A token without path or command constraints is not refused an unclassified capability.
+	free := e.token(alice, []string{"app.fs.read"}, nil)
+	wantCode(t, "move_file, unconstrained", e.callApp(alice, "fs", "move_file", `{"source":"a","destination":"b"}`, free), "APP_NOT_FOUND")
+}
