@@ -105,9 +105,10 @@ func setOf(names ...string) map[string]bool {
 }
 
 // programKey is the name a program is known by in the tables: the base name of word, in
-// lower case, without a trailing version (python3.11, perl5.36.0, gcc-12, lua5.4, php8.2)
-// when what is left is a name the tables know, and with a GNU target prefix dropped
-// (x86_64-linux-gnu-gcc-12 is gcc).
+// lower case, without a trailing version (python3.11, perl5.36.0, gcc-12, lua5.4, php8.2) or
+// an alternative's suffix (vim.tiny, busybox.static) when what is left is a name the tables
+// know, with a GNU target prefix dropped (x86_64-linux-gnu-gcc-12 is gcc), and git for git's
+// own git-* programs.
 func programKey(word string) string {
 	name := strings.ToLower(programName(word))
 	name = strings.TrimSuffix(name, ".exe")
@@ -122,6 +123,20 @@ func programKey(word string) string {
 	}
 	if base := stripVersion(name); base != name && known(base) {
 		return base
+	}
+	// Debian's alternatives and static builds: vim.tiny, vim.basic, busybox.static,
+	// sh.distrib.
+	if head, _, ok := strings.Cut(name, "."); ok && head != "" {
+		if known(head) {
+			return head
+		}
+		if base := stripVersion(head); known(base) {
+			return base
+		}
+	}
+	// git's own programs (git-shell, git-upload-pack) read its configuration too.
+	if strings.HasPrefix(name, "git-") {
+		return "git"
 	}
 	// A cross compiler: the last words of a target triplet prefix.
 	if parts := strings.Split(name, "-"); len(parts) >= 3 {
@@ -224,7 +239,7 @@ func programRule(inv invocation, paths bool) string {
 	// A wrapper's own words, before the command it runs, are read as option values; in case
 	// one was misread (sudo -h alone is --help, not a host), none may name a shell or a
 	// runner either.
-	if _, ok := wrappers[strings.ToLower(programName(inv.argv[0]))]; ok {
+	if _, ok := wrappers[key]; ok {
 		end := len(inv.argv)
 		if len(inv.programs) > 1 {
 			end = inv.programs[1]

@@ -179,6 +179,12 @@ func TestCommandConstraintsRefuseWhatTheyCannotSee(t *testing.T) {
 		{"gsed w, deny-list", noRm, "gsed 'w out' f", token.RuleRunsByOpt},
 		{"bsdtar -I", noRm, "bsdtar -I sh -cf a.tar .", token.RuleRunsByOpt},
 		{"gfind -delete", noRm, "gfind . -delete", token.RuleRunsByOpt},
+		{"vim.tiny", noRm, "vim.tiny -c '!ls' f", token.RuleInterpreter},
+		{"busybox.static sh", noRm, "busybox.static sh", token.RuleInterpreter},
+		{"busybox.static sh, allowed", token.Constraints{AllowedCommands: []string{"busybox.static"}}, "busybox.static sh", token.RuleInterpreter},
+		{"sh.distrib", noRm, "/bin/sh.distrib -s", token.RuleInterpreter},
+		{"git-shell", noRm, "git-shell -c ls", token.RuleInterpreter},
+		{"git-upload-pack", noRm, "git-upload-pack .", token.RuleInterpreter},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ok, rule := checkCommand(c.tok, c.cmd)

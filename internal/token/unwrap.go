@@ -204,8 +204,10 @@ func (e *expander) add(argv []string, depth int, shell, argsOpen bool) ([]int, e
 	}
 	inv.argv = argv
 	inv.programs = []int{0}
-	name := strings.ToLower(programName(argv[0]))
-	if programKey(argv[0]) == "find" {
+	// Wrappers are known by their programKey, so that busybox.static and bash5.2 are
+	// unwrapped as busybox and bash are.
+	name := programKey(argv[0])
+	if name == "find" {
 		return e.addFind(inv, depth)
 	}
 	w, ok := wrappers[name]
