@@ -25,6 +25,11 @@
 //		log.Printf("%s stays at Tier 2: %s", v.AppID, v.Reason)
 //	}
 //
+// A capability's parameters schema also says which of its params are paths, commands and text
+// (ParamClass, by "format"), so that token constraints reach every path and command a call
+// carries: Schema.Classes says whether every param is classified, and finds each one in a
+// value.
+//
 // Parsing is strict: duplicate member names, member names that differ from a known field only
 // by case, invalid UTF-8, lone surrogates, and numbers that are not finite or do not read back
 // exactly as IEEE 754 doubles are refused. Problems name an index-based field path

@@ -65,11 +65,26 @@ var fastFields = map[string]bool{
 
 var schemaType = reflect.TypeFor[jsonschema.Schema]()
 
-// onlyFastFields reports whether every field of s outside fastFields is zero.
+// onlyFastFields reports whether every field of s outside fastFields is zero. Extensions
+// may hold the param classes (classes.go), which assert nothing; any other extension leaves
+// the schema without a fast path.
 func onlyFastFields(s *jsonschema.Schema) bool {
 	rv := reflect.ValueOf(s).Elem()
 	for i := range schemaType.NumField() {
-		if !fastFields[schemaType.Field(i).Name] && !rv.Field(i).IsZero() {
+		name := schemaType.Field(i).Name
+		if name == "Extensions" && onlyClassExtensions(s.Extensions) {
+			continue
+		}
+		if !fastFields[name] && !rv.Field(i).IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+func onlyClassExtensions(exts []jsonschema.SchemaExt) bool {
+	for _, e := range exts {
+		if _, ok := e.(formatClass); !ok {
 			return false
 		}
 	}

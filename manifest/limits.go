@@ -63,3 +63,16 @@ const (
 	// (1e999999 is an expensive rational), as are longer ones.
 	maxFastRatBytes = 40
 )
+
+// Bounds on classifying a parameters schema (classes.go). A schema past them is not
+// classified, which only means that tokens with path or command constraints refuse its
+// capability.
+const (
+	// MaxClassNodes bounds the schema objects the classifier reads. Parameter schemas have
+	// tens; tool servers' largest a few hundred.
+	MaxClassNodes = 4096
+
+	// MaxClassSteps bounds the classifier's work on one schema: the fixed point visits every
+	// node a few times, and each visit walks its in-place applicators.
+	MaxClassSteps = 1 << 20
+)

@@ -22,6 +22,19 @@ type Schema struct {
 	// fast answers "valid" for the common subset of keywords without the library; nil when
 	// the schema uses anything outside that subset (see fastcheck.go).
 	fast *fastSchema
+	// classes is the schema compiled for classification (classes.go), built on first use.
+	classesOnce sync.Once
+	classes     *Classes
+}
+
+// Classes returns the schema compiled for classifying params (see ParamClass), built once
+// on first use and shared. A nil Schema has nil Classes, which are not complete.
+func (s *Schema) Classes() *Classes {
+	if s == nil {
+		return nil
+	}
+	s.classesOnce.Do(func() { s.classes = newClasses(s.s) })
+	return s.classes
 }
 
 // errRemoteRef is what the loader says to every reference outside the schema itself: a
@@ -59,6 +72,10 @@ func newSchemaCompiler() *schemaCompiler {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft7)
 	c.UseLoader(refuseLoader{})
+	// The param classes' formats are read by a vocabulary of capgate's own, asserted in every
+	// dialect so that 2019-09 and 2020-12 schemas keep them too; it validates nothing.
+	c.RegisterVocabulary(&jsonschema.Vocabulary{URL: classVocabulary, Compile: compileClass})
+	c.AssertVocabs()
 	return &schemaCompiler{c: c}
 }
 

@@ -405,6 +405,10 @@ func postForToken(cmd *cobra.Command, cf clientFlags, path string, body map[stri
 		}
 		body["constraints"] = json.RawMessage(cons)
 	}
+	parent, _ := body["token"].(string)
+	for _, w := range token.RequestWarnings([]byte(cons), parent) {
+		fmt.Fprintln(cmd.ErrOrStderr(), "capgate: warning:", w)
+	}
 	b, _ := json.Marshal(body)
 	status, out, err := cf.do("POST", path, b)
 	if err != nil {

@@ -143,6 +143,17 @@ func TestServeEndToEnd(t *testing.T) {
 	if !strings.HasPrefix(tok, "cgt1.") {
 		t.Fatalf("token request printed %q", r.stdout)
 	}
+	// A command deny-list alone is a convenience, not a bound: token request says so on
+	// stderr, naming no entry, and the token still comes on stdout (and so from derive).
+	r = capgate(t, "", env, "token", "request", "--capabilities", "app.notes.read", "--duration", "10m", "--constraints", `{"denied_commands":["rm -rf"]}`)
+	mustCode(t, r, 0)
+	if !strings.HasPrefix(r.stdout, "cgt1.") || !strings.Contains(r.stderr, "warning: only a deny-list") || strings.Contains(r.stderr, "rm -rf") {
+		t.Errorf("a deny-list alone: stdout %q stderr %q", r.stdout, r.stderr)
+	}
+	r = capgate(t, "", env, "token", "derive", strings.TrimSpace(r.stdout), "--capabilities", "app.notes.read")
+	if mustCode(t, r, 0); !strings.Contains(r.stderr, "warning: only a deny-list") {
+		t.Errorf("derive of a deny-listed token: stderr %q", r.stderr)
+	}
 
 	// A destructive one waits for the person, who approves it from the CLI.
 	got := make(chan result, 1)

@@ -69,9 +69,10 @@ type Options struct {
 	// AlsoNeeds are permissions a capability needs besides its own, by capability id: a token
 	// must cover them too.
 	AlsoNeeds map[string][]string
-	// PathDir is the folder a relative path param is resolved against when a token's
-	// allowed_paths are checked: the workspace the built-in apps resolve relative paths
-	// against. "" refuses relative paths under such tokens.
+	// PathDir is the folder a relative path param (and the words of a command that names no
+	// cwd) is resolved against when a token's allowed_paths are checked: the workspace the
+	// built-in apps resolve relative paths against. "" refuses relative paths under such
+	// tokens.
 	PathDir string
 	// Observe, when set, is told of every finished call: its outcome, its code ("" for
 	// success) and how long it took. The gateway feeds its metrics from it.
@@ -164,6 +165,9 @@ type facts struct {
 	tok      token.Token
 	hasToken bool
 	perm     string
+	// resolved are the path params the token's allowed_paths checked, each as the absolute,
+	// link-resolved path it matched: the provider gets these in place of what the agent sent.
+	resolved []token.Value
 }
 
 func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
@@ -239,9 +243,8 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 			// so the params are decoded only for one that does.
 			f.call.ConstraintOK = true
 			if f.tok.Constraints.OnParams() {
-				var params map[string]any
-				_ = json.Unmarshal(req.Params, &params)
-				f.call.ConstraintOK, f.call.ConstraintRule = tokenConstraints(f.tok, cap, f.perm, params, b.o.PathDir, now)
+				v := tokenConstraints(f.tok, cap, f.perm, req.Params, b.o.PathDir, now)
+				f.call.ConstraintOK, f.call.ConstraintRule, f.resolved = v.OK, v.Rule, v.Resolved
 			}
 		}
 		if m, err := b.mandate(ctx, f.perm); err == nil && m != nil {
@@ -251,32 +254,35 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 	return f
 }
 
-// tokenConstraints runs the token's constraints on the params. Path params are the ones the
-// capability's parameters schema marks "format": "path" (and, by convention, "path" and
-// "paths"); the command is the "command" param.
-func tokenConstraints(t token.Token, cap registry.Capability, perm string, params map[string]any, dir string, now time.Time) (bool, string) {
-	in := token.Input{Permission: perm, Params: params, PathParams: pathParams(cap.Cap.Parameters), Dir: dir, Now: now}
-	if _, ok := params["command"]; ok {
-		in.CommandParam = "command"
+// tokenConstraints runs the token's constraints on the params. Which params are paths,
+// cwds, commands and command input the capability's parameters schema says (its param
+// classes, see manifest.ParamClass), wherever they sit in the params; a capability whose
+// params are not all classified, or params that hold a value its schema does not classify,
+// are refused by a token with path or command constraints.
+func tokenConstraints(t token.Token, cap registry.Capability, perm string, raw json.RawMessage, dir string, now time.Time) token.Verdict {
+	var decoded any
+	_ = json.Unmarshal(raw, &decoded)
+	params, _ := decoded.(map[string]any)
+	found := cap.Classes.Find(decoded)
+	in := token.Input{
+		Permission:   perm,
+		Params:       params,
+		CommandInput: len(found.Inputs) > 0,
+		Unclassified: !cap.Classes.Complete() || len(found.Unclassified) > 0 || len(found.Ambiguous) > 0,
+		Dir:          dir,
+		Now:          now,
+	}
+	for _, p := range found.Paths {
+		in.Paths = append(in.Paths, token.Value{Pointer: p.Pointer, Text: p.Text})
+	}
+	for _, c := range found.Commands {
+		cmd := token.Command{Value: token.Value{Pointer: c.Pointer, Text: c.Text}}
+		if c.Cwd != nil {
+			cmd.Cwd = &token.Value{Pointer: c.Cwd.Pointer, Text: c.Cwd.Text}
+		}
+		in.Commands = append(in.Commands, cmd)
 	}
 	return t.Constraints.Check(in)
-}
-
-func pathParams(schema json.RawMessage) []string {
-	var s struct {
-		Properties map[string]struct {
-			Format string `json:"format"`
-		} `json:"properties"`
-	}
-	names := []string{"path", "paths"}
-	if json.Unmarshal(schema, &s) == nil {
-		for name, p := range s.Properties {
-			if p.Format == "path" && name != "path" && name != "paths" {
-				names = append(names, name)
-			}
-		}
-	}
-	return names
 }
 
 // mandate finds the person's standing choice for perm: an exact mandate, else the most
@@ -610,8 +616,15 @@ func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, r
 	if f.hasToken {
 		ic.WatchRevocation = b.watchRevocation(f.tok.ID)
 	}
+	params := req.Params
+	if len(f.resolved) > 0 {
+		var err error
+		if params, err = withResolved(req.Params, f.resolved); err != nil {
+			return b.outcome(ctx, f, caller, req, res, decided, 0, CodeExecutionFailed, "the checked paths could not be passed to the capability")
+		}
+	}
 	start := time.Now()
-	out, err := invoke(rctx, h, c.ID, req.Params, ic)
+	out, err := invoke(rctx, h, c.ID, params, ic)
 	dur := time.Since(start)
 	if err == nil && rctx.Err() != nil {
 		err = rctx.Err()

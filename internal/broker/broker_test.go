@@ -41,7 +41,7 @@ const notesManifest = `{"app_id":"org.example.notes","version":"1.0.0","manifest
   "parameters":{"type":"object","required":["id"],"properties":{"id":{"type":"string"}}},"returns":{"type":"object"},
   "side_effects":"write","permission":"app.notes.publish"},
  {"id":"notes.org.example.notes.run","name":"Run","description":"Runs a command over the notes.","category":"SYSTEM",
-  "parameters":{"type":"object","required":["command"],"properties":{"command":{"type":"string"},"path":{"type":"string"}}},"returns":{"type":"object"},
+  "parameters":{"type":"object","required":["command"],"additionalProperties":false,"properties":{"command":{"type":"string","format":"command"},"path":{"type":"string","format":"path"}}},"returns":{"type":"object"},
   "side_effects":"read","permission":"app.notes.run"},
  {"id":"notes.org.example.notes.slow","name":"Slow","description":"Takes its time.","category":"STATE_QUERY",
   "parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"read","auth_level":"public","timeout_ms":50}

@@ -35,17 +35,17 @@ const notesID = "org.example.notes"
 
 // notesManifest is the test app: a public search, a read that fails on a missing note, a
 // reversible write, a destructive delete with an undo window, an irreversible publish, a run
-// with a command param and two path params (one found by its name, one by "format": "path"),
+// with a command param and two path params, all classified ("format": "command", "path"),
 // a slow public read with a 50 ms timeout, and a privileged admin read.
 const notesManifest = `{"app_id":"org.example.notes","version":"1.0.0","manifest_version":"1.0","capabilities":[
  {"id":"notes.org.example.notes.search","name":"Search notes","description":"Finds notes by their text.","category":"TEXT_QUERY",
-  "parameters":{"type":"object","required":["query"],"properties":{"query":{"type":"string"}},"additionalProperties":false},
+  "parameters":{"type":"object","required":["query"],"properties":{"query":{"type":"string","format":"text"}},"additionalProperties":false},
   "returns":{"type":"object","properties":{"ids":{"type":"array","items":{"type":"string"}}}},"side_effects":"read","auth_level":"public"},
  {"id":"notes.org.example.notes.read","name":"Read a note","description":"Reads one note.","category":"STATE_QUERY",
-  "parameters":{"type":"object","required":["id"],"properties":{"id":{"type":"string"}}},"returns":{"type":"object"},
+  "parameters":{"type":"object","required":["id"],"additionalProperties":false,"properties":{"id":{"type":"string","format":"text"}}},"returns":{"type":"object"},
   "side_effects":"read","permission":"app.notes.read"},
  {"id":"notes.org.example.notes.write","name":"Write a note","description":"Writes a note.","category":"TEXT_INPUT",
-  "parameters":{"type":"object","required":["id","text"],"properties":{"id":{"type":"string"},"text":{"type":"string"}},"additionalProperties":false},
+  "parameters":{"type":"object","required":["id","text"],"properties":{"id":{"type":"string","format":"text"},"text":{"type":"string","format":"text"}},"additionalProperties":false},
   "returns":{"type":"object"},"side_effects":"write","permission":"app.notes.write","undo_window_ms":60000},
  {"id":"notes.org.example.notes.delete","name":"Delete a note","description":"Deletes a note.","category":"FILE_OPERATION",
   "parameters":{"type":"object","required":["id"],"properties":{"id":{"type":"string"}}},"returns":{"type":"object"},
@@ -54,7 +54,7 @@ const notesManifest = `{"app_id":"org.example.notes","version":"1.0.0","manifest
   "parameters":{"type":"object","required":["id"],"properties":{"id":{"type":"string"}}},"returns":{"type":"object"},
   "side_effects":"write","permission":"app.notes.publish"},
  {"id":"notes.org.example.notes.run","name":"Run","description":"Runs a command over the notes.","category":"SYSTEM",
-  "parameters":{"type":"object","required":["command"],"properties":{"command":{"type":"string"},"path":{"type":"string"},"dest":{"type":"string","format":"path"}}},
+  "parameters":{"type":"object","required":["command"],"additionalProperties":false,"properties":{"command":{"type":"string","format":"command"},"path":{"type":"string","format":"path"},"dest":{"type":"string","format":"path"}}},
   "returns":{"type":"object"},"side_effects":"read","permission":"app.notes.run"},
  {"id":"notes.org.example.notes.slow","name":"Slow","description":"Takes its time.","category":"STATE_QUERY",
   "parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"read","auth_level":"public","timeout_ms":50},

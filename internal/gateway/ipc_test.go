@@ -705,7 +705,9 @@ func TestIPCConstraintBypassesRefused(t *testing.T) {
 	for _, p := range []string{
 		params("command", "ls -l", "path", allowed+"/docs/a.txt"),
 		params("command", "ls", "path", allowed+"/docs/../docs/b.txt", "dest", allowed+"/c.txt"),
-		params("command", "rm -i old.txt", "path", allowed+"/docs"),
+		// Under allowed_paths the command's words are paths too, resolved against the
+		// workspace when the call names no cwd.
+		params("command", "rm -i "+allowed+"/docs/old.txt", "path", allowed+"/docs"),
 	} {
 		wantOK(t, p, e.call(alice, "run", p, tok))
 	}

@@ -20,9 +20,9 @@ var requestCapabilitySchema = json.RawMessage(`{"type":"object","additionalPrope
 "max_uses":{"type":"integer","minimum":0,"description":"The most calls the token allows; 0 or absent: no limit."},
 "reason":{"type":"string","maxLength":1000,"description":"Why the agent asks, shown to the person and kept in the audit log."},
 "constraints":{"type":"object","additionalProperties":false,"description":"Limits on what calls under the token may do.","properties":{
-"allowed_paths":{"type":"array","items":{"type":"string"}},
-"allowed_commands":{"type":"array","items":{"type":"string"}},
-"denied_commands":{"type":"array","items":{"type":"string"}},
+"allowed_paths":{"type":"array","items":{"type":"string"},"description":"Absolute patterns (/srv/ws/**) every path the calls carry must match, commands' words and cwd included."},
+"allowed_commands":{"type":"array","items":{"type":"string"},"description":"The only programs commands may run. Under any command or path constraint, shells and interpreters are refused."},
+"denied_commands":{"type":"array","items":{"type":"string"},"description":"Programs and flags commands never run: a convenience, weaker than allowed_commands."},
 "denied_patterns":{"type":"array","items":{"type":"string"}},
 "condition":{"type":"string","description":"A CEL expression over params, permission and now."}}}}}`)
 

@@ -100,7 +100,8 @@ func fieldPaths(ps []string) string {
 // constraintRules are the rules token.Constraints.Check reports.
 var constraintRules = []string{
 	token.RuleAllowedPaths, token.RuleAllowedCommands, token.RuleDeniedCommands,
-	token.RuleDeniedPatterns, token.RuleCondition, token.RuleCommandParam,
+	token.RuleDeniedPatterns, token.RuleCondition, token.RuleUnclassified, token.RuleCommandInput,
+	token.RuleInterpreter, token.RuleRunner, token.RuleEnvironment, token.RuleRunsByOpt, token.RuleNamesInput,
 	token.ErrCommandEmpty.Error(), token.ErrCommandText.Error(), token.ErrCommandQuote.Error(),
 	token.ErrCommandOperator.Error(), token.ErrCommandExpansion.Error(),
 	token.ErrCommandShellGlob.Error(), token.ErrCommandTooMany.Error(),

@@ -22,13 +22,16 @@ type App struct {
 
 // Capability is one capability of a registered app, ready for a call. Cap is the manifest's
 // capability with every default filled in (permission, risk, side effects, ...). Params and
-// Returns are the compiled schemas, nil when the capability declares none. Every pointer is
-// shared with other readers and must not be modified.
+// Returns are the compiled schemas, nil when the capability declares none. Classes are its
+// params' classes (which are paths, cwds, commands, command input and text), compiled with
+// the schema when the capability is indexed; nil (never complete) without a schema. Every
+// pointer is shared with other readers and must not be modified.
 type Capability struct {
 	App     *App
 	Cap     *manifest.Capability
 	Params  *manifest.Schema
 	Returns *manifest.Schema
+	Classes *manifest.Classes
 }
 
 // Skipped is a stored app that New or Reload could not index: its manifest no longer parses,

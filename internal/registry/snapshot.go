@@ -48,11 +48,15 @@ func build(apps map[string]*App, skipped []Skipped) *snapshot {
 		m := a.Doc.Manifest()
 		for i := range m.Capabilities {
 			c := &m.Capabilities[i]
+			params := a.Doc.ParametersSchema(c.ID)
 			s.caps = append(s.caps, Capability{
 				App:     a,
 				Cap:     c,
-				Params:  a.Doc.ParametersSchema(c.ID),
+				Params:  params,
 				Returns: a.Doc.ReturnsSchema(c.ID),
+				// Built once per compiled schema (which is shared by every snapshot and
+				// every manifest with the same schema), here, not on the first call.
+				Classes: params.Classes(),
 			})
 		}
 	}

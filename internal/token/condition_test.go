@@ -47,7 +47,8 @@ func TestCondition(t *testing.T) {
 			t.Errorf("CompileCondition(%q): %v", c.expr, err)
 			continue
 		}
-		ok, rule := token.Constraints{Condition: c.expr}.Check(token.Input{Permission: "fs.read", Params: params, Now: now})
+		v := token.Constraints{Condition: c.expr}.Check(token.Input{Permission: "fs.read", Params: params, Now: now})
+		ok, rule := v.OK, v.Rule
 		if ok != c.want {
 			t.Errorf("%q: %v, want %v", c.expr, ok, c.want)
 		}
@@ -56,7 +57,7 @@ func TestCondition(t *testing.T) {
 		}
 	}
 	// A nil params map is an empty one, not an error.
-	if ok, _ := (token.Constraints{Condition: `params.size() == 0`}).Check(token.Input{}); !ok {
+	if !(token.Constraints{Condition: `params.size() == 0`}).Check(token.Input{}).OK {
 		t.Error("nil params")
 	}
 }
@@ -79,7 +80,7 @@ func TestCompileConditionRefuses(t *testing.T) {
 			t.Errorf("CompileCondition(%.40q) accepted", expr)
 		}
 		// A condition that does not compile refuses every call.
-		if ok, _ := (token.Constraints{Condition: expr}).Check(token.Input{}); ok && expr != "" {
+		if (token.Constraints{Condition: expr}).Check(token.Input{}).OK && expr != "" {
 			t.Errorf("Check with %.40q allowed", expr)
 		}
 	}

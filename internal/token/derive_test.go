@@ -68,7 +68,7 @@ func TestDerive(t *testing.T) {
 		t.Errorf("Validate(child): %v", err)
 	}
 	// The parent's condition still refuses in the child.
-	if ok, _ := child.Constraints.Check(token.Input{Permission: "fs.delete"}); ok {
+	if child.Constraints.Check(token.Input{Permission: "fs.delete"}).OK {
 		t.Error("the child dropped the parent's condition")
 	}
 	// A child may derive again, and sign.

@@ -37,15 +37,15 @@ func Example() {
 	fmt.Println("client:", tok.CheckClient("agent-1"))
 	fmt.Println("covers:", token.Covers(tok.Capabilities, "app.terminal.execute"))
 	for _, cmd := range []string{"ps", "sudo ps", "bash -c 'rm -rf /'"} {
-		ok, rule := tok.Constraints.Check(token.Input{
-			Permission:   "app.terminal.execute",
-			Params:       map[string]any{"command": cmd},
-			CommandParam: "command",
+		v := tok.Constraints.Check(token.Input{
+			Permission: "app.terminal.execute",
+			Params:     map[string]any{"command": cmd},
+			Commands:   []token.Command{{Value: token.Value{Pointer: "/command", Text: cmd}}},
 		})
-		if ok {
+		if v.OK {
 			fmt.Printf("%s: allowed\n", cmd)
 		} else {
-			fmt.Printf("%s: refused by %s\n", cmd, rule)
+			fmt.Printf("%s: refused by %s\n", cmd, v.Rule)
 		}
 	}
 	// Output:

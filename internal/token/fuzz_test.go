@@ -59,7 +59,8 @@ func FuzzSplitCommand(f *testing.F) {
 		argv, err := token.SplitCommand(s)
 		// Checking never panics, whatever the command.
 		c := token.Constraints{DeniedCommands: []string{"rm -rf"}, AllowedCommands: []string{"ls", "bash"}}
-		c.Check(token.Input{Params: map[string]any{"command": s}, CommandParam: "command"})
+		c.Check(commandInput(s))
+		(token.Constraints{AllowedPaths: []string{"/srv/**"}}).Check(commandInput(s))
 		if err != nil {
 			return
 		}
@@ -117,12 +118,46 @@ func FuzzDeniedCommand(f *testing.F) {
 		if next(3) == 0 {
 			cmd = "bash -c " + token.QuoteCommand([]string{cmd})
 		}
-		ok, rule := c.Check(token.Input{Params: map[string]any{"command": cmd}, CommandParam: "command"})
+		v := c.Check(commandInput(cmd))
+		ok, rule := v.OK, v.Rule
 		if ok {
 			t.Fatalf("%q was not denied", cmd)
 		}
 		if rule != token.RuleDeniedCommands {
 			t.Fatalf("%q refused by %q, want denied_commands", cmd, rule)
+		}
+	})
+}
+
+// FuzzCommandRules: checking any command under command and path constraints never panics;
+// a command whose program, or a program behind a wrapper, is a shell or an interpreter is
+// refused under every constraint, however it is spelled.
+func FuzzCommandRules(f *testing.F) {
+	for _, s := range []string{
+		"ls -la", "find . -exec rm {} +", "tar -cIsh -f a .", "sed 's/a/b/w x' f", "env -S 'sh -s'",
+		"nice -n 5 sh", "timeout 1 sh -s", "sudo -s", "xargs sh", "rsync -ave sh a b", "cat ../x",
+	} {
+		f.Add(s, uint8(0))
+	}
+	shells := []string{"sh", "/usr/bin/SH", "./bash", "python3.11", "Perl5.36", "awk", "busybox sh", "git", "make"}
+	wrappers := []string{"", "env ", "nice -n 5 ", "timeout 1 ", "nohup ", "sudo ", "xargs ", "find . -exec "}
+	consts := []token.Constraints{
+		{DeniedCommands: []string{"rm"}},
+		{AllowedCommands: []string{"ls", "cat", "find", "echo", "env", "nice", "timeout", "nohup", "sudo", "xargs", "sh", "python3.11", "awk", "git", "make", "busybox"}},
+		{AllowedPaths: []string{"/srv/ws/**"}},
+	}
+	f.Fuzz(func(t *testing.T, s string, pick uint8) {
+		for _, c := range consts {
+			c.Check(commandInput(s))
+		}
+		cmd := wrappers[int(pick)%len(wrappers)] + shells[int(pick/8)%len(shells)] + " " + s
+		if strings.HasPrefix(cmd, "find") {
+			cmd += " ';'"
+		}
+		for _, c := range consts {
+			if c.Check(commandInput(cmd)).OK {
+				t.Fatalf("%+v allowed %q", c, cmd)
+			}
 		}
 	})
 }

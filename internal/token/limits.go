@@ -77,3 +77,9 @@ const (
 	// counts beyond it would not read back as written.
 	maxSafeInteger = 1<<53 - 1
 )
+
+// MaxPathLookups is how many path segments one Check may examine on disk for the words of
+// the call's commands under allowed_paths. A command of MaxCommandBytes can hold thousands of
+// words that may name paths, and an option word's attached value may start anywhere in it;
+// each candidate is resolved through its links. Past the bound the call is refused.
+const MaxPathLookups = 1 << 14

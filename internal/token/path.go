@@ -33,6 +33,7 @@ var (
 	errPathLong     = errors.New("path too long")
 	errPathLoop     = errors.New("too many symbolic links")
 	errPathStat     = errors.New("path cannot be resolved")
+	errPathBudget   = errors.New("too many path segments to examine")
 )
 
 // ResolvePath returns the absolute path p names with every symbolic link along it resolved:
@@ -45,7 +46,11 @@ var (
 //
 // The answer is true of the filesystem when ResolvePath looked; a provider that opens the
 // path later should open the resolved path, so that a link made in between is not followed.
-func ResolvePath(p, dir string) (string, error) {
+func ResolvePath(p, dir string) (string, error) { return resolvePath(p, dir, nil) }
+
+// resolvePath is ResolvePath; each segment it examines on disk takes one from *budget when
+// budget is not nil, and the path is refused when none is left.
+func resolvePath(p, dir string, budget *int) (string, error) {
 	if err := pathText(p); err != nil {
 		return "", err
 	}
@@ -72,6 +77,12 @@ func ResolvePath(p, dir string) (string, error) {
 			continue
 		}
 		next := filepath.Join(resolved, seg)
+		if budget != nil {
+			if *budget <= 0 {
+				return "", errPathBudget
+			}
+			*budget--
+		}
 		fi, err := os.Lstat(next)
 		switch {
 		case err == nil && fi.Mode()&fs.ModeSymlink != 0:
@@ -229,25 +240,33 @@ func (child pattern) within(parent pattern) bool {
 	return true
 }
 
-// pathAllowed reports whether the path p, relative to dir when not absolute, is matched by
-// one of the patterns after both are resolved.
-func pathAllowed(patterns []string, p, dir string) bool {
-	abs, err := ResolvePath(p, dir)
-	if err != nil {
-		return false
-	}
+// resolvedPatterns parses and resolves the allowed_paths patterns; one that does not parse
+// or resolve is left out, so that it matches nothing.
+func resolvedPatterns(patterns []string) []pattern {
+	out := make([]pattern, 0, len(patterns))
 	for _, s := range patterns {
 		pat, rule := parsePattern(s)
 		if rule != "" {
 			continue
 		}
-		rp, err := pat.resolve()
-		if err != nil {
-			continue
-		}
-		if rp.match(abs) {
-			return true
+		if rp, err := pat.resolve(); err == nil {
+			out = append(out, rp)
 		}
 	}
-	return false
+	return out
+}
+
+// matchPath resolves p, relative to dir when not absolute, and reports the resolved path and
+// whether one of the resolved patterns matches it.
+func matchPath(pats []pattern, p, dir string) (string, bool) {
+	abs, err := ResolvePath(p, dir)
+	if err != nil {
+		return "", false
+	}
+	for _, pat := range pats {
+		if pat.match(abs) {
+			return abs, true
+		}
+	}
+	return "", false
 }

@@ -1,6 +1,7 @@
 package token
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -28,6 +29,20 @@ type invocation struct {
 	assigns bool
 	// wrapper: the program is a wrapper whose command is another invocation.
 	wrapper bool
+	// shell: an option of the wrapper makes it run a shell or an editor of its own (sudo -s,
+	// sudo -i, sudo -e, doas -s).
+	shell bool
+	// setsEnv: the wrapper sets environment variables for what it runs (env X=1, sudo X=1).
+	setsEnv bool
+	// runsByOption: an option makes it run a program found elsewhere, or write or delete
+	// files itself (env -P, find -delete, find -fprint).
+	runsByOption bool
+	// namesFromInput: it takes names from its input or a file, or follows links while it
+	// walks (xargs, find -files0-from, find -L).
+	namesFromInput bool
+	// programs are the positions in argv of the programs it and what it wraps run: 0, and
+	// the first word of each wrapped command that is a tail of argv.
+	programs []int
 }
 
 // optTable is the options of a wrapper: short ones that take an argument (attached or next),
@@ -38,6 +53,14 @@ type optTable struct {
 	shortArg, shortBool, shortOptional string
 	longArg, longBool                  []string
 	assignments                        bool // NAME=value words may follow the options (sudo, env)
+	// shellShort and shellLong are the options that make the wrapper run a shell (or an
+	// editor) of its own, with or without a command (sudo -s, -i, -e).
+	shellShort string
+	shellLong  []string
+	// pathShort and pathLong are the options that make it look for the program it runs
+	// somewhere else than the PATH (env -P).
+	pathShort string
+	pathLong  []string
 }
 
 var (
@@ -47,14 +70,17 @@ var (
 		longArg:     []string{"close-from", "chdir", "group", "host", "prompt", "chroot", "role", "type", "command-timeout", "other-user", "user"},
 		longBool:    []string{"askpass", "background", "bell", "preserve-env", "edit", "help", "set-home", "login", "remove-timestamp", "reset-timestamp", "list", "non-interactive", "preserve-groups", "stdin", "shell", "validate", "version"},
 		assignments: true,
+		shellShort:  "sie",
+		shellLong:   []string{"shell", "login", "edit"},
 	}
-	doasOpts = optTable{shortArg: "Cu", shortBool: "Lns"}
+	doasOpts = optTable{shortArg: "Cu", shortBool: "Lns", shellShort: "s"}
 	envOpts  = optTable{
 		shortArg:    "uCSP",
 		shortBool:   "i0v",
 		longArg:     []string{"unset", "chdir", "split-string"},
 		longBool:    []string{"ignore-environment", "null", "debug", "help", "version", "block-signal", "default-signal", "ignore-signal", "list-signal-handling"},
 		assignments: true,
+		pathShort:   "P",
 	}
 	niceOpts    = optTable{shortArg: "n", longArg: []string{"adjustment"}, longBool: []string{"help", "version"}}
 	nohupOpts   = optTable{longBool: []string{"help", "version"}}
@@ -115,6 +141,13 @@ var wrappers = map[string]wrapper{
 	"ksh":       {kind: wrapShell},
 	"mksh":      {kind: wrapShell},
 	"ash":       {kind: wrapShell},
+	// GNU's names where another system's tools come first.
+	"genv":     {opts: &envOpts},
+	"gnice":    {opts: &niceOpts, legacyN: true},
+	"gnohup":   {opts: &nohupOpts},
+	"gtimeout": {opts: &timeoutOpts, duration: true},
+	"gxargs":   {opts: &xargsOpts, argsOpen: true},
+	"toybox":   {opts: &noOpts, noDashes: true},
 }
 
 // expandCommand splits a command and returns every program it runs, the outermost first.
@@ -124,7 +157,7 @@ func expandCommand(cmd string) ([]invocation, error) {
 		return nil, err
 	}
 	e := expander{}
-	if err := e.add(argv, 0, false, false); err != nil {
+	if _, err := e.add(argv, 0, false, false); err != nil {
 		return nil, err
 	}
 	return e.out, nil
@@ -138,7 +171,7 @@ func expandShellString(s string) ([]invocation, error) {
 		return nil, err
 	}
 	e := expander{}
-	if err := e.add(argv, 0, true, false); err != nil {
+	if _, err := e.add(argv, 0, true, false); err != nil {
 		return nil, err
 	}
 	return e.out, nil
@@ -149,11 +182,12 @@ type expander struct {
 	unwraps int
 }
 
-// add records argv and whatever it wraps. shell is set when argv came from a shell string,
-// where leading NAME=value words are assignments, not the program.
-func (e *expander) add(argv []string, depth int, shell, argsOpen bool) error {
+// add records argv and whatever it wraps, and returns the positions in argv of the programs
+// it runs (see invocation.programs). shell is set when argv came from a shell string, where
+// leading NAME=value words are assignments, not the program.
+func (e *expander) add(argv []string, depth int, shell, argsOpen bool) ([]int, error) {
 	if depth > MaxUnwrapDepth {
-		return ErrCommandTooNested
+		return nil, ErrCommandTooNested
 	}
 	inv := invocation{argsOpen: argsOpen}
 	if shell {
@@ -164,51 +198,118 @@ func (e *expander) add(argv []string, depth int, shell, argsOpen bool) error {
 		if len(argv) == 0 {
 			// Only assignments: the shell runs nothing. Recorded so that
 			// allowed_commands refuses it.
-			e.out = append(e.out, invocation{argv: []string{""}, assigns: true})
-			return nil
+			e.out = append(e.out, invocation{argv: []string{""}, assigns: true, programs: []int{0}})
+			return nil, nil
 		}
 	}
 	inv.argv = argv
-	w, ok := wrappers[strings.ToLower(programName(argv[0]))]
+	inv.programs = []int{0}
+	// Wrappers are known by their programKey, so that busybox.static and bash5.2 are
+	// unwrapped as busybox and bash are.
+	name := programKey(argv[0])
+	if name == "find" {
+		return e.addFind(inv, depth)
+	}
+	w, ok := wrappers[name]
 	inv.wrapper = ok
+	at := len(e.out)
 	e.out = append(e.out, inv)
 	if !ok {
-		return nil
+		return inv.programs, nil
 	}
 	e.unwraps++
 	if e.unwraps > MaxUnwraps {
-		return ErrCommandTooNested
+		return nil, ErrCommandTooNested
 	}
 	args := argv[1:]
 	switch w.kind {
 	case wrapEval:
 		if len(args) == 0 {
-			return nil
+			return inv.programs, nil
 		}
 		inner, err := split(strings.Join(args, " "), true)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return e.add(inner, depth+1, true, false)
+		_, err = e.add(inner, depth+1, true, false)
+		return inv.programs, err
 	case wrapShell:
 		s, ok, err := shellCommand(args)
 		if err != nil || !ok {
-			return err // a script or stdin: nothing more can be seen
+			return inv.programs, err // a script or stdin: nothing more can be seen
 		}
 		inner, err := split(s, true)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return e.add(inner, depth+1, true, false)
+		_, err = e.add(inner, depth+1, true, false)
+		return inv.programs, err
 	}
-	rest, err := w.skipOptions(args)
+	rest, fl, err := w.skipOptions(args)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	e.out[at].shell = fl.shell
+	e.out[at].setsEnv = fl.assigns
+	e.out[at].runsByOption = fl.altPath
+	e.out[at].namesFromInput = w.argsOpen
 	if len(rest) == 0 {
-		return nil // runs nothing (xargs then runs echo)
+		return inv.programs, nil // runs nothing (xargs then runs echo)
 	}
-	return e.add(rest, depth+1, false, argsOpen || w.argsOpen)
+	inner, err := e.add(rest, depth+1, false, argsOpen || w.argsOpen)
+	if err != nil {
+		return nil, err
+	}
+	if !fl.split {
+		// The wrapped command is a tail of argv: its programs are programs here too.
+		off := len(argv) - len(rest)
+		for _, p := range inner {
+			e.out[at].programs = append(e.out[at].programs, off+p)
+		}
+	}
+	return e.out[at].programs, nil
+}
+
+// addFind records a find command and each command its -exec, -execdir, -ok and -okdir
+// run (with {} for the names it finds, so their arguments are open), and marks the actions
+// that write or delete files (-delete, -fprint, -fprint0, -fprintf, -fls), the reading of
+// starting points from a file (-files0-from) and the following of links (-L, -H, -follow).
+// Every word that is one of these counts, even where find would read it as the argument of
+// another test (-name -delete): a false refusal, never a slip.
+func (e *expander) addFind(inv invocation, depth int) ([]int, error) {
+	at := len(e.out)
+	e.out = append(e.out, inv)
+	argv := inv.argv
+	for i := 1; i < len(argv); i++ {
+		switch a := argv[i]; a {
+		case "-delete", "-fprint", "-fprint0", "-fprintf", "-fls":
+			e.out[at].runsByOption = true
+		case "-files0-from", "-L", "-H", "-follow":
+			e.out[at].namesFromInput = true
+		case "-exec", "-execdir", "-ok", "-okdir":
+			end := i + 1
+			for end < len(argv) && argv[end] != ";" && (argv[end] != "+" || argv[end-1] != "{}") {
+				end++
+			}
+			if end >= len(argv) || end == i+1 || strings.HasPrefix(argv[i+1], "-") {
+				return nil, ErrCommandWrapper
+			}
+			e.unwraps++
+			if e.unwraps > MaxUnwraps {
+				return nil, ErrCommandTooNested
+			}
+			inner, err := e.add(argv[i+1:end], depth+1, false, true)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range inner {
+				e.out[at].programs = append(e.out[at].programs, i+1+p)
+			}
+			i = end
+		}
+	}
+	e.out[at].wrapper = len(e.out) > at+1
+	return e.out[at].programs, nil
 }
 
 // isAssignment reports whether a word of a shell string is NAME=value.
@@ -226,15 +327,24 @@ func isAssignment(w string) bool {
 	return true
 }
 
+// optFlags are what a wrapper's options say about what it runs.
+type optFlags struct {
+	shell   bool // it runs a shell or editor of its own (sudo -s)
+	assigns bool // NAME=value words set its command's environment
+	altPath bool // it looks for the program elsewhere than the PATH (env -P)
+	split   bool // the command came from a string split into words (env -S), not a tail
+}
+
 // skipOptions returns the wrapped command: the arguments after the wrapper's options (and
 // after its assignments and duration, where it has them).
-func (w wrapper) skipOptions(args []string) ([]string, error) {
+func (w wrapper) skipOptions(args []string) ([]string, optFlags, error) {
+	var fl optFlags
 	t := w.opts
 	if w.noDashes {
 		if len(args) > 0 && strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
-			return nil, nil // busybox --list and the like run nothing
+			return nil, fl, nil // busybox --list and the like run nothing
 		}
-		return args, nil
+		return args, fl, nil
 	}
 	for len(args) > 0 {
 		a := args[0]
@@ -253,26 +363,30 @@ func (w wrapper) skipOptions(args []string) ([]string, error) {
 			name, _, hasValue := strings.Cut(a[2:], "=")
 			full, takesArg, ok := t.long(name)
 			if !ok {
-				return nil, ErrCommandWrapper
+				return nil, fl, ErrCommandWrapper
 			}
+			fl.shell = fl.shell || slices.Contains(t.shellLong, full)
+			fl.altPath = fl.altPath || slices.Contains(t.pathLong, full)
 			args = args[1:]
 			if takesArg && !hasValue {
 				if len(args) == 0 {
-					return nil, ErrCommandWrapper
+					return nil, fl, ErrCommandWrapper
 				}
 				if full == "split-string" {
-					return w.splitString(args[0], args[1:])
+					return w.splitString(args[0], args[1:], fl)
 				}
 				args = args[1:]
 			} else if full == "split-string" {
 				_, v, _ := strings.Cut(a, "=")
-				return w.splitString(v, args)
+				return w.splitString(v, args, fl)
 			}
 			continue
 		}
 		args = args[1:]
 		for j := 1; j < len(a); j++ {
 			c := a[j]
+			fl.shell = fl.shell || strings.IndexByte(t.shellShort, c) >= 0
+			fl.altPath = fl.altPath || strings.IndexByte(t.pathShort, c) >= 0
 			switch {
 			case strings.IndexByte(t.shortBool, c) >= 0:
 				continue
@@ -282,47 +396,53 @@ func (w wrapper) skipOptions(args []string) ([]string, error) {
 				val := a[j+1:]
 				if val == "" {
 					if len(args) == 0 {
-						return nil, ErrCommandWrapper
+						return nil, fl, ErrCommandWrapper
 					}
 					val, args = args[0], args[1:]
 				}
 				if w.opts == &envOpts && c == 'S' {
-					return w.splitString(val, args)
+					return w.splitString(val, args, fl)
 				}
 				j = len(a)
 			default:
-				return nil, ErrCommandWrapper
+				return nil, fl, ErrCommandWrapper
 			}
 		}
 	}
 	if t.assignments {
 		for len(args) > 0 && isAssignment(args[0]) {
 			args = args[1:]
+			fl.assigns = true
 		}
 	}
 	if w.duration {
 		if len(args) == 0 {
-			return nil, ErrCommandWrapper
+			return nil, fl, ErrCommandWrapper
 		}
 		args = args[1:]
 	}
-	return args, nil
+	return args, fl, nil
 }
 
 // splitString handles env -S: the string is split into words that come before the rest.
-func (w wrapper) splitString(s string, rest []string) ([]string, error) {
+func (w wrapper) splitString(s string, rest []string, fl optFlags) ([]string, optFlags, error) {
 	words, err := split(s, false)
 	if err != nil {
 		if err == ErrCommandEmpty {
 			words = nil
 		} else {
-			return nil, err
+			return nil, fl, err
 		}
 	}
 	if len(words)+len(rest) > MaxArgs {
-		return nil, ErrCommandTooMany
+		return nil, fl, ErrCommandTooMany
 	}
-	return w.skipOptions(append(words, rest...))
+	out, more, err := w.skipOptions(append(words, rest...))
+	more.shell = more.shell || fl.shell
+	more.assigns = more.assigns || fl.assigns
+	more.altPath = more.altPath || fl.altPath
+	more.split = true
+	return out, more, err
 }
 
 // long resolves a long option name, which may be abbreviated to any unambiguous prefix as

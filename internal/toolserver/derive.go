@@ -28,11 +28,14 @@ func OverlayFile(dataDir, name string) string {
 
 // Class is the operator's classification of one tool, which the server's own annotations
 // never give: its side effects, and optionally its risk (default derived from the side
-// effects) and reversibility (default irreversible).
+// effects), its reversibility (default irreversible) and the classes of its params (which
+// are paths, cwds, commands, command input and text, by JSON pointer; see classify.go),
+// without which a token with path or command constraints refuses the tool.
 type Class struct {
 	SideEffects   manifest.SideEffect    `json:"side_effects"`
 	Risk          manifest.Risk          `json:"risk,omitempty"`
 	Reversibility manifest.Reversibility `json:"reversibility,omitempty"`
+	Params        map[string]string      `json:"params,omitempty"`
 }
 
 // Overlay maps tool names (as the server names them) to the operator's Class. A tool it
@@ -79,6 +82,21 @@ func ReadOverlay(dataDir, name string) (Overlay, error) {
 		}
 		if c.Reversibility != "" && !c.Reversibility.Valid() {
 			errs = append(errs, fmt.Errorf("toolserver: overlay %s: %s.reversibility must be one of %v", path, strconv.Quote(tool), manifest.Reversibilities))
+		}
+		if len(c.Params) > MaxOverlayParams {
+			errs = append(errs, fmt.Errorf("toolserver: overlay %s: %s.params must have at most %d entries", path, strconv.Quote(tool), MaxOverlayParams))
+		}
+		for _, ptr := range slices.Sorted(maps.Keys(c.Params)) {
+			field := fmt.Sprintf("%s.params[%s]", strconv.Quote(tool), strconv.Quote(ptr))
+			if len(ptr) > MaxOverlayPointerBytes {
+				field = fmt.Sprintf("%s.params (an entry)", strconv.Quote(tool))
+			}
+			if err := checkPointer(ptr); err != nil {
+				errs = append(errs, fmt.Errorf("toolserver: overlay %s: %s: the key %w", path, field, err))
+			}
+			if !overlayClass(c.Params[ptr]) {
+				errs = append(errs, fmt.Errorf("toolserver: overlay %s: %s must be one of path, cwd, command, command-input, text", path, field))
+			}
 		}
 	}
 	if len(errs) > 0 {
@@ -196,8 +214,14 @@ func capabilityOf(name, appID string, p Pin, overlay Overlay) (capability, error
 	if err != nil || params == nil {
 		return capability{}, errors.New("inputSchema: must be a JSON Schema object")
 	}
-	returns := labelledSchema(def.OutputSchema)
+	// The server's own word on which params are paths or text is not taken; the operator's
+	// overlay classifies them.
+	stripClasses(params, 0)
 	class, classified := overlay[p.Tool]
+	if err := classify(params, class.Params); err != nil {
+		return capability{}, fmt.Errorf("overlay %w", err)
+	}
+	returns := labelledSchema(def.OutputSchema)
 	if !classified {
 		class = Class{SideEffects: manifest.SideEffectSystem}
 	}

@@ -18,7 +18,10 @@
 // description is the tool's, delimited and labelled as untrusted data. Annotations are
 // untrusted too: a readOnlyHint never lowers anything. Until the operator classifies a tool
 // in the overlay file DATA/toolservers/NAME.overlay.json (OverlayFile), its side effects are
-// the worst case, system, and so every call of it needs the person's consent.
+// the worst case, system, and so every call of it needs the person's consent. Its params are
+// unclassified, whatever formats the server puts in its schema, until the overlay says which
+// are paths, commands and text (Class.Params, classify.go): until then a token with path or
+// command constraints refuses the tool.
 //
 // Pins. Accepting a tool (`capgate toolserver add` accepts every tool it finds, `capgate
 // toolserver accept` the changed and new ones) stores its Pin: the sha256 of the RFC 8785

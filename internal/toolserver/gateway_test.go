@@ -26,6 +26,7 @@ import (
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/store/sqlite"
+	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/internal/toolserver"
 	"github.com/capgate/capgate/manifest"
 )
@@ -516,5 +517,26 @@ func TestOperatorReadWaitsForOneCommit(t *testing.T) {
 	}
 	if !asked {
 		t.Error("greet, annotated read-only by its server alone, ran without asking the person")
+	}
+}
+
+// A token with path or command constraints refuses a tool whose params the operator has not
+// classified, and runs one whose params the overlay classifies: a server's tools never pass
+// such a token on the server's word.
+func TestOverlayParamsUnderConstraints(t *testing.T) {
+	f := newFixtureWith(t, map[string]any{
+		"echo":  map[string]any{"side_effects": "read", "risk": "low", "params": map[string]any{"/text": "text"}},
+		"greet": map[string]any{"side_effects": "read", "risk": "low"},
+	})
+	caller := broker.Caller{ClientID: "cl_alice", Name: "alice", Trust: manifest.AuthUser}
+	iss, err := f.g.Broker.RequestCapability(f.ctx, caller, broker.CapabilityRequest{Capabilities: []string{"mcp.srv.echo", "mcp.srv.greet"},
+		Duration: 3600, Reason: "test", Constraints: token.Constraints{AllowedPaths: []string{"/srv/ws/**"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOutput(t, "echo", f.callWith("echo", `{"text":"hi"}`, iss.Wire), "echo", "echo: hi")
+	r := f.callWith("greet", `{"name":"bo"}`, iss.Wire)
+	if r.Body.ErrorCode != "CAPABILITY_DENIED" || !strings.Contains(r.Body.ErrorMessage, "not every param is classified") {
+		t.Fatalf("greet, unclassified, under allowed_paths: %s %s", r.Body.ErrorCode, r.Body.ErrorMessage)
 	}
 }

@@ -39,3 +39,12 @@ const (
 // it is terminated: a server that does not exit on end of input (server-everything) would
 // otherwise hold every add, accept and shutdown for the SDK's default 5 s.
 const StdioTerminateWait = time.Second
+
+// Bounds on an overlay's param classes: a tool's params are a few members, each named by a
+// short pointer.
+const (
+	// MaxOverlayParams is the most params one tool's overlay entry classifies.
+	MaxOverlayParams = 256
+	// MaxOverlayPointerBytes is the longest pointer of one.
+	MaxOverlayPointerBytes = 1024
+)

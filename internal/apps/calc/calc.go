@@ -95,7 +95,7 @@ const Manifest = `{
       "description": "Computes an arithmetic expression exactly (+ - * / % ^, parentheses, decimals such as 1.5, .5 and 1e3) and makes its result the calculator's value. Results are shown in decimal, rounded to 12 digits after the point. Nothing in the expression is executed.",
       "category": "TEXT_QUERY",
       "parameters": {"type": "object", "required": ["expression"], "additionalProperties": false,
-        "properties": {"expression": {"type": "string", "maxLength": 1024, "description": "An arithmetic expression, such as 123 + 456 * 2."}}},
+        "properties": {"expression": {"type": "string", "maxLength": 1024, "format": "text", "description": "An arithmetic expression, such as 123 + 456 * 2."}}},
       "returns": {"type": "object", "required": ["result", "expression"], "additionalProperties": false,
         "properties": {"result": {"type": "number"}, "expression": {"type": "string", "maxLength": 1024}}},
       "side_effects": "none",

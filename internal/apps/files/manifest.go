@@ -18,8 +18,9 @@ const (
 )
 
 // Manifest is the app's manifest, unsigned; the host signs it with its local app key. Its
-// bounds repeat limits.go. Every path param is named "path", so that the gateway's
-// allowed_paths constraints apply to it.
+// bounds repeat limits.go. Every param is classified ("format": "path" or "text", or an
+// enum), so that a token's allowed_paths constraints apply to every path and the app stays
+// usable under such a token.
 const Manifest = `{
   "app_id": "org.capgate.files",
   "version": "1.0.0",
@@ -31,7 +32,7 @@ const Manifest = `{
       "description": "Lists the entries of one folder inside the files app's folder, sorted by name: name, type, size, modification time (unix seconds) and permissions. At most 10000 entries; a larger folder is answered in part with truncated set.",
       "category": "FILE_OPERATION",
       "parameters": {"type": "object", "required": ["path"], "additionalProperties": false,
-        "properties": {"path": {"type": "string", "minLength": 1, "maxLength": 4096, "pattern": "^[^\\x00]*$"}}},
+        "properties": {"path": {"type": "string", "minLength": 1, "maxLength": 4096, "pattern": "^[^\\x00]*$", "format": "path"}}},
       "returns": {"type": "object", "required": ["path", "entries", "count", "truncated", "skipped"], "additionalProperties": false,
         "properties": {
           "path": {"type": "string"},
@@ -54,7 +55,7 @@ const Manifest = `{
       "category": "FILE_OPERATION",
       "parameters": {"type": "object", "required": ["path"], "additionalProperties": false,
         "properties": {
-          "path": {"type": "string", "minLength": 1, "maxLength": 4096, "pattern": "^[^\\x00]*$"},
+          "path": {"type": "string", "minLength": 1, "maxLength": 4096, "pattern": "^[^\\x00]*$", "format": "path"},
           "offset": {"type": "integer", "minimum": 0, "maximum": 9007199254740991},
           "length": {"type": "integer", "minimum": 1, "maximum": 1048576}}},
       "returns": {"type": "object", "required": ["path", "content", "encoding", "size", "offset", "returned", "eof"], "additionalProperties": false,
@@ -80,8 +81,8 @@ const Manifest = `{
       "category": "FILE_OPERATION",
       "parameters": {"type": "object", "required": ["path", "content"], "additionalProperties": false,
         "properties": {
-          "path": {"type": "string", "minLength": 1, "maxLength": 4096, "pattern": "^[^\\x00]*$"},
-          "content": {"type": "string", "maxLength": 2796204},
+          "path": {"type": "string", "minLength": 1, "maxLength": 4096, "pattern": "^[^\\x00]*$", "format": "path"},
+          "content": {"type": "string", "maxLength": 2796204, "format": "text"},
           "mode": {"enum": ["overwrite", "append"]},
           "encoding": {"enum": ["utf-8", "base64"]}}},
       "returns": {"type": "object", "required": ["status", "path", "bytes_written", "created"], "additionalProperties": false,
@@ -101,7 +102,7 @@ const Manifest = `{
       "description": "Deletes one file, symbolic link or empty folder. What was deleted is kept for five minutes and put back by undo; a folder with entries is refused.",
       "category": "FILE_OPERATION",
       "parameters": {"type": "object", "required": ["path"], "additionalProperties": false,
-        "properties": {"path": {"type": "string", "minLength": 1, "maxLength": 4096, "pattern": "^[^\\x00]*$"}}},
+        "properties": {"path": {"type": "string", "minLength": 1, "maxLength": 4096, "pattern": "^[^\\x00]*$", "format": "path"}}},
       "returns": {"type": "object", "required": ["status", "path", "deleted", "type"], "additionalProperties": false,
         "properties": {"status": {"const": "success"}, "path": {"type": "string"}, "deleted": {"const": true}, "type": {"enum": ["file", "directory", "symlink"]}}},
       "side_effects": "destructive",
@@ -120,8 +121,8 @@ const Manifest = `{
       "category": "FILE_OPERATION",
       "parameters": {"type": "object", "required": ["path"], "additionalProperties": false,
         "properties": {
-          "path": {"type": "string", "minLength": 1, "maxLength": 4096, "pattern": "^[^\\x00]*$"},
-          "content": {"type": "string", "maxLength": 2796204},
+          "path": {"type": "string", "minLength": 1, "maxLength": 4096, "pattern": "^[^\\x00]*$", "format": "path"},
+          "content": {"type": "string", "maxLength": 2796204, "format": "text"},
           "encoding": {"enum": ["utf-8", "base64"]}}},
       "returns": {"type": "object", "required": ["status", "path", "created", "bytes_written"], "additionalProperties": false,
         "properties": {"status": {"const": "success"}, "path": {"type": "string"}, "created": {"const": true}, "bytes_written": {"type": "integer", "minimum": 0, "maximum": 2097152}}},
@@ -140,7 +141,7 @@ const Manifest = `{
       "description": "Creates one new folder in an existing folder; fails when anything exists at the path. Undo removes it if it is still empty.",
       "category": "FILE_OPERATION",
       "parameters": {"type": "object", "required": ["path"], "additionalProperties": false,
-        "properties": {"path": {"type": "string", "minLength": 1, "maxLength": 4096, "pattern": "^[^\\x00]*$"}}},
+        "properties": {"path": {"type": "string", "minLength": 1, "maxLength": 4096, "pattern": "^[^\\x00]*$", "format": "path"}}},
       "returns": {"type": "object", "required": ["status", "path", "created"], "additionalProperties": false,
         "properties": {"status": {"const": "success"}, "path": {"type": "string"}, "created": {"const": true}}},
       "side_effects": "write",

@@ -24,7 +24,7 @@ const Manifest = `{
       "category": "SYSTEM",
       "parameters": {"type": "object", "required": ["code"], "additionalProperties": false,
         "properties": {
-          "code": {"type": "string", "maxLength": 262144},
+          "code": {"type": "string", "maxLength": 262144, "format": "text"},
           "timeout": {"type": "integer", "minimum": 1, "maximum": 60000}}},
       "returns": {"type": "object", "additionalProperties": false,
         "required": ["status", "output", "truncated", "error", "duration_ms", "steps"],
@@ -49,7 +49,7 @@ const Manifest = `{
       "category": "SYSTEM",
       "parameters": {"type": "object", "required": ["path"], "additionalProperties": false,
         "properties": {
-          "path": {"type": "string", "minLength": 1, "maxLength": 4096},
+          "path": {"type": "string", "minLength": 1, "maxLength": 4096, "format": "path"},
           "timeout": {"type": "integer", "minimum": 1, "maximum": 60000}}},
       "returns": {"type": "object", "additionalProperties": false,
         "required": ["status", "output", "truncated", "error", "duration_ms", "steps"],

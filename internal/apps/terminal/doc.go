@@ -8,7 +8,7 @@
 // shell, through os/exec: there are no pipes, redirections, globs, variables, command
 // substitutions or ~ expansions, and a command holding an unquoted shell operator
 // (; & | < > ( ) $ `) or a newline is refused before anything runs. A caller that needs a shell
-// must name one (sh -c '...'), and the token's constraints see that.
+// must name one (sh -c '...'), and a token with command or path constraints refuses it.
 //
 // Every command runs:
 //
@@ -19,7 +19,7 @@
 //     the working folder), so no token, key or credential of capgate's environment reaches it;
 //   - in the root folder given to New, or in a folder under it named by the cwd param (which
 //     is cleaned and resolved through its symbolic links first, and refused if it leaves the
-//     root), and which the manifest marks "format": "path" so that token allowed_paths
+//     root), and which the manifest marks "format": "cwd" so that token allowed_paths
 //     constraints check it;
 //   - in a session and process group of its own, with no controlling terminal: at its
 //     timeout, when the call's context ends, or when the app closes, the whole group gets

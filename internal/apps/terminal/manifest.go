@@ -16,7 +16,10 @@ const (
 )
 
 // Manifest is the app's manifest, unsigned; the host signs it with its local app key. The
-// bounds in its schemas are the ones of limits.go.
+// bounds in its schemas are the ones of limits.go. Every param is classified for token
+// constraints: command is a command line, cwd the folder it runs in, stdin text, and
+// write_input's input command input, which a token with path or command constraints
+// refuses (it may feed a shell, and no constraint can read it).
 const Manifest = `{
   "app_id": "org.capgate.terminal",
   "version": "1.0.0",
@@ -29,11 +32,11 @@ const Manifest = `{
       "category": "SYSTEM",
       "parameters": {"type": "object", "required": ["command"], "additionalProperties": false,
         "properties": {
-          "command": {"type": "string", "minLength": 1, "maxLength": 16384},
+          "command": {"type": "string", "minLength": 1, "maxLength": 16384, "format": "command"},
           "timeout": {"type": "integer", "minimum": 1, "maximum": 300000, "default": 30000},
           "capture_output": {"type": "boolean", "default": true},
-          "cwd": {"type": "string", "minLength": 1, "maxLength": 4096, "format": "path"},
-          "stdin": {"type": "string", "maxLength": 65536},
+          "cwd": {"type": "string", "minLength": 1, "maxLength": 4096, "format": "cwd"},
+          "stdin": {"type": "string", "maxLength": 65536, "format": "text"},
           "background": {"type": "boolean", "default": false}}},
       "returns": {"type": "object", "required": ["status", "id"], "additionalProperties": false,
         "properties": {
@@ -93,12 +96,12 @@ const Manifest = `{
     {
       "id": "terminal.org.capgate.terminal.write_input",
       "name": "Write to a command's input",
-      "description": "Writes text to the standard input of one of the caller's running background commands; with close, ends its input afterwards.",
+      "description": "Writes text to the standard input of one of the caller's running background commands; with close, ends its input afterwards. A token with path or command constraints refuses input (it cannot be checked); closing is allowed.",
       "category": "TEXT_INPUT",
       "parameters": {"type": "object", "required": ["id"], "additionalProperties": false,
         "properties": {
           "id": {"type": "integer", "minimum": 1, "maximum": 9007199254740991},
-          "input": {"type": "string", "maxLength": 65536},
+          "input": {"type": "string", "maxLength": 65536, "format": "command-input"},
           "close": {"type": "boolean", "default": false}}},
       "returns": {"type": "object", "required": ["id", "bytes_written", "closed"], "additionalProperties": false,
         "properties": {

@@ -51,15 +51,15 @@ func TestManifest(t *testing.T) {
 	if ex.Reversibility != manifest.Irreversible || ex.TimeoutMS != terminal.CapabilityTimeoutMS {
 		t.Errorf("execute_command: reversibility %s timeout_ms %d", ex.Reversibility, ex.TimeoutMS)
 	}
-	// The gateway checks allowed_paths on params marked "format": "path", and commands on the
-	// param named command.
+	// The gateway checks commands on the param classified "format": "command", and
+	// allowed_paths on the cwd it runs in ("format": "cwd") and on its words.
 	var s struct {
 		Properties map[string]map[string]any `json:"properties"`
 	}
 	if err := json.Unmarshal(ex.Parameters, &s); err != nil {
 		t.Fatal(err)
 	}
-	if s.Properties["cwd"]["format"] != "path" || s.Properties["command"]["type"] != "string" {
+	if s.Properties["cwd"]["format"] != "cwd" || s.Properties["command"]["format"] != "command" || s.Properties["stdin"]["format"] != "text" {
 		t.Errorf("execute_command params: %v", s.Properties)
 	}
 }
