@@ -159,7 +159,7 @@ func (e *fsEnv) token(t *testing.T, c token.Constraints) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.PutToken(context.Background(), store.Token{ID: tok.ID, ClientID: alice.ClientID, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+	if err := e.st.PutToken(context.Background(), store.Token{ID: tok.ID, ClientID: alice.ClientID, IssuedAt: now, ExpiresAt: now.Add(time.Hour), Hash: token.WireHash(wire)}); err != nil {
 		t.Fatal(err)
 	}
 	return wire
