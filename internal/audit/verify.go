@@ -49,7 +49,7 @@ func (p Problem) String() string {
 type Compared struct {
 	Source   string `json:"source"`   // SourceHeadFile, SourceMirror, SourceWitness
 	Location string `json:"location"` // its path or URL
-	// Seq is the highest seq it holds (the mirror's last line, the head file's head, the
+	// Seq is the highest seq it holds (the mirror's highest line, the head file's head, the
 	// witness's checkpoint), 0 for none.
 	Seq int64 `json:"seq"`
 	// CheckpointSeq is the seq of the signed checkpoint it holds, 0 for none.
@@ -598,6 +598,7 @@ func (m *mirrorCheck) more() bool {
 		}
 		e := pl.entry
 		m.pending, m.pendAt = &e, m.line
+		m.rep.Compared[m.cmpIndex].Seq = max(m.rep.Compared[m.cmpIndex].Seq, e.Seq)
 	}
 	return m.pending != nil
 }
@@ -642,7 +643,6 @@ func (m *mirrorCheck) compare(e store.AuditEntry) {
 			m.rep.problem(e.Seq, SourceMirror, at+"at differs from the store's entry")
 		}
 		m.lastSeq = p.Seq
-		m.rep.Compared[m.cmpIndex].Seq = p.Seq
 		m.pending = nil
 		return
 	}

@@ -34,6 +34,9 @@ const EnvStore = "CAPGATE_STORE"
 // EnvWorkspace names the environment variable for the built-in apps' workspace.
 const EnvWorkspace = "CAPGATE_WORKSPACE"
 
+// EnvAuditWitness names the environment variable for the audit log's witness.
+const EnvAuditWitness = "CAPGATE_AUDIT_WITNESS"
+
 // DefaultSandboxRoot is where plugins' filesystem intents must point.
 const DefaultSandboxRoot = "/sandbox"
 
@@ -50,6 +53,10 @@ type File struct {
 	// Workspace is the folder the built-in files, editor, terminal and python apps work in
 	// (default DATA/workspace).
 	Workspace string `json:"workspace,omitempty"`
+	// AuditWitness is where the gateway also sends every audit checkpoint it signs, and what
+	// `capgate audit verify` compares the log with: an absolute folder outside the data
+	// folder (another disk or machine), or the http(s) URL of a `capgate audit witness`.
+	AuditWitness string `json:"audit_witness,omitempty"`
 
 	// SandboxRoot is the folder every filesystem intent must lie in (default /sandbox).
 	SandboxRoot string `json:"sandbox_root,omitempty"`

@@ -43,6 +43,7 @@ const (
 	DBFile     = "capgate.db"
 	KeyFile    = "capgate.key"  // the gateway's own Ed25519 seed: signs tokens and checkpoints
 	AuditFile  = "audit.jsonl"  // the audit log's JSON-lines mirror
+	HeadFile   = "audit.head"   // the audit log's head and latest checkpoint, kept beside the store
 	SocketFile = "capgate.sock" // the unix socket, when no other path is given
 )
 
@@ -78,6 +79,9 @@ type Config struct {
 	// ToolServerRelist is how often each tool server's tools are listed again and checked
 	// against their pins, beside its list-changed notifications (0: toolserver.DefaultRelist).
 	ToolServerRelist time.Duration
+	// AuditWitness names a witness that receives every audit checkpoint the gateway signs
+	// (AuditWitnesses): an absolute folder outside the data folder, or an http(s) URL.
+	AuditWitness string
 }
 
 // DefaultListen is loopback only: the gateway is not exposed to the network by default.
@@ -121,6 +125,10 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("gateway: data folder: %w", err)
 	}
+	witnesses, err := AuditWitnesses(cfg.DataDir, cfg.AuditWitness)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
 	key, err := LoadOrCreateKey(cfg.DataDir)
 	if err != nil {
 		return nil, err
@@ -163,7 +171,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		handlers[id] = h
 	}
 	g.Audit = audit.NewWriter(st, &audit.Options{CheckpointKey: key, CheckpointEvery: 1000, CheckpointInterval: time.Minute,
-		MirrorPath: filepath.Join(cfg.DataDir, AuditFile), Logger: g.log})
+		MirrorPath: filepath.Join(cfg.DataDir, AuditFile), HeadPath: filepath.Join(cfg.DataDir, HeadFile), Witnesses: witnesses, Logger: g.log})
 	g.Consent = consent.New(st, &consent.Options{Surface: true, TTL: cfg.ConsentTTL})
 	g.metrics = newMetrics(st)
 	g.tools = toolserver.NewManager(toolserver.Options{Env: toolserver.Env{Store: st, Registry: g.Registry, DataDir: cfg.DataDir, Version: "capgate"},
