@@ -731,7 +731,7 @@ func newAuditCmd(g *globals) *cobra.Command {
 	var from, to int64
 	export := &cobra.Command{
 		Use:   "export [--from SEQ] [--to SEQ] [--data DIR]",
-		Short: "Write the audit log as JSON lines (seq, prev_hash, hash, at, record)",
+		Short: "Write the audit log as JSON lines (seq, prev_hash, hash, at, record), each checkpoint on a line of its own (verify --export checks the file)",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := context.Background()

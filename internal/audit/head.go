@@ -338,7 +338,7 @@ func (h *HeadFile) Advance(next Head, linked func(cur Head) error) (Head, error)
 	if _, err := h.f.WriteAt(b, int64(slot*headSlotSize)); err != nil {
 		return cur, fmt.Errorf("audit: head file %s: %w", h.path, err)
 	}
-	if err := h.f.Sync(); err != nil {
+	if err := datasync(h.f); err != nil {
 		return cur, fmt.Errorf("audit: head file %s: %w", h.path, err)
 	}
 	return cur, nil
