@@ -184,8 +184,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
-	g.web = web.New(web.Options{Consent: g.Consent, Store: st, Broker: g.Broker, Registry: g.Registry, PublicKey: key.Public().(ed25519.PublicKey), Logger: g.log,
-		AuditHeadFile: filepath.Join(cfg.DataDir, HeadFile),
+	g.web = web.New(web.Options{Consent: g.Consent, Store: st, Broker: g.Broker, Registry: g.Registry, PublicKey: key.Public().(ed25519.PublicKey), Logger: g.log, AuditHeadFile: filepath.Join(cfg.DataDir, HeadFile),
 		Audit:        g.Audit,
 		AllowedHosts: cfg.UIHosts,
 		ToolServers:  &toolserver.Env{Store: st, Registry: g.Registry, DataDir: cfg.DataDir, Version: "capgate"},
