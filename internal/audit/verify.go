@@ -95,8 +95,9 @@ func (r *Report) warn(seq int64, source, rule string) {
 }
 
 // CallState is the part of a store that only recorded calls and changes make: clients
-// (client.add), tokens (request_capability, derive_token: each stored only after its record
-// is durable) and consent requests. store.Store implements it.
+// (client.add), tokens (request_capability, derive_token: each stored, with the hash of its
+// wire form, only after its record is durable) and consent requests. store.Store implements
+// it.
 type CallState interface {
 	ListClients(ctx context.Context) ([]store.Client, error)
 	ListTokens(ctx context.Context, live bool, now time.Time) ([]store.Token, error)
@@ -147,9 +148,9 @@ func Verify(ctx context.Context, s store.Audit, pub ed25519.PublicKey) (Report, 
 //     before its last line are problems; a mirror that ends before the store, or a last
 //     line cut short, is what a crash between the store's commit and the mirror's write
 //     leaves, a warning (the next writer on the folder writes what is missing);
-//   - state (opts.State): every stored token has its issue in the log (a record naming it
-//     with result "issued"), and an empty log goes with a store without clients, tokens and
-//     consent requests.
+//   - state (opts.State): every token the gateway issued (stored with its wire hash) has its
+//     issue in the log (a record naming it with result "issued"), and an empty log goes with
+//     a store without clients, tokens and consent requests.
 //
 // What stays unproven is in the warnings: entries after the last signed checkpoint, which
 // someone who can also rewrite every head kept outside the store could rewrite, and entries
@@ -356,7 +357,11 @@ func (v *chainCheck) readState(ctx context.Context, st CallState) error {
 	}
 	v.tokens = make(map[string]bool, len(tokens))
 	for _, t := range tokens {
-		v.tokens[t.ID] = false
+		// A token the gateway issued is stored with the hash of its wire form, after its
+		// issue is durable in the log; one without (put there by hand) names no call.
+		if t.Hash != "" {
+			v.tokens[t.ID] = false
+		}
 	}
 	var parts []string
 	for _, n := range []struct {
