@@ -192,7 +192,7 @@ func TestAuditVerifyDeletedTail(t *testing.T) {
 		sqliteExec(t, d, fmt.Sprintf(`DELETE FROM audit_log WHERE seq > %d`, last-6), fmt.Sprintf(`DELETE FROM audit_checkpoints WHERE seq > %d`, last-6))
 		v, res := verifyJSON(t, []string{"CAPGATE_DATA_DIR=" + d})
 		mustCode(t, res, 1)
-		if !v.has(last, "head_file", fmt.Sprintf("the log ends at seq %d but the head file holds a head at seq %d", last-6, last)) ||
+		if !v.has(last, "head_file", fmt.Sprintf("the log ends at seq %d but the head file holds a checkpoint at seq %d", last-6, last)) ||
 			!v.has(last-5, "mirror", "past the store's last") {
 			t.Fatalf("problems: %s", res.stdout)
 		}
@@ -253,7 +253,7 @@ func TestAuditVerifyDeletedTailPostgres(t *testing.T) {
 	}
 	v, res := verifyJSON(t, env)
 	mustCode(t, res, 1)
-	if !v.has(-1, "head_file", "the log ends at seq 10 but the head file holds a head") {
+	if !v.has(-1, "head_file", "the log ends at seq 10 but the head file holds a checkpoint") {
 		t.Fatalf("problems: %s", res.stdout)
 	}
 	if _, err := conn.Exec(t.Context(), `DELETE FROM audit_log; DELETE FROM audit_checkpoints`); err != nil {

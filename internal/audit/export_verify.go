@@ -42,21 +42,7 @@ func VerifyExport(ctx context.Context, r io.Reader, pub ed25519.PublicKey, opts 
 		o = *opts
 	}
 	v := chainCheck{rep: &rep, expect: map[int64][]expectation{}, outside: true, export: true}
-	var outsideCPs []expectation
-	for _, w := range o.Witnesses {
-		c, ok, err := w.Latest(ctx)
-		cmp := Compared{Source: SourceWitness, Location: w.String()}
-		switch {
-		case err != nil:
-			rep.problem(0, SourceWitness, "could not be read ("+w.String()+"): what it holds is not checked")
-		case ok:
-			cmp.Seq, cmp.CheckpointSeq = c.Seq, c.Seq
-			if x, good := v.outsideCheckpoint(pub, c, SourceWitness, w.String()); good {
-				outsideCPs = append(outsideCPs, x)
-			}
-		}
-		rep.Compared = append(rep.Compared, cmp)
-	}
+	outsideCPs := v.readWitnesses(ctx, pub, o.Witnesses)
 	if o.HeadFile != "" {
 		outsideCPs = append(outsideCPs, v.readHeadFile(pub, o.HeadFile)...)
 	}

@@ -113,7 +113,7 @@ func TestVerifyExport(t *testing.T) {
 		t.Fatalf("whole export with its head: %+v", rep)
 	}
 	rep = verifyExportString(t, join(lines[:12]), opts)
-	if rep.OK() || !hasProblem(rep, 12, SourceHeadFile, "the log ends at seq 10 but the head file holds a head at seq 12: entries 11 to 12 are missing from the file") ||
+	if rep.OK() || !hasProblem(rep, 12, SourceHeadFile, "the log ends at seq 10 but the head file holds a checkpoint at seq 12: entries 11 to 12 are missing from the file") ||
 		!hasProblem(rep, 12, SourceHeadFile, "the export lacks the checkpoint at this seq that the head file holds") {
 		t.Fatalf("cut export with its head: %v", rep.Problems)
 	}

@@ -171,7 +171,7 @@ func TestDeletedTail(t *testing.T) {
 				if err != nil || rep.OK() {
 					t.Fatalf("cut log verified: %+v %v", rep, err)
 				}
-				if !hasProblem(rep, 23, SourceHeadFile, "the log ends at seq 20 but the head file holds a head at seq 23") ||
+				if !hasProblem(rep, 23, SourceHeadFile, "the log ends at seq 20 but the head file holds a checkpoint at seq 23") ||
 					!hasProblem(rep, 23, SourceHeadFile, "the store lacks the checkpoint at this seq that the head file holds") ||
 					!hasProblem(rep, 21, SourceMirror, "past the store's last (20)") {
 					t.Fatalf("problems: %v", rep.Problems)
@@ -234,8 +234,10 @@ func TestDeletedTail(t *testing.T) {
 				}
 				m := &memAudit{entries: es}
 				r, _ := DecodeRecord(m.entries[21].Body)
-				r.Decision = DecisionDeny
-				m.entries[21].Body, _ = r.Body()
+				r.Decision, r.Code = DecisionDeny, "CAPABILITY_DENIED"
+				if m.entries[21].Body, err = r.Body(); err != nil {
+					t.Fatal(err)
+				}
 				rehashFrom(m, 21)
 				b.exec(t, `DELETE FROM audit_log WHERE seq > 21`)
 				b.exec(t, `DELETE FROM audit_checkpoints WHERE seq > 20`)
@@ -243,7 +245,7 @@ func TestDeletedTail(t *testing.T) {
 					t.Fatal(err)
 				}
 				rep, _ := VerifyWith(t.Context(), b.st, pub, opts)
-				if rep.OK() || !hasProblem(rep, 23, SourceHeadFile, "hash differs from the head the head file holds") ||
+				if rep.OK() || !hasProblem(rep, 23, SourceHeadFile, "hash differs from the checkpoint the head file holds") ||
 					!hasProblem(rep, 22, SourceMirror, "differs from the store's entry") {
 					t.Fatalf("problems: %v", rep.Problems)
 				}
@@ -284,7 +286,7 @@ func TestWriterKeepsHeadEvidence(t *testing.T) {
 		t.Fatalf("log: %s", logged.String())
 	}
 	rep, _ := VerifyWith(t.Context(), b.st, pubOf(testKey()), opts)
-	if rep.OK() || !hasProblem(rep, 23, SourceHeadFile, "hash differs from the head the head file holds") {
+	if rep.OK() || !hasProblem(rep, 23, SourceHeadFile, "hash differs from the checkpoint the head file holds") {
 		t.Fatalf("problems: %v", rep.Problems)
 	}
 }

@@ -178,23 +178,7 @@ func VerifyWith(ctx context.Context, s store.Audit, pub ed25519.PublicKey, opts 
 			return rep, err
 		}
 	}
-	var outsideCPs []expectation // signed checkpoints held outside the store
-	for _, w := range o.Witnesses {
-		c, ok, err := w.Latest(ctx)
-		cmp := Compared{Source: SourceWitness, Location: w.String()}
-		switch {
-		case err != nil:
-			rep.problem(0, SourceWitness, "could not be read ("+w.String()+"): what it holds is not checked")
-		case ok:
-			cmp.Seq, cmp.CheckpointSeq = c.Seq, c.Seq
-			if x, good := v.outsideCheckpoint(pub, c, SourceWitness, w.String()); good {
-				outsideCPs = append(outsideCPs, x)
-			}
-		default:
-			rep.warn(0, SourceWitness, w.String()+" holds no checkpoint yet")
-		}
-		rep.Compared = append(rep.Compared, cmp)
-	}
+	outsideCPs := v.readWitnesses(ctx, pub, o.Witnesses) // signed checkpoints held outside the store
 	if o.HeadFile != "" {
 		outsideCPs = append(outsideCPs, v.readHeadFile(pub, o.HeadFile)...)
 	}
@@ -308,6 +292,29 @@ func (v *chainCheck) outsideCheckpoint(pub ed25519.PublicKey, c store.Checkpoint
 	return x, true
 }
 
+// readWitnesses asks each witness for its checkpoint and expects the log to match it; it
+// returns their expectations. A witness that cannot be asked is a problem.
+func (v *chainCheck) readWitnesses(ctx context.Context, pub ed25519.PublicKey, ws []Witness) []expectation {
+	var out []expectation
+	for _, w := range ws {
+		c, ok, err := w.Latest(ctx)
+		cmp := Compared{Source: SourceWitness, Location: w.String()}
+		switch {
+		case err != nil:
+			v.rep.problem(0, SourceWitness, "could not be read ("+w.String()+"): what it holds is not checked")
+		case ok:
+			cmp.Seq, cmp.CheckpointSeq = c.Seq, c.Seq
+			if x, good := v.outsideCheckpoint(pub, c, SourceWitness, w.String()); good {
+				out = append(out, x)
+			}
+		default:
+			v.rep.warn(0, SourceWitness, w.String()+" holds no checkpoint yet")
+		}
+		v.rep.Compared = append(v.rep.Compared, cmp)
+	}
+	return out
+}
+
 // readHeadFile reads the head file and expects the log to match its head and checkpoint; it
 // returns the checkpoint's expectation, if any.
 func (v *chainCheck) readHeadFile(pub ed25519.PublicKey, path string) []expectation {
@@ -331,7 +338,11 @@ func (v *chainCheck) readHeadFile(pub ed25519.PublicKey, path string) []expectat
 	if h.Seq == 0 {
 		return nil
 	}
-	v.add(expectation{seq: h.Seq, hash: h.Hash, source: SourceHeadFile, holder: "the head file"})
+	if h.Checkpoint.Seq != h.Seq {
+		// The unsigned head says more than the checkpoint; at the same seq, the checkpoint
+		// says it all.
+		v.add(expectation{seq: h.Seq, hash: h.Hash, source: SourceHeadFile, holder: "the head file"})
+	}
 	if h.Checkpoint.Seq == 0 {
 		return nil
 	}
