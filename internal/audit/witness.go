@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -68,7 +69,9 @@ func ParseWitness(spec string) (Witness, error) {
 const WitnessFile = "audit.witness"
 
 // FolderWitness keeps the highest checkpoint in Dir/WitnessFile, a head file advanced under
-// its lock like the data folder's own, so that several replicas may share it.
+// its lock like the data folder's own, so that several replicas may share it. Dir must exist:
+// a witness on a disk that is not mounted is an error, never a new folder on another disk,
+// and never "holds nothing yet".
 type FolderWitness struct {
 	Dir string
 
@@ -91,8 +94,23 @@ func (w *FolderWitness) file() *HeadFile {
 func (w *FolderWitness) Submit(_ context.Context, c store.Checkpoint) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if err := w.present(); err != nil {
+		return err
+	}
 	_, err := submitToHead(w.file(), c)
 	return err
+}
+
+// present checks that the witness's folder is there.
+func (w *FolderWitness) present() error {
+	fi, err := os.Stat(w.Dir)
+	if err == nil && !fi.IsDir() {
+		err = errors.New("not a folder")
+	}
+	if err != nil {
+		return fmt.Errorf("audit: witness folder %s: %w", w.Dir, err)
+	}
+	return nil
 }
 
 // submitToHead advances a witness's head file to the checkpoint c: refused when lower, and
@@ -111,10 +129,13 @@ func submitToHead(hf *HeadFile, c store.Checkpoint) (Head, error) {
 	return cur, nil
 }
 
-// Latest reads the witness file; a missing one holds nothing.
+// Latest reads the witness file; a missing file (in a folder that is there) holds nothing.
 func (w *FolderWitness) Latest(context.Context) (store.Checkpoint, bool, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if err := w.present(); err != nil {
+		return store.Checkpoint{}, false, err
+	}
 	content, err := w.file().Read()
 	if errors.Is(err, fs.ErrNotExist) {
 		return store.Checkpoint{}, false, nil

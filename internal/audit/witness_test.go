@@ -179,9 +179,19 @@ func TestWriterWitnessAndVerify(t *testing.T) {
 		t.Fatalf("cut with the head file: %v %v", rep.Problems, err)
 	}
 
-	// A witness that does not answer: not a pass.
-	rep, _ = VerifyWith(t.Context(), b.st, pub, &VerifyOptions{Witnesses: []Witness{&HTTPWitness{URL: "http://127.0.0.1:1/none"}}})
-	if rep.OK() || !hasProblem(rep, 0, SourceWitness, "could not be read") {
-		t.Fatalf("unreachable witness: %v", rep.Problems)
+	// A witness that does not answer, or a folder that is not there (a disk not mounted):
+	// not a pass, and nothing is created in its place.
+	gone := filepath.Join(t.TempDir(), "not-mounted")
+	for _, wit := range []Witness{&HTTPWitness{URL: "http://127.0.0.1:1/none"}, &FolderWitness{Dir: gone}} {
+		rep, _ = VerifyWith(t.Context(), b.st, pub, &VerifyOptions{Witnesses: []Witness{wit}})
+		if rep.OK() || !hasProblem(rep, 0, SourceWitness, "could not be read") {
+			t.Fatalf("%s: %v", wit, rep.Problems)
+		}
+	}
+	if err := (&FolderWitness{Dir: gone}).Submit(t.Context(), SignCheckpoint(testKey(), 1, hashOf(1), testTime)); err == nil {
+		t.Fatal("a checkpoint was given to a folder that is not there")
+	}
+	if _, err := os.Stat(gone); err == nil {
+		t.Fatal("the missing witness folder was created")
 	}
 }
