@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -224,40 +220,12 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-// serveWith runs `capgate serve` on a fresh data folder with extra arguments and
-// environment, and returns its URL and data folder; it is stopped at the end of the test.
-func serveWith(t *testing.T, env []string, args ...string) (string, string) {
+// serveFresh runs `capgate serve` on a fresh data folder with env added and returns its URL
+// and folder.
+func serveFresh(t *testing.T, env []string, args ...string) (string, string) {
 	t.Helper()
 	data := t.TempDir()
-	cmd := exec.Command(binary, append([]string{"serve", "--data", data, "--listen", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(append(os.Environ(), "HOME="+data), env...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r := &replica{cmd: cmd, rest: make(chan string, 1)}
-	lines := bufio.NewScanner(out)
-	for lines.Scan() {
-		if u, ok := strings.CutPrefix(lines.Text(), "capgate serving on http://"); ok {
-			r.url = "http://" + u
-		}
-		if strings.HasPrefix(lines.Text(), "add an agent with:") {
-			break
-		}
-	}
-	go func() { b, _ := io.ReadAll(out); r.rest <- string(b) }()
-	if r.url == "" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("serve did not say where it listens; stderr:\n%s", stderr.String())
-	}
-	t.Cleanup(func() { r.stop(t) })
-	return r.url, data
+	return serveEnv(t, data, env, args...).url, data
 }
 
 // A low-risk read runs without a token for a user client; a client added with
@@ -277,7 +245,7 @@ func TestRequireToken(t *testing.T) {
 		{"require_token in the config file", []string{"CAPGATE_CONFIG=" + config}, nil, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			url, data := serveWith(t, c.env, c.args...)
+			url, data := serveFresh(t, c.env, c.args...)
 			d := []string{"--data", data}
 			key := strings.TrimSpace(capgate(t, "", nil, append([]string{"client", "add", "agent", "--never-ask"}, d...)...).stdout)
 			strict := strings.TrimSpace(capgate(t, "", nil, append([]string{"client", "add", "strict", "--never-ask", "--require-token"}, d...)...).stdout)

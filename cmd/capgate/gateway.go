@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -14,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,7 +31,6 @@ import (
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/internal/web"
-	"github.com/capgate/capgate/keys"
 	"github.com/capgate/capgate/manifest"
 )
 
@@ -50,7 +47,7 @@ func (g *globals) dataDir(flag string) (string, error) {
 }
 
 func newServeCmd(g *globals) *cobra.Command {
-	var listen, socket, data, trusted, logLevel, workspace, sandboxMode string
+	var listen, socket, data, trusted, logLevel, workspace, sandboxMode, witness string
 	var uiHosts []string
 	var requireToken bool
 	cmd := &cobra.Command{
@@ -88,9 +85,12 @@ flight finish and a final audit checkpoint is signed.`,
 			if err != nil {
 				return err
 			}
-			l, err := g.load(hostFlags{trustedDir: trusted})
+			l, err := g.load(hostFlags{trustedDir: trusted, witness: witness})
 			if err != nil {
 				return err
+			}
+			if _, err := gateway.AuditWitnesses(dir, l.witness); err != nil {
+				return usageErr("--audit-witness: %w", err)
 			}
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
@@ -118,7 +118,7 @@ flight finish and a final audit checkpoint is signed.`,
 				hidden = append(hidden, l.configPath)
 			}
 			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, Store: l.store, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger, Workspace: ws, UIHosts: uiHosts,
-				Sandbox: mode, Hidden: hidden, RequireToken: requireToken || l.file.RequireToken})
+				Sandbox: mode, Hidden: hidden, RequireToken: requireToken || l.file.RequireToken, AuditWitness: l.witness})
 			if err != nil {
 				return err
 			}
@@ -162,6 +162,7 @@ flight finish and a final audit checkpoint is signed.`,
 	cmd.Flags().StringSliceVar(&uiHosts, "ui-host", nil, "a host name or address, besides loopback, under which the approval page answers (repeatable); any other Host is refused")
 	cmd.Flags().BoolVar(&requireToken, "require-token", false, "every call of every client needs a token, even a low-risk read (config: require_token: true); a public one still needs none")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "structured (JSON) log level on stderr: debug (one line per call), info, warn, error")
+	cmd.Flags().StringVar(&witness, "audit-witness", "", "also send every audit checkpoint to this witness: an absolute folder outside the data folder, or an http(s) URL of capgate audit witness (default $CAPGATE_AUDIT_WITNESS, else audit_witness in the config file)")
 	return cmd
 }
 
@@ -734,59 +735,7 @@ func newAuditCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "audit", Short: "Verify, tail and export the tamper-evident audit log"}
 	var data string
 	var asJSON bool
-	verify := &cobra.Command{
-		Use:   "verify [--data DIR] [--json]",
-		Short: "Verify the audit log's hash chain and signed checkpoints; exit 0 only for an intact log",
-		Args:  exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := context.Background()
-			st, dir, err := g.localStore(ctx, data)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			key, err := keys.LoadPrivateKey(filepath.Join(dir, gateway.KeyFile))
-			if err != nil {
-				return &exitError{code: exitNo, err: err}
-			}
-			r, err := audit.Verify(ctx, st, key.Public().(ed25519.PublicKey))
-			if err != nil {
-				return &exitError{code: exitNo, err: err}
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				// intact is the verdict the exit status gives; lists are [] when empty.
-				v := struct {
-					Intact bool `json:"intact"`
-					*audit.Report
-				}{r.OK(), &r}
-				if v.Problems == nil {
-					v.Problems = []audit.Problem{}
-				}
-				if v.Warnings == nil {
-					v.Warnings = []audit.Problem{}
-				}
-				_ = writeJSON(w, v)
-			} else {
-				fmt.Fprintf(w, "%d records, %d checkpoints (last at %d), head %s\n", r.Entries, r.Checkpoints, r.LastCheckpointSeq, orNone(r.Head))
-				for _, p := range r.Problems {
-					fmt.Fprintf(w, "  record %d: %s\n", p.Seq, p.Rule)
-				}
-				for _, warn := range r.Warnings {
-					fmt.Fprintf(w, "  note: %s\n", warn)
-				}
-			}
-			if !r.OK() {
-				return &exitError{code: exitNo, err: errors.New("the audit log is not intact")}
-			}
-			if !asJSON {
-				fmt.Fprintln(w, "intact")
-			}
-			return nil
-		},
-	}
-	verify.Flags().StringVar(&data, "data", "", "data folder")
-	verify.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	verify := newAuditVerifyCmd(g)
 
 	var n int
 	tail := &cobra.Command{
@@ -823,7 +772,7 @@ func newAuditCmd(g *globals) *cobra.Command {
 	var from, to int64
 	export := &cobra.Command{
 		Use:   "export [--from SEQ] [--to SEQ] [--data DIR]",
-		Short: "Write the audit log as JSON lines (seq, prev_hash, hash, at, record)",
+		Short: "Write the audit log as JSON lines (seq, prev_hash, hash, at, record), each checkpoint on a line of its own (verify --export checks the file)",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := context.Background()
@@ -838,7 +787,7 @@ func newAuditCmd(g *globals) *cobra.Command {
 	export.Flags().Int64Var(&from, "from", 1, "first record")
 	export.Flags().Int64Var(&to, "to", 0, "last record (0: the end)")
 	export.Flags().StringVar(&data, "data", "", "data folder")
-	cmd.AddCommand(verify, tail, export)
+	cmd.AddCommand(verify, tail, export, newAuditWitnessCmd(), newAuditPublicKeyCmd(g))
 	return cmd
 }
 

@@ -14,6 +14,7 @@ import (
 // hostFlags are the settings every command that checks against the host shares.
 type hostFlags struct {
 	trustedDir, dataDir, sandboxRoot string
+	witness                          string // --audit-witness
 }
 
 // loaded is the configuration resolved by flag > environment > file > default.
@@ -23,6 +24,7 @@ type loaded struct {
 	dataDir    string
 	store      string // "" (SQLite in the data folder), sqlite:PATH or a postgres:// URL
 	configPath string // the configuration file read, "" when there was none
+	witness    string // the audit log's witness: "" for none, a folder or an http(s) URL
 }
 
 func (g *globals) load(hf hostFlags) (loaded, error) {
@@ -36,6 +38,7 @@ func (g *globals) load(hf hostFlags) (loaded, error) {
 		trustedDir: config.Resolve(hf.trustedDir, config.EnvTrustedDir, cfg.TrustedDir, keys.DefaultTrustedDir),
 		dataDir:    config.Resolve(hf.dataDir, config.EnvDataDir, cfg.DataDir, config.DefaultDataDir()),
 		store:      config.Resolve(g.store, config.EnvStore, cfg.Store, ""),
+		witness:    config.Resolve(hf.witness, config.EnvAuditWitness, cfg.AuditWitness, ""),
 	}
 	if hf.sandboxRoot != "" {
 		l.file.SandboxRoot = hf.sandboxRoot

@@ -59,68 +59,112 @@ func SignCheckpoint(key ed25519.PrivateKey, seq int64, head string, at time.Time
 	return store.Checkpoint{Seq: seq, Head: head, At: at.UTC(), Body: body}
 }
 
+// signedCheckpoint is a checkpoint body that passed static validation (parseCheckpoint):
+// what it states and the signature it carries, not yet verified.
+type signedCheckpoint struct {
+	seq  int64
+	head string
+	at   string
+	sig  []byte
+}
+
+// parseCheckpoint checks a checkpoint body statically, without its signature: canonical
+// JSON with exactly the members at, head, seq and signature; at RFC 3339 UTC as
+// SignCheckpoint writes it; head "sha256:" and 64 hex digits; seq an integer from 1 to
+// 2^53-1; the signature in its one spelling. Failures wrap ErrBadCheckpoint.
+func parseCheckpoint(body []byte) (signedCheckpoint, error) {
+	fail := func(rule string) error { return fmt.Errorf("%w: %s", ErrBadCheckpoint, rule) }
+	if len(body) > maxCheckpointBytes {
+		return signedCheckpoint{}, fail("body too large")
+	}
+	v, err := jcs.Parse(body, &jcs.Options{MaxDepth: 1, ExactNumbers: true})
+	if err != nil {
+		return signedCheckpoint{}, fmt.Errorf("%w: body is not strict JSON: %w", ErrBadCheckpoint, err)
+	}
+	canon, err := v.AppendCanonical(nil)
+	if err != nil || !bytes.Equal(canon, body) {
+		return signedCheckpoint{}, fail("body is not in RFC 8785 canonical form")
+	}
+	return checkpointOf(v)
+}
+
+// checkpointOf is parseCheckpoint for a value already parsed and known to be canonical.
+func checkpointOf(v jcs.Value) (signedCheckpoint, error) {
+	fail := func(rule string) error { return fmt.Errorf("%w: %s", ErrBadCheckpoint, rule) }
+	if v.Kind != jcs.Object || len(v.Members) != 4 {
+		return signedCheckpoint{}, fail("body must be an object of at, head, seq and signature")
+	}
+	names := [4]string{"at", "head", "seq", "signature"}
+	for i, m := range v.Members {
+		if m.Name != names[i] {
+			return signedCheckpoint{}, fail("body must be an object of at, head, seq and signature")
+		}
+	}
+	at, head, seqv, sigv := v.Members[0].Value, v.Members[1].Value, v.Members[2].Value, v.Members[3].Value
+	if at.Kind != jcs.String {
+		return signedCheckpoint{}, fail("at: must be a string")
+	}
+	if t, err := time.Parse(time.RFC3339Nano, at.Str); err != nil || formatAt(t) != at.Str {
+		return signedCheckpoint{}, fail("at: must be RFC 3339 UTC time as written by SignCheckpoint")
+	}
+	if head.Kind != jcs.String || !isDigest(head.Str) {
+		return signedCheckpoint{}, fail(`head: must be "sha256:" and 64 lowercase hex digits`)
+	}
+	x := seqv.Float
+	if seqv.Kind != jcs.Number || x != math.Trunc(x) || x < 1 || x > maxSafeInteger {
+		return signedCheckpoint{}, fail("seq: must be an integer in 1..2^53-1")
+	}
+	if sigv.Kind != jcs.String {
+		return signedCheckpoint{}, fail("signature: must be a string")
+	}
+	sig, err := manifest.ParseSignature(sigv.Str)
+	if err != nil {
+		return signedCheckpoint{}, fail("signature: malformed")
+	}
+	return signedCheckpoint{seq: int64(x), head: head.Str, at: at.Str, sig: sig}, nil
+}
+
+// verify reports whether the checkpoint's signature verifies with pub.
+func (c signedCheckpoint) verify(pub ed25519.PublicKey) bool {
+	return len(pub) == ed25519.PublicKeySize && ed25519.Verify(pub, checkpointMessage(c.seq, c.head, c.at), c.sig)
+}
+
 // VerifyCheckpoint checks c strictly and returns nil when it is a checkpoint signed by pub:
-// Body is canonical JSON with exactly the members at, head, seq and signature; at is RFC
-// 3339 UTC as SignCheckpoint writes it; head is "sha256:" and 64 hex digits; seq is an
-// integer from 1 to 2^53-1; the signature has its one spelling and verifies with pub over
-// the body without "signature"; and c.Seq and c.Head are the body's. c.At is not checked:
-// a store may keep time less precisely than the body does. Any failure wraps
-// ErrBadCheckpoint. A pub that is not 32 bytes fails every checkpoint.
+// Body passes the static rules of a checkpoint (canonical JSON with exactly the members at,
+// head, seq and signature; at is RFC 3339 UTC as SignCheckpoint writes it; head is "sha256:"
+// and 64 hex digits; seq is an integer from 1 to 2^53-1; the signature has its one
+// spelling), the signature verifies with pub over the body without "signature", and c.Seq
+// and c.Head are the body's. c.At is not checked: a store may keep time less precisely than
+// the body does. Any failure wraps ErrBadCheckpoint. A pub that is not 32 bytes fails every
+// checkpoint.
 func VerifyCheckpoint(pub ed25519.PublicKey, c store.Checkpoint) error {
 	fail := func(rule string) error { return fmt.Errorf("%w: %s", ErrBadCheckpoint, rule) }
 	if len(pub) != ed25519.PublicKeySize {
 		return fail("public key is not 32 bytes")
 	}
-	if len(c.Body) > maxCheckpointBytes {
-		return fail("body too large")
-	}
-	v, err := jcs.Parse(c.Body, &jcs.Options{MaxDepth: 1, ExactNumbers: true})
+	sc, err := parseCheckpoint(c.Body)
 	if err != nil {
-		return fmt.Errorf("%w: body is not strict JSON: %w", ErrBadCheckpoint, err)
+		return err
 	}
-	canon, err := v.AppendCanonical(nil)
-	if err != nil || !bytes.Equal(canon, c.Body) {
-		return fail("body is not in RFC 8785 canonical form")
-	}
-	if v.Kind != jcs.Object || len(v.Members) != 4 {
-		return fail("body must be an object of at, head, seq and signature")
-	}
-	names := [4]string{"at", "head", "seq", "signature"}
-	for i, m := range v.Members {
-		if m.Name != names[i] {
-			return fail("body must be an object of at, head, seq and signature")
-		}
-	}
-	at, head, seqv, sigv := v.Members[0].Value, v.Members[1].Value, v.Members[2].Value, v.Members[3].Value
-	if at.Kind != jcs.String {
-		return fail("at: must be a string")
-	}
-	if t, err := time.Parse(time.RFC3339Nano, at.Str); err != nil || formatAt(t) != at.Str {
-		return fail("at: must be RFC 3339 UTC time as written by SignCheckpoint")
-	}
-	if head.Kind != jcs.String || !isDigest(head.Str) {
-		return fail(`head: must be "sha256:" and 64 lowercase hex digits`)
-	}
-	x := seqv.Float
-	if seqv.Kind != jcs.Number || x != math.Trunc(x) || x < 1 || x > maxSafeInteger {
-		return fail("seq: must be an integer in 1..2^53-1")
-	}
-	seq := int64(x)
-	if sigv.Kind != jcs.String {
-		return fail("signature: must be a string")
-	}
-	sig, err := manifest.ParseSignature(sigv.Str)
-	if err != nil {
-		return fail("signature: malformed")
-	}
-	if !ed25519.Verify(pub, checkpointMessage(seq, head.Str, at.Str), sig) {
+	if !sc.verify(pub) {
 		return fail("signature does not verify with the log's public key")
 	}
-	if c.Seq != seq {
-		return fail("stored seq " + strconv.FormatInt(c.Seq, 10) + " differs from the signed seq " + strconv.FormatInt(seq, 10))
+	if c.Seq != sc.seq {
+		return fail("stored seq " + strconv.FormatInt(c.Seq, 10) + " differs from the signed seq " + strconv.FormatInt(sc.seq, 10))
 	}
-	if c.Head != head.Str {
+	if c.Head != sc.head {
 		return fail("stored head differs from the signed head")
 	}
 	return nil
+}
+
+// checkpointFromBody returns the checkpoint a body states, checked statically (not its
+// signature): for a checkpoint read from a file or a witness rather than a store.
+func checkpointFromBody(body []byte) (store.Checkpoint, error) {
+	sc, err := parseCheckpoint(body)
+	if err != nil {
+		return store.Checkpoint{}, err
+	}
+	at, _ := time.Parse(time.RFC3339Nano, sc.at) // parseCheckpoint checked it
+	return store.Checkpoint{Seq: sc.seq, Head: sc.head, At: at, Body: bytes.Clone(body)}, nil
 }

@@ -49,23 +49,59 @@
 //	{"at":"<RFC 3339 UTC>","head":"sha256:…","seq":N,"signature":"ed25519:<base64>"}
 //
 // and the signature (standard padded base64 of 64 bytes) covers the canonical JSON of the
-// same object without "signature". The writer signs one every Options.CheckpointEvery
-// entries and/or Options.CheckpointInterval, and at Close, whenever the head moved. A log
-// rewritten at or before a checkpoint's seq, or cut below it, no longer matches it; entries
-// after the last checkpoint are unproven, which [Verify] reports as a warning.
+// same object without "signature" ([SignCheckpoint] is the one place a checkpoint is
+// signed). The writer signs one every Options.CheckpointEvery entries and/or
+// Options.CheckpointInterval, and at Close, whenever the head moved. A log rewritten at or
+// before a checkpoint's seq no longer matches it. But checkpoints kept in the store prove
+// nothing about a cut: records and checkpoints deleted together leave a shorter log that is
+// consistent by itself. What is kept outside the store does.
+//
+// # The head file and witnesses
+//
+// A writer with Options.HeadPath keeps a head file beside the store (the gateway's
+// DATA/audit.head, [HeadFile]): the log's head (seq and hash, unsigned) and the latest
+// checkpoint, advanced after each batch is durable in the store and synced before any of the
+// batch's callers is told, so that every record a caller acted on is at or below it. It holds
+// two slots of 512 bytes, one line each,
+//
+//	{"checkpoint":<checkpoint body>|null,"format":"capgate-audit-head-v1","hash":"sha256:…","seq":N}
+//
+// padded with spaces, and a writer overwrites the older slot in place: a write torn by a
+// crash leaves the other. Every writer sharing the folder (replicas, the command line beside a
+// gateway) advances it under an exclusive lock, reading it first: it never goes back, and a
+// head the store no longer leads to (the store was cut or rewritten) is left in place as
+// evidence and logged, never overwritten.
+//
+// A witness ([Witness]: [FolderWitness], another folder; [HTTPWitness], a service speaking
+// [WitnessHandler]'s protocol) is sent every checkpoint the writer signs, and keeps the
+// highest. It is what someone who can rewrite the data folder, head file included, cannot
+// reach.
 //
 // # Verification, export and the mirror
 //
 // [Verify] streams the log from the store and reports every broken rule with the seq where it
-// shows; [Export] writes entries as JSON lines, one object per entry:
+// shows; [VerifyWith] also holds it against the head file, the mirror, witnesses and the
+// store's state that only recorded calls make (a token without its issue in the log, or an
+// empty log in a store with clients or tokens), and says in its warnings what stays unproven:
+// entries after the last signed checkpoint (rewritable by someone who also rewrites every
+// head kept outside the store) and after the last head kept outside it (which could be cut).
+//
+// [Export] writes entries as JSON lines, one object per entry, with each checkpoint as a line
+// of its own just after the entry at its seq:
 //
 //	{"at":"…","hash":"sha256:…","prev_hash":"…","record":<body as stored>,"seq":N}
+//	{"checkpoint":{"at":"…","head":"sha256:…","seq":N,"signature":"ed25519:…"}}
 //
-// A writer may also keep a mirror in the same format (Options.Mirror, Options.MirrorPath),
-// written after each batch is durable. The store is the record of truth: a mirror that
-// cannot be written is logged and counted and never fails a call, so a mirror may lack lines
-// but never holds a line the store lacks. With several replicas, each mirror holds only its
-// own writer's entries.
+// so that [VerifyExport] checks a file offline with the gateway's public key alone (and with a
+// copy of the head file, that the file was not cut). Each line has one spelling.
+//
+// A writer may also keep a mirror (Options.Mirror: the lines of its own entries;
+// Options.MirrorPath: a file kept as a whole copy of the log, entries only). The store is the
+// record of truth: a mirror that cannot be written is logged and counted and never fails a
+// call, so a mirror may lack lines but never holds a line the store lacks. A mirror file is
+// appended under a lock by every writer sharing it, each adding from the store what the file
+// lacks after its last line; what a crash leaves (the mirror behind the store, its last line
+// cut short) is mended by the next writer, and verify reports it as a warning until then.
 //
 // The Writer is safe for concurrent use; Verify, Export and Tail only read. Nothing here
 // panics on anything read from a store.

@@ -2,11 +2,14 @@ package audit
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strconv"
 
 	"github.com/capgate/capgate/internal/jcs"
@@ -63,24 +66,50 @@ func appendJSONString(dst []byte, s string) []byte {
 }
 
 // Export writes the entries with from <= seq <= to (to 0: to the end) to w as JSON lines in
-// the format of the mirror, reading the store a page at a time. It writes what the store
-// holds without judging it; Verify judges.
+// the format of the mirror, reading the store a page at a time, with each of the store's
+// checkpoints in that range as a checkpoint line just after the entry at its seq (one past
+// the last entry, when exporting to the end, after the last line), so that VerifyExport can
+// check the file with the gateway's public key alone. It writes what the store holds without
+// judging it; Verify judges.
 func Export(ctx context.Context, s store.Audit, w io.Writer, from, to int64) error {
 	if from < 1 {
 		from = 1
 	}
+	cps, err := s.Checkpoints(ctx)
+	if err != nil {
+		return fmt.Errorf("audit: export: read checkpoints: %w", err)
+	}
+	cps = slices.DeleteFunc(cps, func(c store.Checkpoint) bool { return c.Seq < from || to != 0 && c.Seq > to })
+	slices.SortStableFunc(cps, func(a, b store.Checkpoint) int { return cmp.Compare(a.Seq, b.Seq) })
 	bw := bufio.NewWriter(w)
+	var buf []byte
+	// emit writes the checkpoints up to seq.
+	emit := func(seq int64) error {
+		for len(cps) > 0 && cps[0].Seq <= seq {
+			buf = appendCheckpointLine(buf[:0], cps[0])
+			if _, err := bw.Write(buf); err != nil {
+				return fmt.Errorf("audit: export: %w", err)
+			}
+			cps = cps[1:]
+		}
+		return nil
+	}
 	for to == 0 || from <= to {
 		page, err := s.AuditRange(ctx, from, to, verifyPageSize)
 		if err != nil {
 			return fmt.Errorf("audit: export from seq %d: %w", from, err)
 		}
-		var buf []byte
 		next := from
 		for _, e := range page {
+			if err := emit(e.Seq - 1); err != nil {
+				return err
+			}
 			buf = appendLine(buf[:0], e)
 			if _, err := bw.Write(buf); err != nil {
 				return fmt.Errorf("audit: export: %w", err)
+			}
+			if err := emit(e.Seq); err != nil {
+				return err
 			}
 			next = max(next, e.Seq+1)
 		}
@@ -88,6 +117,11 @@ func Export(ctx context.Context, s store.Audit, w io.Writer, from, to int64) err
 			break
 		}
 		from = next
+	}
+	// Checkpoints past the last entry (the log was cut below them) are written too, for the
+	// verifier to see.
+	if err := emit(math.MaxInt64); err != nil {
+		return err
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("audit: export: %w", err)

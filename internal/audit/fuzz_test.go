@@ -1,7 +1,10 @@
 package audit
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/capgate/capgate/internal/store"
@@ -74,4 +77,158 @@ func FuzzVerifyCheckpoint(f *testing.F) {
 			t.Fatalf("forged checkpoint verified: %q", body)
 		}
 	})
+}
+
+// FuzzParseHead checks that ParseHead never panics on arbitrary bytes, and that what it
+// accepts is the one spelling of a head: written back, it is the same bytes. A whole file of
+// two slots is read the same way.
+func FuzzParseHead(f *testing.F) {
+	f.Add(appendHead(nil, testHead(7, 5)))
+	f.Add(appendHead(nil, testHead(1, 0)))
+	f.Add([]byte(`{"checkpoint":null,"format":"capgate-audit-head-v1","hash":"x","seq":1}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := ParseHead(b)
+		if err == nil {
+			if again := appendHead(nil, h); string(again) != string(b) {
+				t.Fatalf("accepted %q, which writes back as %q", b, again)
+			}
+			if h.Seq < 1 || h.Checkpoint.Seq > h.Seq {
+				t.Fatalf("accepted an impossible head %+v", h)
+			}
+		}
+		// Accepted, it is read back from a head file's slot; any bytes the size of a file
+		// are read as one without a panic.
+		if err == nil {
+			slot, serr := encodeSlot(h)
+			if serr != nil {
+				t.Fatalf("an accepted head does not fit a slot: %v", serr)
+			}
+			c, ferr := parseHeadFile(append(slot, slot...))
+			if ferr != nil || !sameHead(c.Head, h) {
+				t.Fatalf("the head read back from a file: %+v %v", c, ferr)
+			}
+		}
+		if len(b) >= headFileSize {
+			_, _ = parseHeadFile(b[:headFileSize])
+		}
+		_, _ = parseHeadFile(b)
+	})
+}
+
+// FuzzParseLine checks that parseLine never panics, and that every line it accepts is the one
+// spelling of what it read: an entry or a checkpoint written back gives the same bytes.
+func FuzzParseLine(f *testing.F) {
+	m := buildLog(f, 2, 2)
+	f.Add(bytes.TrimSuffix(appendLine(nil, m.entries[0]), []byte("\n")))
+	f.Add(bytes.TrimSuffix(appendLine(nil, store.AuditEntry{Seq: 3, At: testTime, Body: []byte("not json")}), []byte("\n")))
+	f.Add(bytes.TrimSuffix(appendCheckpointLine(nil, m.checkpoints[0]), []byte("\n")))
+	f.Add([]byte(`{"at":"2026-12-01T10:00:00Z","hash":"","prev_hash":"","record":[[[1]]],"seq":1}`))
+	f.Add([]byte(`{"checkpoint":{}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		pl, err := parseLine(b)
+		if err != nil {
+			return
+		}
+		var again []byte
+		if pl.checkpoint.Seq != 0 {
+			again = appendCheckpointLine(nil, pl.checkpoint)
+		} else {
+			again = appendLine(nil, pl.entry)
+		}
+		if string(again) != string(b)+"\n" {
+			t.Fatalf("accepted %q, which writes back as %q", b, again)
+		}
+	})
+}
+
+// FuzzVerifyExport checks that VerifyExport never panics or fails on any file, and that a
+// file it calls intact with a checkpoint chains up to that checkpoint: altering a byte of an
+// intact export, before its last checkpoint line, never leaves it intact with that checkpoint.
+func FuzzVerifyExport(f *testing.F) {
+	m := buildLog(f, 4, 2, 4)
+	var buf bytes.Buffer
+	if err := Export(context.Background(), m, &buf, 1, 0); err != nil {
+		f.Fatal(err)
+	}
+	good := buf.Bytes()
+	lastCP := bytes.LastIndex(good, []byte(`{"checkpoint":`))
+	f.Add(good, uint16(0), byte(0))
+	f.Add(good, uint16(40), byte('x'))
+	f.Add([]byte("{}\n\n"), uint16(0), byte(0))
+	pub := pubOf(testKey())
+	f.Fuzz(func(t *testing.T, file []byte, at uint16, with byte) {
+		rep, err := VerifyExport(context.Background(), bytes.NewReader(file), pub, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = rep
+		// The intact export, with one byte changed before its last checkpoint line, outside
+		// the entries' "at", which no hash covers (the record's timestamp is covered).
+		i := int(at) % lastCP
+		if good[i] == with || inAt(good, i) {
+			return
+		}
+		altered := bytes.Clone(good)
+		altered[i] = with
+		rep, err = VerifyExport(context.Background(), bytes.NewReader(altered), pub, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.OK() && rep.LastCheckpointSeq == 4 && rep.Entries == 4 {
+			t.Fatalf("byte %d changed to %q and the export is still intact up to its checkpoint", i, with)
+		}
+	})
+}
+
+// FuzzMirrorRepair gives a writer a mirror file of arbitrary content beside a store of three
+// entries: it never panics, and either counts a refusal or leaves the mirror ending with the
+// store's last entry, nothing missing at its end (lines before the last are not read by a
+// writer, and verify reports them); a mirror that was a prefix of the log, cut anywhere,
+// becomes the whole log.
+func FuzzMirrorRepair(f *testing.F) {
+	base := buildLog(f, 3)
+	var buf bytes.Buffer
+	if err := Export(context.Background(), base, &buf, 1, 0); err != nil {
+		f.Fatal(err)
+	}
+	whole := buf.Bytes()
+	f.Add(whole)
+	f.Add(whole[:len(whole)-7])
+	f.Add(whole[:bytes.IndexByte(whole, '\n')+1])
+	f.Add([]byte{})
+	f.Add([]byte("\n\n"))
+	f.Add([]byte("garbage"))
+	f.Fuzz(func(t *testing.T, content []byte) {
+		m := &memAudit{entries: base.entries}
+		path := filepath.Join(t.TempDir(), "audit.jsonl")
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		w := NewWriter(m, &Options{MirrorPath: path, Logger: quietLogger()})
+		w.Close()
+		rep, err := VerifyWith(context.Background(), m, pubOf(testKey()), &VerifyOptions{Mirror: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(path)
+		if w.Stats().MirrorErrors == 0 && (!bytes.HasSuffix(got, whole[bytes.LastIndexByte(whole[:len(whole)-1], '\n')+1:]) || hasWarning(rep, SourceMirror, "")) {
+			t.Fatalf("the mirror was neither caught up nor refused: %q %v %v", got, rep.Problems, rep.Warnings)
+		}
+		if bytes.HasPrefix(whole, content) && string(got) != string(whole) {
+			t.Fatalf("a prefix of the log was not repaired to the log:\n%q", got)
+		}
+	})
+}
+
+// inAt reports whether byte i of an export is inside an entry line's "at" member.
+func inAt(export []byte, i int) bool {
+	start := bytes.LastIndexByte(export[:i+1], '\n') + 1
+	line := export[start:]
+	const prefix = `{"at":"`
+	if !bytes.HasPrefix(line, []byte(prefix)) {
+		return false
+	}
+	end := bytes.IndexByte(line[len(prefix):], '"') + len(prefix)
+	return i-start < end+2
 }

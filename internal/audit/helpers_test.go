@@ -3,7 +3,12 @@ package audit
 import (
 	"context"
 	"crypto/ed25519"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // testKey is a fixed Ed25519 key (seed 00 01 … 1f), so that signatures in vectors are fixed.
@@ -64,7 +69,11 @@ func appendN(t testing.TB, w *Writer, n int) []int64 {
 func buildLog(t testing.TB, n int, checkpointAt ...int64) *memAudit {
 	t.Helper()
 	m := &memAudit{}
-	w := NewWriter(m, nil)
+	// A fixed clock, so that a fuzz target's workers, each building the log again, build the
+	// same bytes as the coordinator that made the seeds.
+	var ticks int64
+	clock := func() time.Time { ticks++; return testTime.Add(time.Duration(ticks) * time.Millisecond) }
+	w := NewWriter(m, &Options{Now: clock})
 	appendN(t, w, n)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -91,3 +100,33 @@ func rehashFrom(m *memAudit, i int) {
 		e.Hash = EntryHash(prev, e.Seq, e.Body)
 	}
 }
+
+// readFileString reads a file as a string.
+func readFileString(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	return string(b), err
+}
+
+// logBuffer collects log text from several goroutines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// slogTo is a logger that writes text to l.
+func slogTo(l *logBuffer) *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+
+// testTime is a fixed time for checkpoints made in tests.
+var testTime = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)

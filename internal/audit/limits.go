@@ -51,3 +51,24 @@ const (
 	// problem per entry, as large as the log itself.
 	MaxProblems = 1000
 )
+
+const (
+	// DefaultWitnessTimeout bounds each exchange with an HTTP witness when HTTPWitness.Client
+	// is nil: a witness is reached in the background and at verify, and one that does not
+	// answer in this time is reported, not waited for.
+	DefaultWitnessTimeout = 5 * time.Second
+
+	// maxWitnessAnswerBytes bounds the answer to a POST read from a witness: a seq and a word.
+	maxWitnessAnswerBytes = 4096
+
+	// MaxLineBytes is the longest line of an export or of the mirror that VerifyExport and
+	// the mirror check read: an entry's line is its body (at most MaxBodyBytes, or a third
+	// more as base64) and some 250 bytes around it. A longer line was not written by this
+	// package, and reading it whole would let a hostile file make the verifier hold it all.
+	MaxLineBytes = MaxBodyBytes*4/3 + 4096
+
+	// mirrorQueue is how many batches the writer hands its mirror goroutine before it stops
+	// handing them (the goroutine then reads what it lacks from the store): enough to ride
+	// out a slow disk, bounded so that a stuck mirror never holds the log in memory.
+	mirrorQueue = 256
+)

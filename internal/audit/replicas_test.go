@@ -1,6 +1,10 @@
 package audit
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -89,5 +93,90 @@ func TestWritersOnReplicas(t *testing.T) {
 	head, err := s.AuditHead(t.Context())
 	if err != nil || head.Seq != int64(writers*callers*each) {
 		t.Fatalf("head %d (%v), want %d", head.Seq, err, writers*callers*each)
+	}
+}
+
+// TestReplicasHeadAndMirror runs three writers on one PostgreSQL schema, as three replicas,
+// twice: sharing one data folder's head file and mirror, and each with a folder of its own.
+// A shared folder's head file ends at the log's head and its mirror is the whole log; a folder
+// of its own holds the log as far as its writer saw it (a prefix, each line the store's, its
+// head no further), which verifies with no problem: the rest is in the notes.
+func TestReplicasHeadAndMirror(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	for _, shared := range []bool{true, false} {
+		t.Run(map[bool]string{true: "one folder", false: "a folder each"}[shared], func(t *testing.T) {
+			dsn := pgtest.Schema(t)
+			const writers, callers, each = 3, 4, 25
+			dirs := make([]string, writers)
+			ws := make([]*Writer, writers)
+			common := t.TempDir()
+			for i := range ws {
+				s, err := postgres.Open(t.Context(), dsn)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				dirs[i] = common
+				if !shared {
+					dirs[i] = t.TempDir()
+				}
+				ws[i] = NewWriter(s, &Options{CheckpointKey: testKey(), CheckpointEvery: 20, Logger: quietLogger(),
+					HeadPath: filepath.Join(dirs[i], "audit.head"), MirrorPath: filepath.Join(dirs[i], "audit.jsonl")})
+			}
+			var wg sync.WaitGroup
+			for i := range writers * callers {
+				wg.Go(func() {
+					for j := range each {
+						if _, err := ws[i%writers].Append(t.Context(), sampleRecord(i*each+j)); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			for _, w := range ws {
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if st := w.Stats(); st.HeadErrors != 0 || st.MirrorErrors != 0 {
+					t.Errorf("stats %+v", st)
+				}
+			}
+			s, err := postgres.Open(t.Context(), dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var want bytes.Buffer
+			if err := Export(t.Context(), s, &want, 1, 0); err != nil {
+				t.Fatal(err)
+			}
+			var entries []string
+			for _, l := range strings.SplitAfter(want.String(), "\n") {
+				if strings.HasPrefix(l, `{"at":`) {
+					entries = append(entries, l)
+				}
+			}
+			for i, dir := range dirs {
+				if i > 0 && shared {
+					break
+				}
+				got, _ := os.ReadFile(filepath.Join(dir, "audit.jsonl"))
+				whole := strings.Join(entries, "")
+				if shared && string(got) != whole || !strings.HasPrefix(whole, string(got)) || len(got) == 0 {
+					t.Errorf("folder %d: the mirror has %d lines, the log %d entries", i, bytes.Count(got, []byte("\n")), len(entries))
+				}
+				rep, err := VerifyWith(t.Context(), s, pubOf(testKey()), &VerifyOptions{HeadFile: filepath.Join(dir, "audit.head"), Mirror: filepath.Join(dir, "audit.jsonl")})
+				if err != nil || !rep.OK() || shared && hasWarning(rep, SourceMirror, "") {
+					t.Errorf("folder %d: %v %v %v", i, err, rep.Problems, rep.Warnings)
+				}
+				if shared && rep.KeptSeq != int64(writers*callers*each) {
+					t.Errorf("the shared head file is at %d, the log at %d", rep.KeptSeq, writers*callers*each)
+				}
+			}
+		})
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -34,14 +33,34 @@ type Options struct {
 	// WriteTimeout bounds each store call; zero means DefaultWriteTimeout.
 	WriteTimeout time.Duration
 
-	// Mirror, when set, receives one JSON line per entry (the Export format) after the entry
-	// is durable in the store. MirrorPath names a file to append the same lines to, created
-	// with mode 0600; Mirror wins when both are set. The mirror is a convenience copy: the
-	// store is the record of truth, so a failed mirror write is logged and counted
-	// (Stats.MirrorErrors) and never fails an Append. A line may be missing from the mirror
-	// after a failure or a crash, never present for an entry that is not durable.
+	// Mirror, when set, receives one JSON line per entry this writer makes (the Export
+	// format) after the entry is durable in the store. MirrorPath names a file kept as a whole
+	// copy of the log instead (created with mode 0600): every entry once, in seq order,
+	// appended from a goroutine of its own under a lock on the file by every writer that
+	// shares it, each adding from the store what the file lacks (another writer's entries,
+	// lines lost in a crash); a line cut short by a crash is replaced (see mirrorFile).
+	// Mirror wins when both are set. The store is the record of truth, so a failed mirror
+	// write is logged and counted (Stats.MirrorErrors) and never fails an Append. A line may
+	// be missing from the mirror for a while after a failure or a crash, never present for
+	// an entry that is not durable.
 	Mirror     io.Writer
 	MirrorPath string
+
+	// HeadPath names the head file (HeadFile) kept beside the store: after each batch is
+	// durable in the store and before any of its Appends returns, the writer advances it to
+	// the new head and syncs it, and each checkpoint it signs goes in it too. So every record
+	// a caller was told is durable is at or below the head file's seq, and a store cut below
+	// it no longer matches it. A head file that cannot be written, or that disagrees with the
+	// store (ErrHeadFork: the store was cut or rewritten, and the file is left as evidence),
+	// is logged and counted (Stats.HeadErrors) and never fails an Append: the record is in
+	// the store, and `capgate audit verify` reports the disagreement.
+	HeadPath string
+
+	// Witnesses receive every checkpoint the writer signs, once it is stored, from a
+	// goroutine of their own: the latest one is sent, older ones not yet sent are dropped.
+	// A witness that cannot be reached is logged and counted (Stats.WitnessErrors); one that
+	// holds a higher checkpoint (another replica sent it) is not an error.
+	Witnesses []Witness
 
 	// CheckpointKey signs checkpoints; nil means the writer signs none. It must be 64 bytes
 	// (an ed25519.PrivateKey), or NewWriter panics.
@@ -68,6 +87,8 @@ type Stats struct {
 	MirrorErrors     int64 // failed mirror writes (or opens)
 	Checkpoints      int64 // checkpoints stored
 	CheckpointErrors int64 // checkpoints that could not be stored
+	HeadErrors       int64 // head file writes that failed or were refused (ErrHeadFork)
+	WitnessErrors    int64 // checkpoints a witness did not take (other than a higher one held)
 }
 
 // Writer appends records to the audit log with group commit: concurrent Appends are gathered
@@ -91,10 +112,16 @@ type Writer struct {
 	headKnown bool
 	lastCP    int64
 	mirror    io.Writer
-	mirrorF   *os.File
+	headFile  *HeadFile // when HeadPath is set
+	headErr   string    // the last head file error logged, so that a lasting one is logged once
 	closeErr  error
 
-	records, batches, conflicts, failures, mirrorErrs, cps, cpErrs atomic.Int64
+	mirrorQ     chan []store.AuditEntry // to the mirror file's goroutine, when MirrorPath is set
+	mirrorDone  chan struct{}
+	witnessQ    chan store.Checkpoint // to the witnesses' goroutine: the latest checkpoint
+	witnessDone chan struct{}
+
+	records, batches, conflicts, failures, mirrorErrs, cps, cpErrs, headErrs, witnessErrs atomic.Int64
 }
 
 type request struct {
@@ -183,6 +210,17 @@ func NewWriter(s store.Audit, opts *Options) *Writer {
 	}
 	if w.log == nil {
 		w.log = slog.Default()
+	}
+	if o.HeadPath != "" {
+		w.headFile = NewHeadFile(o.HeadPath)
+	}
+	if w.mirror == nil && o.MirrorPath != "" {
+		w.mirrorQ, w.mirrorDone = make(chan []store.AuditEntry, mirrorQueue), make(chan struct{})
+		go newMirrorFile(o.MirrorPath, s, w.log, &w.mirrorErrs, o.WriteTimeout).run(w.mirrorQ, w.mirrorDone)
+	}
+	if len(o.Witnesses) > 0 {
+		w.witnessQ, w.witnessDone = make(chan store.Checkpoint, 1), make(chan struct{})
+		go w.runWitnesses()
 	}
 	go w.run()
 	return w
@@ -307,6 +345,8 @@ func (w *Writer) Stats() Stats {
 		MirrorErrors:     w.mirrorErrs.Load(),
 		Checkpoints:      w.cps.Load(),
 		CheckpointErrors: w.cpErrs.Load(),
+		HeadErrors:       w.headErrs.Load(),
+		WitnessErrors:    w.witnessErrs.Load(),
 	}
 }
 
@@ -326,11 +366,7 @@ func (w *Writer) run() {
 				if w.o.CheckpointKey != nil {
 					w.closeErr = w.checkpoint()
 				}
-				if w.mirrorF != nil {
-					if err := w.mirrorF.Close(); err != nil {
-						w.mirrorFailed(err)
-					}
-				}
+				w.stop()
 				return
 			}
 			w.commit(w.collect(r))
@@ -468,6 +504,11 @@ func (w *Writer) commit(batch []*request) {
 	}
 	w.batches.Add(1)
 	w.records.Add(int64(len(live)))
+	// The head file moves, synced, before any caller hears that its record is durable, so
+	// that no acknowledged record can be cut from the store without the head file saying so.
+	// It costs one small sync per batch (docs/performance.md).
+	last := entries[len(entries)-1]
+	w.advanceHead(ctx, entries, Head{Seq: last.Seq, Hash: last.Hash})
 	for i, r := range live {
 		r.settle(result{seq: entries[i].Seq})
 	}
@@ -494,15 +535,17 @@ func (w *Writer) readHead(ctx context.Context) error {
 	return nil
 }
 
-// writeMirror appends the lines of durable entries to the mirror, if any.
+// writeMirror hands durable entries to the mirror file's goroutine, or appends their lines to
+// Options.Mirror.
 func (w *Writer) writeMirror(entries []store.AuditEntry) {
-	if w.mirror == nil && w.o.MirrorPath != "" && w.mirrorF == nil {
-		f, err := os.OpenFile(w.o.MirrorPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			w.mirrorFailed(err)
-			return
+	if w.mirrorQ != nil {
+		select {
+		case w.mirrorQ <- entries:
+		default:
+			// The mirror is behind by a full queue: its next write reads what it lacks from
+			// the store.
 		}
-		w.mirrorF, w.mirror = f, f
+		return
 	}
 	if w.mirror == nil {
 		return
@@ -541,5 +584,105 @@ func (w *Writer) checkpoint() error {
 	}
 	w.cps.Add(1)
 	w.lastCP = w.head.seq
+	w.advanceHead(ctx, nil, Head{Seq: c.Seq, Hash: c.Head, Checkpoint: c})
+	if w.witnessQ != nil {
+		// Only the latest matters: replace one not yet taken.
+		select {
+		case <-w.witnessQ:
+		default:
+		}
+		w.witnessQ <- c
+	}
 	return nil
+}
+
+// advanceHead moves the head file, when there is one, to next; entries are the batch just
+// made durable (none for a checkpoint). The head kept before must be in the log: the entry
+// before the batch, one in it, or one in the store with the same hash. When it is not (the
+// store was cut or rewritten), or the file cannot be written, the error is logged (once while
+// it lasts) and counted, and the file is left as it is.
+func (w *Writer) advanceHead(ctx context.Context, entries []store.AuditEntry, next Head) {
+	if w.headFile == nil {
+		return
+	}
+	linked := func(cur Head) error {
+		if len(entries) > 0 {
+			first, last := entries[0], entries[len(entries)-1]
+			switch {
+			case cur.Seq == first.Seq-1:
+				if first.PrevHash == cur.Hash {
+					return nil
+				}
+				return fmt.Errorf("%w: the store's entry %d does not follow the head file's head at seq %d: the log was rewritten", ErrHeadFork, first.Seq, cur.Seq)
+			case cur.Seq >= first.Seq && cur.Seq <= last.Seq:
+				if entries[cur.Seq-first.Seq].Hash == cur.Hash {
+					return nil
+				}
+				return fmt.Errorf("%w: the store's entry %d has another hash than the head file's: the log was rewritten", ErrHeadFork, cur.Seq)
+			}
+		}
+		es, err := w.s.AuditRange(ctx, cur.Seq, cur.Seq, 1)
+		switch {
+		case err != nil:
+			return fmt.Errorf("read the store's entry %d: %w", cur.Seq, err)
+		case len(es) == 0 || es[0].Seq != cur.Seq:
+			return fmt.Errorf("%w: the store has no entry at seq %d, which the head file holds: entries were deleted from the store", ErrHeadFork, cur.Seq)
+		case es[0].Hash != cur.Hash:
+			return fmt.Errorf("%w: the store's entry %d has another hash than the head file's: the log was rewritten", ErrHeadFork, cur.Seq)
+		}
+		return nil
+	}
+	hf := w.headFile
+	_, err := hf.Advance(next, linked)
+	if err == nil {
+		w.headErr = ""
+		return
+	}
+	w.headErrs.Add(1)
+	if msg := err.Error(); msg != w.headErr {
+		w.headErr = msg
+		if errors.Is(err, ErrHeadFork) {
+			w.log.Error("audit: the head file disagrees with the store and is left as it is; run capgate audit verify", "head_file", hf.Path(), "err", err)
+		} else {
+			w.log.Error("audit: the head file could not be written; the store still holds the records", "head_file", hf.Path(), "err", err)
+		}
+	}
+}
+
+// runWitnesses sends each checkpoint from witnessQ to every witness.
+func (w *Writer) runWitnesses() {
+	defer close(w.witnessDone)
+	for c := range w.witnessQ {
+		for _, wit := range w.o.Witnesses {
+			ctx, cancel := context.WithTimeout(context.Background(), DefaultWitnessTimeout)
+			err := wit.Submit(ctx, c)
+			cancel()
+			switch {
+			case err == nil:
+			case errors.Is(err, ErrWitnessLower):
+				w.log.Debug("audit: the witness holds a later checkpoint", "witness", wit.String(), "seq", c.Seq)
+			default:
+				w.witnessErrs.Add(1)
+				w.log.Error("audit: the witness did not take the checkpoint", "witness", wit.String(), "seq", c.Seq, "err", err)
+			}
+		}
+	}
+}
+
+// stop ends the writer's goroutines once the last checkpoint is signed: the mirror's after
+// it wrote what it was handed, the witnesses' after they were sent the last checkpoint.
+func (w *Writer) stop() {
+	if w.mirrorQ != nil {
+		close(w.mirrorQ)
+		<-w.mirrorDone
+	}
+	if w.witnessQ != nil {
+		close(w.witnessQ)
+		<-w.witnessDone
+	}
+	if w.headFile != nil {
+		if err := w.headFile.Close(); err != nil {
+			w.log.Warn("audit: closing the head file", "err", err)
+		}
+	}
 }

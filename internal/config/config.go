@@ -37,6 +37,9 @@ const EnvWorkspace = "CAPGATE_WORKSPACE"
 // EnvSandbox names the environment variable for capgate serve's sandbox mode.
 const EnvSandbox = "CAPGATE_SANDBOX"
 
+// EnvAuditWitness names the environment variable for the audit log's witness.
+const EnvAuditWitness = "CAPGATE_AUDIT_WITNESS"
+
 // DefaultSandboxRoot is where plugins' filesystem intents must point.
 const DefaultSandboxRoot = "/sandbox"
 
@@ -56,6 +59,10 @@ type File struct {
 	// Sandbox is how the terminal's commands and python's scripts run: "on" (the default) in
 	// a bubblewrap sandbox each, or "off-unsafe" with capgate's own rights.
 	Sandbox string `json:"sandbox,omitempty"`
+	// AuditWitness is where the gateway also sends every audit checkpoint it signs, and what
+	// `capgate audit verify` compares the log with: an absolute folder outside the data
+	// folder (another disk or machine), or the http(s) URL of a `capgate audit witness`.
+	AuditWitness string `json:"audit_witness,omitempty"`
 
 	// SandboxRoot is the folder every filesystem intent must lie in (default /sandbox).
 	SandboxRoot string `json:"sandbox_root,omitempty"`

@@ -46,6 +46,7 @@ const (
 	DBFile     = "capgate.db"
 	KeyFile    = "capgate.key"  // the gateway's own Ed25519 seed: signs tokens and checkpoints
 	AuditFile  = "audit.jsonl"  // the audit log's JSON-lines mirror
+	HeadFile   = "audit.head"   // the audit log's head and latest checkpoint, kept beside the store
 	SocketFile = "capgate.sock" // the unix socket, when no other path is given
 )
 
@@ -94,6 +95,9 @@ type Config struct {
 	// every client, as `capgate client add --require-token` does for one: a low-risk read
 	// then runs without a token only when it is public.
 	RequireToken bool
+	// AuditWitness names a witness that receives every audit checkpoint the gateway signs
+	// (AuditWitnesses): an absolute folder outside the data folder, or an http(s) URL.
+	AuditWitness string
 }
 
 // DefaultListen is loopback only: the gateway is not exposed to the network by default.
@@ -153,6 +157,10 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("gateway: data folder: %w", err)
 	}
+	witnesses, err := AuditWitnesses(cfg.DataDir, cfg.AuditWitness)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
 	key, err := LoadOrCreateKey(cfg.DataDir)
 	if err != nil {
 		return nil, err
@@ -208,7 +216,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		handlers[id] = h
 	}
 	g.Audit = audit.NewWriter(st, &audit.Options{CheckpointKey: key, CheckpointEvery: 1000, CheckpointInterval: time.Minute,
-		MirrorPath: filepath.Join(cfg.DataDir, AuditFile), Logger: g.log})
+		MirrorPath: filepath.Join(cfg.DataDir, AuditFile), HeadPath: filepath.Join(cfg.DataDir, HeadFile), Witnesses: witnesses, Logger: g.log})
 	g.Consent = consent.New(st, &consent.Options{Surface: true, TTL: cfg.ConsentTTL})
 	g.metrics = newMetrics(st)
 	g.tools = toolserver.NewManager(toolserver.Options{Env: toolserver.Env{Store: st, Registry: g.Registry, DataDir: cfg.DataDir, Version: "capgate"},
@@ -222,7 +230,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
-	g.web = web.New(web.Options{Consent: g.Consent, Store: st, Broker: g.Broker, Registry: g.Registry, PublicKey: key.Public().(ed25519.PublicKey), Logger: g.log,
+	g.web = web.New(web.Options{Consent: g.Consent, Store: st, Broker: g.Broker, Registry: g.Registry, PublicKey: key.Public().(ed25519.PublicKey), Logger: g.log, AuditHeadFile: filepath.Join(cfg.DataDir, HeadFile),
 		Audit:        g.Audit,
 		AllowedHosts: cfg.UIHosts,
 		ToolServers:  &toolserver.Env{Store: st, Registry: g.Registry, DataDir: cfg.DataDir, Version: "capgate"},

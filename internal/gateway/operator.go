@@ -17,8 +17,8 @@ import (
 // line directly in a data folder's store (answering a consent request, revoking a token),
 // as the approval page records its own changes: a decision record before the change and an
 // outcome record after it, on the same hash chain as the gateway's records (several
-// writers share one store safely) and in the same JSON-lines mirror. When the gateway's key
-// is in the folder, closing it signs a checkpoint of the new head.
+// writers share one store safely), in the same JSON-lines mirror and head file. When the
+// gateway's key is in the folder, closing it signs a checkpoint of the new head.
 type OperatorLog struct {
 	w *audit.Writer
 }
@@ -29,7 +29,7 @@ func OpenOperatorLog(st store.Audit, dir string, log *slog.Logger) *OperatorLog 
 	if log == nil {
 		log = slog.Default()
 	}
-	opts := &audit.Options{MirrorPath: filepath.Join(dir, AuditFile), Logger: log}
+	opts := &audit.Options{MirrorPath: filepath.Join(dir, AuditFile), HeadPath: filepath.Join(dir, HeadFile), Logger: log}
 	k, err := keys.LoadPrivateKey(filepath.Join(dir, KeyFile))
 	switch {
 	case err == nil:

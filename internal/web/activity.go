@@ -341,7 +341,11 @@ func (s *Server) verify(r *http.Request) verifyView {
 	if c.ok && c.key == key {
 		return c.v
 	}
-	rep, err := audit.Verify(ctx, s.o.Store, s.o.PublicKey)
+	var opts *audit.VerifyOptions
+	if s.o.AuditHeadFile != "" {
+		opts = &audit.VerifyOptions{HeadFile: s.o.AuditHeadFile, State: s.o.Store}
+	}
+	rep, err := audit.VerifyWith(ctx, s.o.Store, s.o.PublicKey, opts)
 	if err != nil {
 		s.o.Logger.Warn("web: verifying the audit log failed", "err", err)
 		return verifyView{Text: "not checked: capgate could not read the log (its log says why)"}

@@ -169,7 +169,7 @@ func TestActivity(t *testing.T) {
 	}
 	_, page = b.get("/ui/activity")
 	for _, want := range []string{"NOT intact: 2 problem(s) in " + fmt.Sprint(total+1) + " records (last checkpoint at seq " + fmt.Sprint(total) + ")",
-		"verify-bad", fmt.Sprintf("seq %d: hash does not match", total+1), "checkpoint: ", "after the last checkpoint"} {
+		"verify-bad", fmt.Sprintf("seq %d: hash does not match", total+1), "checkpoint: ", "after the last signed checkpoint"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the tampered log's page lacks %q", want)
 		}
@@ -313,5 +313,43 @@ func TestActivityVerifyCached(t *testing.T) {
 	}
 	if _, page := b.get("/ui/activity"); !strings.Contains(page, "intact: 4 records, last checkpoint at seq 4") {
 		t.Error("a new checkpoint did not make the page verify again")
+	}
+}
+
+// The activity page's verdict holds the log against the head file beside the store, as
+// `capgate audit verify` does: the log's last records and checkpoints deleted from the
+// database, which the store alone cannot show, make the page say NOT intact.
+func TestActivityDeletedTail(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 0)
+	b := newBrowser(t, e.srv.URL, e.srv.Client())
+	b.login(e.g.LoginLink())
+	for i := range 4 {
+		rec := audit.Record{Action: "execute", App: "pad", Method: "write", Decision: "allow", Kind: "decision", ClientID: "cl_x", CallID: fmt.Sprintf("call_%d", i)}
+		if _, err := e.g.Audit.Append(e.ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head, err := e.g.Store.AuditHead(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, page := b.get("/ui/activity"); !strings.Contains(page, "intact: ") || strings.Contains(page, "NOT intact") {
+		t.Fatal("a fresh log is not intact")
+	}
+	db, err := sql.Open("sqlite", filepath.Join(e.data, gateway.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`DELETE FROM audit_log WHERE seq > ?`, head.Seq-2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DELETE FROM audit_checkpoints WHERE seq > ?`, head.Seq-2); err != nil {
+		t.Fatal(err)
+	}
+	_, page := b.get("/ui/activity")
+	if !strings.Contains(page, "NOT intact") || !strings.Contains(page, fmt.Sprintf("the log ends at seq %d but the head file holds a head at seq %d", head.Seq-2, head.Seq)) {
+		t.Errorf("the cut log's page does not say so")
 	}
 }

@@ -56,6 +56,11 @@ type Options struct {
 	// PublicKey is the gateway's public key, which verifies the audit log's checkpoints;
 	// nil: the activity page says the log was not checked.
 	PublicKey ed25519.PublicKey
+	// AuditHeadFile is the head file kept beside the store (DATA/audit.head), which the
+	// activity page's verdict holds the log against with the store's tokens and clients, as
+	// `capgate audit verify` does (which also reads the mirror and asks the witness); "":
+	// the store's log alone.
+	AuditHeadFile string
 	// Audit records the changes the person makes here that no other part records: revoking
 	// a token, disabling, enabling or removing a client, accepting a tool server's changed
 	// or new tool or keeping it stopped, approving a plugin's widening. Each is recorded before it is made, and an accept or
