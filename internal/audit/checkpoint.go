@@ -17,15 +17,32 @@ import (
 // 250 bytes.
 const maxCheckpointBytes = 4096
 
-// checkpointMessage returns the canonical JSON {"at","head","seq"} that a checkpoint's
-// signature covers.
-func checkpointMessage(seq int64, head, at string) []byte {
-	v := jcs.Value{Kind: jcs.Object, Members: []jcs.Member{
+// The checkpoint formats. A checkpoint of CheckpointVersion carries it in its body
+// ("version") and its signature covers CheckpointContext ahead of the canonical JSON of the
+// body without "signature", so that no signature of the gateway's key over anything else (a
+// token) is ever a checkpoint's. A legacy checkpoint, written before, has no version and its
+// signature covers the canonical {"at","head","seq"} alone: those still verify, and none is
+// signed again.
+const (
+	CheckpointVersion = "2"
+	CheckpointContext = "capgate audit checkpoint v2\x00"
+)
+
+// checkpointMessage returns what a checkpoint's signature covers: for a versioned one,
+// CheckpointContext and the canonical JSON {"at","head","seq","version"}; for a legacy one
+// (version ""), the canonical JSON {"at","head","seq"}.
+func checkpointMessage(seq int64, head, at, version string) []byte {
+	members := []jcs.Member{
 		{Name: "at", Value: jcs.Value{Kind: jcs.String, Str: at}},
 		{Name: "head", Value: jcs.Value{Kind: jcs.String, Str: head}},
 		{Name: "seq", Value: jcs.Value{Kind: jcs.Number, Float: float64(seq)}},
-	}}
-	b, err := v.AppendCanonical(nil)
+	}
+	var prefix []byte
+	if version != "" {
+		members = append(members, jcs.Member{Name: "version", Value: jcs.Value{Kind: jcs.String, Str: version}})
+		prefix = []byte(CheckpointContext)
+	}
+	b, err := jcs.Value{Kind: jcs.Object, Members: members}.AppendCanonical(prefix)
 	if err != nil {
 		// Only invalid UTF-8 in head or at can fail, and neither comes from outside here
 		// without checking; a failure is a bug, not an input.
@@ -39,37 +56,43 @@ func checkpointMessage(seq int64, head, at string) []byte {
 func formatAt(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // SignCheckpoint signs the statement "the log had seq entries and entry seq had hash head,
-// at time at" with key. Body is the canonical JSON {"at","head","seq","signature"}: at in
-// RFC 3339 UTC with nanoseconds (trailing zeros dropped), signature "ed25519:" and the
-// standard padded base64 of the Ed25519 signature over the canonical JSON of the same object
-// without "signature". The returned At is at in UTC, as the body says it.
+// at time at" with key. Body is the canonical JSON {"at","head","seq","signature","version"}:
+// at in RFC 3339 UTC with nanoseconds (trailing zeros dropped), version CheckpointVersion,
+// signature "ed25519:" and the standard padded base64 of the Ed25519 signature over
+// CheckpointContext and the canonical JSON of the same object without "signature". The
+// returned At is at in UTC, as the body says it.
 //
 // It panics, as ed25519.Sign does, when key is not 64 bytes, and when head is not valid
 // UTF-8 (a head this package made always is).
 func SignCheckpoint(key ed25519.PrivateKey, seq int64, head string, at time.Time) store.Checkpoint {
 	ats := formatAt(at)
-	msg := checkpointMessage(seq, head, ats)
-	sig := manifest.FormatSignature(ed25519.Sign(key, msg))
-	// msg ends with "}"; the signature member sorts last, so it goes just before it.
-	body := make([]byte, 0, len(msg)+len(sig)+16)
-	body = append(body, msg[:len(msg)-1]...)
-	body = append(body, `,"signature":"`...)
-	body = append(body, sig...)
-	body = append(body, `"}`...)
+	sig := manifest.FormatSignature(ed25519.Sign(key, checkpointMessage(seq, head, ats, CheckpointVersion)))
+	body, err := jcs.Value{Kind: jcs.Object, Members: []jcs.Member{
+		{Name: "at", Value: jcs.Value{Kind: jcs.String, Str: ats}},
+		{Name: "head", Value: jcs.Value{Kind: jcs.String, Str: head}},
+		{Name: "seq", Value: jcs.Value{Kind: jcs.Number, Float: float64(seq)}},
+		{Name: "signature", Value: jcs.Value{Kind: jcs.String, Str: sig}},
+		{Name: "version", Value: jcs.Value{Kind: jcs.String, Str: CheckpointVersion}},
+	}}.AppendCanonical(nil)
+	if err != nil {
+		panic("audit: checkpoint body: " + err.Error())
+	}
 	return store.Checkpoint{Seq: seq, Head: head, At: at.UTC(), Body: body}
 }
 
 // signedCheckpoint is a checkpoint body that passed static validation (parseCheckpoint):
 // what it states and the signature it carries, not yet verified.
 type signedCheckpoint struct {
-	seq  int64
-	head string
-	at   string
-	sig  []byte
+	seq     int64
+	head    string
+	at      string
+	version string // CheckpointVersion, or "" for a legacy checkpoint
+	sig     []byte
 }
 
 // parseCheckpoint checks a checkpoint body statically, without its signature: canonical
-// JSON with exactly the members at, head, seq and signature; at RFC 3339 UTC as
+// JSON with exactly the members at, head, seq, signature and version (CheckpointVersion), or
+// for a legacy checkpoint the first four; at RFC 3339 UTC as
 // SignCheckpoint writes it; head "sha256:" and 64 hex digits; seq an integer from 1 to
 // 2^53-1; the signature in its one spelling. Failures wrap ErrBadCheckpoint.
 func parseCheckpoint(body []byte) (signedCheckpoint, error) {
@@ -91,14 +114,22 @@ func parseCheckpoint(body []byte) (signedCheckpoint, error) {
 // checkpointOf is parseCheckpoint for a value already parsed and known to be canonical.
 func checkpointOf(v jcs.Value) (signedCheckpoint, error) {
 	fail := func(rule string) error { return fmt.Errorf("%w: %s", ErrBadCheckpoint, rule) }
-	if v.Kind != jcs.Object || len(v.Members) != 4 {
-		return signedCheckpoint{}, fail("body must be an object of at, head, seq and signature")
+	const shape = "body must be an object of at, head, seq, signature and version (or, written before versions, of the first four)"
+	if v.Kind != jcs.Object || len(v.Members) != 4 && len(v.Members) != 5 {
+		return signedCheckpoint{}, fail(shape)
 	}
-	names := [4]string{"at", "head", "seq", "signature"}
+	names := [5]string{"at", "head", "seq", "signature", "version"}
 	for i, m := range v.Members {
 		if m.Name != names[i] {
-			return signedCheckpoint{}, fail("body must be an object of at, head, seq and signature")
+			return signedCheckpoint{}, fail(shape)
 		}
+	}
+	version := ""
+	if len(v.Members) == 5 {
+		if vv := v.Members[4].Value; vv.Kind != jcs.String || vv.Str != CheckpointVersion {
+			return signedCheckpoint{}, fail("version: must be " + CheckpointVersion)
+		}
+		version = CheckpointVersion
 	}
 	at, head, seqv, sigv := v.Members[0].Value, v.Members[1].Value, v.Members[2].Value, v.Members[3].Value
 	if at.Kind != jcs.String {
@@ -121,19 +152,20 @@ func checkpointOf(v jcs.Value) (signedCheckpoint, error) {
 	if err != nil {
 		return signedCheckpoint{}, fail("signature: malformed")
 	}
-	return signedCheckpoint{seq: int64(x), head: head.Str, at: at.Str, sig: sig}, nil
+	return signedCheckpoint{seq: int64(x), head: head.Str, at: at.Str, version: version, sig: sig}, nil
 }
 
 // verify reports whether the checkpoint's signature verifies with pub.
 func (c signedCheckpoint) verify(pub ed25519.PublicKey) bool {
-	return len(pub) == ed25519.PublicKeySize && ed25519.Verify(pub, checkpointMessage(c.seq, c.head, c.at), c.sig)
+	return len(pub) == ed25519.PublicKeySize && ed25519.Verify(pub, checkpointMessage(c.seq, c.head, c.at, c.version), c.sig)
 }
 
 // VerifyCheckpoint checks c strictly and returns nil when it is a checkpoint signed by pub:
 // Body passes the static rules of a checkpoint (canonical JSON with exactly the members at,
-// head, seq and signature; at is RFC 3339 UTC as SignCheckpoint writes it; head is "sha256:"
+// head, seq, signature and version, or a legacy checkpoint's first four; at is RFC 3339 UTC as SignCheckpoint writes it; head is "sha256:"
 // and 64 hex digits; seq is an integer from 1 to 2^53-1; the signature has its one
-// spelling), the signature verifies with pub over the body without "signature", and c.Seq
+// spelling), the signature verifies with pub over what checkpointMessage says it covers
+// (with CheckpointContext for a versioned checkpoint), and c.Seq
 // and c.Head are the body's. c.At is not checked: a store may keep time less precisely than
 // the body does. Any failure wraps ErrBadCheckpoint. A pub that is not 32 bytes fails every
 // checkpoint.

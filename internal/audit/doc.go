@@ -46,11 +46,13 @@
 // A checkpoint is capgate's Ed25519 signature over the statement "the log had seq entries
 // and entry seq had this hash". Its body is the canonical JSON
 //
-//	{"at":"<RFC 3339 UTC>","head":"sha256:…","seq":N,"signature":"ed25519:<base64>"}
+//	{"at":"<RFC 3339 UTC>","head":"sha256:…","seq":N,"signature":"ed25519:<base64>","version":"2"}
 //
-// and the signature (standard padded base64 of 64 bytes) covers the canonical JSON of the
-// same object without "signature" ([SignCheckpoint] is the one place a checkpoint is
-// signed). The writer signs one every Options.CheckpointEvery entries and/or
+// and the signature (standard padded base64 of 64 bytes) covers [CheckpointContext] and then
+// the canonical JSON of the same object without "signature" ([SignCheckpoint] is the one
+// place a checkpoint is signed), so that the gateway key's signature over a token is never
+// a checkpoint's. Checkpoints signed before versions, without "version" and signed over
+// the canonical {"at","head","seq"} alone, still verify; none is signed again. The writer signs one every Options.CheckpointEvery entries and/or
 // Options.CheckpointInterval, and at Close, whenever the head moved. A log rewritten at or
 // before a checkpoint's seq no longer matches it. But checkpoints kept in the store prove
 // nothing about a cut: records and checkpoints deleted together leave a shorter log that is

@@ -2,8 +2,11 @@ package audit
 
 import (
 	"crypto/ed25519"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/capgate/capgate/internal/store"
 )
 
 // The vectors below were checked with tools independent of this package: the hashes with
@@ -15,7 +18,11 @@ const (
 	vecHash1      = "sha256:ee79f674ff7eb9e7e34616067ec1dae61579c9d4211798e4d6cdb4e7db923a01"
 	vecBody2      = `{"action":"execute","app":"terminal","audit_tag":"Code compilation task","call_id":"call_1","capability":"app.com.example.terminal.execute_command","client_id":"cl_agent","code":"","consent_id":"","decision":"allow","duration_ms":42,"explanation":"","kind":"outcome","method":"execute_command","params_hash":"sha256:5b410c8ce6f62a8b432077021de038ddeead8ca42db705bbfc2d39dc2b69d36d","permission":"app.terminal.execute","result":"success","timestamp":1706620801,"token_id":"cap_1234567890abcdef"}`
 	vecHash2      = "sha256:ba66f319cfd28103d5a9673a7315771564c32a084f75afadfce5286aad2091b7"
-	vecCheckpoint = `{"at":"2024-01-30T13:20:01.5Z","head":"sha256:ba66f319cfd28103d5a9673a7315771564c32a084f75afadfce5286aad2091b7","seq":2,"signature":"ed25519:zMm8KF2AKxVwp6mPm4ZjMrZ7bbaC8a0u8mgGJceb/vtyZsj9oAHnB+xv8h3ee3n+qZGD9xgzgCLchVQL1E8pCA=="}`
+	// vecCheckpoint's signature covers "capgate audit checkpoint v2\x00" and the canonical
+	// {"at","head","seq","version"}; vecLegacyCheckpoint's, written before versions, the
+	// canonical {"at","head","seq"} alone.
+	vecCheckpoint       = `{"at":"2024-01-30T13:20:01.5Z","head":"sha256:ba66f319cfd28103d5a9673a7315771564c32a084f75afadfce5286aad2091b7","seq":2,"signature":"ed25519:F4kIRWPw0npDPy71fL8njzrzTVlr5RTJgsizUpc28HAege4ymvhXCsMMpTTiZy+dgbxQ7XO8giUDGBJahZXSBg==","version":"2"}`
+	vecLegacyCheckpoint = `{"at":"2024-01-30T13:20:01.5Z","head":"sha256:ba66f319cfd28103d5a9673a7315771564c32a084f75afadfce5286aad2091b7","seq":2,"signature":"ed25519:zMm8KF2AKxVwp6mPm4ZjMrZ7bbaC8a0u8mgGJceb/vtyZsj9oAHnB+xv8h3ee3n+qZGD9xgzgCLchVQL1E8pCA=="}`
 )
 
 func vecRecords(t *testing.T) (Record, Record) {
@@ -92,5 +99,31 @@ func TestVectorCheckpoint(t *testing.T) {
 	}
 	if err := VerifyCheckpoint(ed25519.PublicKey{1, 2}, c); err == nil {
 		t.Fatal("checkpoint verified with a short key")
+	}
+}
+
+// A checkpoint signed before versions still verifies; one whose signature is moved to the
+// other format (a legacy signature under a version, or a versioned one without) does not,
+// and a token's signature by the same key is no checkpoint's.
+func TestVectorLegacyCheckpoint(t *testing.T) {
+	pub := pubOf(testKey())
+	legacy := store.Checkpoint{Seq: 2, Head: vecHash2, Body: []byte(vecLegacyCheckpoint)}
+	if err := VerifyCheckpoint(pub, legacy); err != nil {
+		t.Fatalf("the legacy checkpoint: %v", err)
+	}
+	sigOf := func(body string) string {
+		i := strings.Index(body, `"signature":"`) + len(`"signature":"`)
+		return body[i : i+strings.IndexByte(body[i:], '"')]
+	}
+	swapped := map[string]string{
+		"legacy signature, versioned body": strings.Replace(vecCheckpoint, sigOf(vecCheckpoint), sigOf(vecLegacyCheckpoint), 1),
+		"versioned signature, legacy body": strings.Replace(vecLegacyCheckpoint, sigOf(vecLegacyCheckpoint), sigOf(vecCheckpoint), 1),
+		"another version":                  strings.Replace(vecCheckpoint, `"version":"2"`, `"version":"3"`, 1),
+		"a number version":                 strings.Replace(vecCheckpoint, `"version":"2"`, `"version":2`, 1),
+	}
+	for name, body := range swapped {
+		if err := VerifyCheckpoint(pub, store.Checkpoint{Seq: 2, Head: vecHash2, Body: []byte(body)}); err == nil {
+			t.Errorf("%s verified", name)
+		}
 	}
 }
