@@ -98,6 +98,7 @@ Exit codes: 0 success, 1 a check that says no, 2 a usage error.`,
 	root.AddCommand(newDemoCmd(g))
 	root.AddCommand(newMCPCmd())
 	root.AddCommand(newToolServerCmd(g))
+	root.AddCommand(newUICmd(g))
 	refuseUnknownSubcommands(root)
 	return root
 }

@@ -140,3 +140,33 @@ func TestSecondServeOnASQLiteFolderRefused(t *testing.T) {
 		t.Fatalf("a second serve on the folder: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// capgate ui link prints a fresh login link, for the person at the machine, that works once
+// on the running gateway's page, however long ago serve printed its own.
+func TestUILink(t *testing.T) {
+	data := t.TempDir()
+	url := startServe(t, data)
+	r := capgate(t, "", nil, "ui", "link", "--data", data, "--server", url)
+	mustCode(t, r, 0)
+	link := strings.TrimSpace(r.stdout)
+	if !strings.HasPrefix(link, url+"/ui/login?t=") {
+		t.Fatalf("link %q", link)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func() *http.Response {
+		t.Helper()
+		resp, err := noRedirect.Get(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := get(); resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) == 0 {
+		t.Fatalf("the link: HTTP %d, cookies %v", resp.StatusCode, resp.Cookies())
+	}
+	if resp := get(); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the link a second time: HTTP %d", resp.StatusCode)
+	}
+	mustCode(t, capgate(t, "", nil, "ui", "link", "--data", t.TempDir()), 1) // no store there
+}

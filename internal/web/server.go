@@ -177,7 +177,11 @@ const cookieName = "capgate_session"
 
 // login spends a one-time link and opens a session.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.sessions.login(r.URL.Query().Get("t"))
+	t := r.URL.Query().Get("t")
+	id, ok := s.sessions.login(t)
+	if !ok && spendStoredLink(r.Context(), s.o.Store, t, s.o.Now()) {
+		id, ok = s.sessions.openSession(), true
+	}
 	if !ok {
 		s.message(w, http.StatusUnauthorized, "This login link does not work",
 			"A login link works once, for "+LoginTTL.String()+". "+signInHelp)
@@ -190,7 +194,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 
 // signInHelp tells the person how to sign in.
 const signInHelp = "Open the link that capgate serve printed (\"approve requests at http://…/ui/login?t=…\") in this browser. " +
-	"To get a new link, restart capgate serve."
+	"To get a new link, run capgate ui link on this machine."
 
 // authed wraps a page that needs a session: without one it answers 401 with a plain page;
 // a POST must also carry the session's CSRF token and come from this page's own origin.

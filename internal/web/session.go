@@ -84,9 +84,33 @@ func (s *sessions) login(t string) (string, bool) {
 		}
 		delete(s.active, lru)
 	}
+	return s.open(now), true
+}
+
+// open starts a session and returns its id. s.mu is held.
+func (s *sessions) open(now time.Time) string {
 	id := randomToken()
 	s.active[key(id)] = &session{csrf: randomToken(), lastSeen: now}
-	return id, true
+	return id
+}
+
+// openSession starts a session for a login link checked elsewhere (one kept in the store).
+func (s *sessions) openSession() string {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropExpired(now)
+	if len(s.active) >= MaxSessions {
+		var lru [32]byte
+		first := true
+		for k, se := range s.active {
+			if first || se.lastSeen.Before(s.active[lru].lastSeen) {
+				lru, first = k, false
+			}
+		}
+		delete(s.active, lru)
+	}
+	return s.open(now)
 }
 
 // get returns the CSRF token of the session id and marks it used; false when there is no
