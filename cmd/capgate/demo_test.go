@@ -7,11 +7,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/capgate/capgate/internal/sandbox/sandboxtest"
 )
 
 // TestDemo runs capgate demo as a person would: the real binary, which starts its own
 // gateway as a child process and drives it through every step.
 func TestDemo(t *testing.T) {
+	sandboxtest.Open(t) // the demo runs a python script
 	t.Run("told", func(t *testing.T) {
 		t.Parallel()
 		data := filepath.Join(t.TempDir(), "demo")

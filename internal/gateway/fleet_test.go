@@ -27,6 +27,7 @@ import (
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/ipc"
+	"github.com/capgate/capgate/internal/sandbox/sandboxtest"
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -287,6 +288,7 @@ func TestFleetScopeDenied(t *testing.T) {
 // request waits for them (202 CONSENT_REQUIRED when they do not answer in time); denied, it is
 // CONSENT_DENIED and no token; approved, the token works.
 func TestFleetAlwaysConsent(t *testing.T) {
+	sandboxtest.Open(t) // runs terminal commands or python scripts
 	t.Parallel()
 	e := newEnv(t, options{})
 	alice := e.addClient("alice", "user")
@@ -769,6 +771,7 @@ func TestFleetEditor(t *testing.T) {
 // fed through write_input, history, a non-zero exit as a result, a command past its timeout
 // (TIMEOUT, and its process group killed), and a cwd out of the workspace refused.
 func TestFleetTerminal(t *testing.T) {
+	sandboxtest.Open(t) // runs terminal commands or python scripts
 	t.Parallel()
 	e := newEnv(t, options{})
 	alice := e.addClient("alice", "user")
@@ -879,6 +882,7 @@ func TestFleetTerminal(t *testing.T) {
 // not allowed, before anything runs: the file the command would remove stays, and the
 // terminal's history stays empty.
 func TestFleetTerminalCommandConstraints(t *testing.T) {
+	sandboxtest.Open(t) // runs terminal commands or python scripts
 	t.Parallel()
 	e := newEnv(t, options{})
 	alice := e.addClient("alice", "user")
@@ -947,6 +951,7 @@ func TestFleetTerminalCommandConstraints(t *testing.T) {
 // it is behind env, nice, nohup, timeout or sh -c: denied_commands ["rm -rf"] must not let
 // "setsid rm -rf x" remove x.
 func TestFleetTerminalDeniedCommandBehindOtherWrappers(t *testing.T) {
+	sandboxtest.Open(t) // runs terminal commands or python scripts
 	t.Parallel()
 	e := newEnv(t, options{})
 	alice := e.addClient("alice", "user")
@@ -975,6 +980,7 @@ func TestFleetTerminalDeniedCommandBehindOtherWrappers(t *testing.T) {
 // An irreversible command waits out the delayed-commit window: cancelled by the person in it,
 // it never runs; uncancelled, it runs at the window's end.
 func TestFleetTerminalDelayedCommit(t *testing.T) {
+	sandboxtest.Open(t) // runs terminal commands or python scripts
 	t.Parallel()
 	e := newEnv(t, options{delayedCommit: 700 * time.Millisecond})
 	alice := e.addClient("alice", "user")
@@ -1005,6 +1011,7 @@ func TestFleetTerminalDelayedCommit(t *testing.T) {
 // as a result, read_output, execute_file needing fs.read beside app.python.execute, script
 // paths out of the workspace refused, and a script past its timeout.
 func TestFleetPython(t *testing.T) {
+	sandboxtest.Open(t) // runs terminal commands or python scripts
 	t.Parallel()
 	e := newEnv(t, options{})
 	alice := e.addClient("alice", "user")

@@ -73,6 +73,12 @@ func (s *sessions) login(t string) (string, bool) {
 	if !ok || !now.Before(exp) {
 		return "", false
 	}
+	return s.open(now), true
+}
+
+// open starts a session, first forgetting the idle ones and, when MaxSessions are open, the
+// one used least recently, and returns its id. s.mu is held.
+func (s *sessions) open(now time.Time) string {
 	s.dropExpired(now)
 	if len(s.active) >= MaxSessions {
 		var lru [32]byte
@@ -84,11 +90,6 @@ func (s *sessions) login(t string) (string, bool) {
 		}
 		delete(s.active, lru)
 	}
-	return s.open(now), true
-}
-
-// open starts a session and returns its id. s.mu is held.
-func (s *sessions) open(now time.Time) string {
 	id := randomToken()
 	s.active[key(id)] = &session{csrf: randomToken(), lastSeen: now}
 	return id
@@ -99,17 +100,6 @@ func (s *sessions) openSession() string {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.dropExpired(now)
-	if len(s.active) >= MaxSessions {
-		var lru [32]byte
-		first := true
-		for k, se := range s.active {
-			if first || se.lastSeen.Before(s.active[lru].lastSeen) {
-				lru, first = k, false
-			}
-		}
-		delete(s.active, lru)
-	}
 	return s.open(now)
 }
 

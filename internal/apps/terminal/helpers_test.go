@@ -147,17 +147,6 @@ func gone(pid int) bool {
 	return i >= 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X')
 }
 
-// waitGone waits up to 10 s for pid to end.
-func waitGone(t testing.TB, pid int) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if gone(pid) {
-			return
-		}
-	}
-	t.Fatalf("process %d still runs", pid)
-}
-
 var sleeperN atomic.Int64
 
 // sleeper returns a duration for sleep that names the test's process among the host's: the
