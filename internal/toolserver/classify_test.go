@@ -182,7 +182,12 @@ func FuzzOverlayParams(f *testing.F) {
 			return
 		}
 		tool := &mcpsdk.Tool{Name: "t", InputSchema: json.RawMessage(schema)}
-		plain, left, err := Derive("fs", []Pin{pinOf(t, tool, "act")}, nil)
+		def, err := DefinitionOf(tool).Canonical()
+		if err != nil {
+			return // no canonical form (duplicate members): no pin, no tool
+		}
+		pin := Pin{Tool: tool.Name, Action: "act", Hash: Hash(def), Definition: def}
+		plain, left, err := Derive("fs", []Pin{pin}, nil)
 		if err != nil || len(left) > 0 {
 			return
 		}
@@ -190,7 +195,7 @@ func FuzzOverlayParams(f *testing.F) {
 			return
 		}
 		o := Overlay{"t": {SideEffects: manifest.SideEffectRead, Params: map[string]string{ptr: classes[int(class)%len(classes)]}}}
-		classed, left, err := Derive("fs", []Pin{pinOf(t, tool, "act")}, o)
+		classed, left, err := Derive("fs", []Pin{pin}, o)
 		if err != nil || len(left) > 0 {
 			return
 		}
