@@ -183,8 +183,10 @@ func (p *sedParser) parse() error {
 		case 'a', 'i', 'c':
 			p.blanks()
 			if p.peek() == '\\' {
+				// a\ then a newline: the text is the next line. a\ then anything else,
+				// blanks included: the text is the rest of this line, and the next line is
+				// a command again (GNU sed runs "a\ \nw FILE"'s w).
 				p.i++
-				p.blanks()
 				if p.peek() == '\n' {
 					p.i++
 				}

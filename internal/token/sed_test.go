@@ -27,3 +27,18 @@ func FuzzSedScript(f *testing.F) {
 		}
 	})
 }
+
+// a\ followed by blanks and a newline takes its text from its own line, as GNU sed does, so
+// the next line is a command again: "a\ \nw FILE" writes FILE, and is refused.
+func TestSedTextAfterBackslashBlank(t *testing.T) {
+	for _, s := range []string{"a\\ \nw /tmp/x", "a\\\t\nw /tmp/x", "i\\  \ne ls", "c\\ \nW /tmp/x", "1a\\ x\nw /tmp/x"} {
+		if checkSedScript(s) == nil {
+			t.Errorf("%q accepted", s)
+		}
+	}
+	for _, s := range []string{"a\\\nw /tmp/x", "a\\\n  hello", "a\\ text", "a text"} {
+		if err := checkSedScript(s); err != nil {
+			t.Errorf("%q refused: %v", s, err)
+		}
+	}
+}
