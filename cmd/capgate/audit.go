@@ -69,6 +69,9 @@ Exit 0 when intact, 1 when not (or when the log could not be read), 2 for a usag
 			}
 			defer st.Close()
 			key, err := keys.LoadPrivateKey(filepath.Join(dir, gateway.KeyFile))
+			if errors.Is(err, os.ErrNotExist) {
+				return &exitError{code: exitNo, err: fmt.Errorf("no gateway key in %s (capgate serve has not run on this folder, or its replicas keep theirs elsewhere): the log's checkpoints cannot be checked; copy %s here", dir, gateway.KeyFile)}
+			}
 			if err != nil {
 				return &exitError{code: exitNo, err: err}
 			}
