@@ -248,21 +248,10 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	// The revocation is the client's change, recorded as the CLI and the page record theirs:
 	// the decision before, the outcome after. Another client's token is answered and
 	// recorded as unknown. A revocation only takes away: it is made even unrecorded.
-	ctx := r.Context()
-	rec := audit.Record{Action: "token.revoke", TokenID: id, Result: "revoke requested",
-		Explanation: "the client revoked one of its own tokens, and every token derived from it, through the IPC API"}
-	err := operator.Change(ctx, s.Audit, caller.ClientID, rec, true, func(*audit.Record) error {
-		st, err := s.Tokens.GetToken(ctx, id)
-		switch {
-		case err != nil:
-			return err
-		case st.ClientID != caller.ClientID:
-			return fmt.Errorf("ipc: another client's token: %w", store.ErrNotFound)
-		}
-		return s.Broker.Revoke(ctx, id)
-	}, operator.CodeOf(operator.CodeInvalidToken), func(err error) {
+	ops := operator.Service{Audit: s.Audit, Tokens: ownTokens{s, caller.ClientID}, Warn: func(_ string, err error) {
 		s.log().Warn("ipc: a client's revocation", "client", caller.ClientID, "err", err)
-	})
+	}}
+	err := ops.Revoke(r.Context(), operator.Actor{ID: caller.ClientID, Who: "the client", Where: "through the IPC API"}, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		notFound()
@@ -272,6 +261,24 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"status": "success", "token_id": id})
 	}
+}
+
+// ownTokens revokes a client's own tokens only: another client's token is as unknown as one
+// that does not exist.
+type ownTokens struct {
+	s      *Server
+	client string
+}
+
+func (o ownTokens) Revoke(ctx context.Context, id string) error {
+	st, err := o.s.Tokens.GetToken(ctx, id)
+	switch {
+	case err != nil:
+		return err
+	case st.ClientID != o.client:
+		return fmt.Errorf("ipc: another client's token: %w", store.ErrNotFound)
+	}
+	return o.s.Broker.Revoke(ctx, id)
 }
 
 // explain answers what a call would get and why, with no side effect: no use taken, no

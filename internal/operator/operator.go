@@ -45,7 +45,7 @@ func Change(ctx context.Context, log Recorder, by string, rec audit.Record, narr
 	}
 	if err != nil {
 		if !narrows {
-			return fmt.Errorf("not done: the audit log could not record it: %w", err)
+			return fmt.Errorf("%w: %w", ErrNotRecorded, err)
 		}
 		warn(fmt.Errorf("done, but the audit log could not record it: %w", err))
 		return change(&out)
@@ -63,6 +63,10 @@ func Change(ctx context.Context, log Recorder, by string, rec audit.Record, narr
 
 // ErrNoRecorder is Change's recording error when it is given no Recorder.
 var ErrNoRecorder = errors.New("operator: no audit recorder")
+
+// ErrNotRecorded wraps the recording error of a change Change did not make because its
+// decision could not be recorded.
+var ErrNotRecorded = errors.New("not done: the audit log could not record it")
 
 // invalid are the errors of a change that cannot be made as asked: what it names exists
 // already or no longer waits, or changed since the person saw it. Each front answers them as

@@ -205,20 +205,11 @@ func (s *Server) setMandate(w http.ResponseWriter, r *http.Request, _ string) {
 			s.message(w, http.StatusBadRequest, "No such permission", "The field permission is longer than any permission.")
 			return
 		}
-		rec := audit.Record{Action: "mandate.delete", Permission: perm, Result: "mandate removal requested",
-			Explanation: "the person removed the mandate of the permission on the mandates page: its calls are decided by the capability's ceiling and the rules again"}
-		if !s.recordChange(w, r, rec) {
-			return
-		}
-		err := s.o.Broker.DeleteMandate(r.Context(), perm)
-		switch {
-		case err == nil, errors.Is(err, store.ErrNotFound): // already none
-			s.done(r.Context(), rec, "")
+		switch err := s.ops.DeleteMandate(r.Context(), onMandatePage, perm); {
+		case err == nil:
 			http.Redirect(w, r, "/ui/mandates", http.StatusSeeOther)
 		default:
-			s.done(r.Context(), rec, operator.Code(err, operator.CodeInvalidRequest))
-			s.o.Logger.Warn("web: deleting a mandate failed", "err", err)
-			s.message(w, http.StatusInternalServerError, "Something broke", "capgate could not change the mandate. Its log says why.")
+			s.mandateFailed(w, err)
 		}
 		return
 	}
@@ -242,36 +233,22 @@ func (s *Server) setMandate(w http.ResponseWriter, r *http.Request, _ string) {
 	if a == manifest.AutonomyActIfAgreed {
 		m.Wording, m.AgreedAt, m.AgreedID = agreeWording(perm), now, "ui:"+sessionTag(r)
 	}
-	rec := audit.Record{Action: "mandate.set", Permission: perm, Result: "mandate " + string(a) + " requested",
-		Explanation: "the person set the mandate of the permission to " + string(a) + " on the mandates page"}
-	if a == manifest.AutonomyActIfAgreed {
-		rec.Explanation += ", agreeing to the wording shown"
-	}
-	if !s.recordChange(w, r, rec) {
+	if err := s.ops.SetMandate(r.Context(), onMandatePage, m); err != nil {
+		s.mandateFailed(w, err)
 		return
 	}
-	if err := s.o.Broker.PutMandate(r.Context(), m); err != nil {
-		s.done(r.Context(), rec, operator.Code(err, operator.CodeInvalidRequest))
-		s.o.Logger.Warn("web: setting a mandate failed", "err", err)
-		s.message(w, http.StatusInternalServerError, "Something broke", "capgate could not change the mandate. Its log says why.")
-		return
-	}
-	s.done(r.Context(), rec, "")
 	http.Redirect(w, r, "/ui/mandates", http.StatusSeeOther)
 }
 
-// recordChange records the person's decision to change a mandate before it is made. A
-// mandate decides how later calls run, so a change whose record cannot be written is not
-// made (the answer says so); a page served without a recorder changes unrecorded, as its
-// other pages do.
-func (s *Server) recordChange(w http.ResponseWriter, r *http.Request, rec audit.Record) bool {
-	err := s.decided(r.Context(), rec)
-	if err == nil || errors.Is(err, errNoAudit) {
-		return true
+// mandateFailed answers a mandate change that was not made, or made and failed.
+func (s *Server) mandateFailed(w http.ResponseWriter, err error) {
+	if errors.Is(err, operator.ErrNotRecorded) {
+		s.o.Logger.Warn("web: a mandate change could not be recorded; not made", "err", err)
+		s.message(w, http.StatusInternalServerError, "Not changed", "capgate could not write the change to its audit log, so it did not make it. Its log says why.")
+		return
 	}
-	s.o.Logger.Warn("web: a mandate change could not be recorded; not made", "action", rec.Action, "err", err)
-	s.message(w, http.StatusInternalServerError, "Not changed", "capgate could not write the change to its audit log, so it did not make it. Its log says why.")
-	return false
+	s.o.Logger.Warn("web: changing a mandate failed", "err", err)
+	s.message(w, http.StatusInternalServerError, "Something broke", "capgate could not change the mandate. Its log says why.")
 }
 
 // sessionTag names the session a change came from without revealing its id: the first

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/operator"
 )
 
 // Recorder writes an audit record and returns once it is durable, or an error when it could
@@ -17,6 +18,12 @@ var _ Recorder = (*audit.Writer)(nil)
 
 // person is the client id the audit log names for a change the person made on this page.
 const person = answeredBy
+
+// the person, as the audit log's explanations name them, on a page of this surface.
+var (
+	onThePage     = operator.Actor{ID: person, Who: "the person", Where: "on the approval page"}
+	onMandatePage = operator.Actor{ID: person, Who: "the person", Where: "on the mandates page"}
+)
 
 // decided records that the person decided rec (a decision of kind decision, allowed, made by
 // person), before the change is made. It fails when there is no Recorder or the record could

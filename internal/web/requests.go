@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/store"
@@ -87,39 +86,16 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, _ string) {
 		s.message(w, http.StatusNotFound, "Not found", "There is no such action.")
 		return
 	}
-	_, req, err := s.o.Consent.Get(ctx, id)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
 	remember := verb == "approve" && r.PostForm.Get("remember") == "true"
 	// The answer is recorded in the audit log, its decision before it is given and its
-	// outcome after. An approval whose record cannot be written is not given; a denial or
-	// a cancellation, which only stops something, is given all the same.
-	rec := audit.Record{Action: "consent." + verb, ConsentID: id, Capability: req.CapabilityID, Permission: req.Permission,
-		Result: verb + " requested", Explanation: "the person answered the consent request on the approval page: " + verb}
-	if remember {
-		rec.Explanation += ", remembering the agreement as an act_if_agreed mandate for the permission"
-	}
-	recorded := s.decided(ctx, rec)
-	if recorded != nil && !errors.Is(recorded, errNoAudit) {
-		if verb == "approve" {
-			s.o.Logger.Warn("web: an approval could not be recorded; not given", "err", recorded)
-			s.message(w, http.StatusInternalServerError, "Not approved", "capgate could not write the approval to its audit log, so it did not give it. Its log says why.")
-			return
-		}
-		s.o.Logger.Warn("web: an answer could not be recorded; given all the same", "verb", verb, "err", recorded)
-	}
-	switch verb {
-	case "approve":
-		err = s.o.Consent.Approve(ctx, id, answeredBy, remember)
-	case "deny":
-		err = s.o.Consent.Deny(ctx, id, answeredBy)
-	default:
-		err = s.o.Consent.Cancel(ctx, id, answeredBy)
-	}
-	if recorded == nil {
-		s.done(ctx, rec, operator.Code(err, operator.CodeInvalidRequest))
+	// outcome after (operator.Service.Answer, as capgate approvals records it). An approval
+	// whose record cannot be written is not given; a denial or a cancellation, which only
+	// stops something, is given all the same.
+	err := s.ops.Answer(ctx, onThePage, id, operator.Verb(verb), remember)
+	if errors.Is(err, operator.ErrNotRecorded) {
+		s.o.Logger.Warn("web: an approval could not be recorded; not given", "err", err)
+		s.message(w, http.StatusInternalServerError, "Not approved", "capgate could not write the approval to its audit log, so it did not give it. Its log says why.")
+		return
 	}
 	if errors.Is(err, consent.ErrInvalidRequest) {
 		s.message(w, http.StatusBadRequest, "Not possible", "This request cannot be answered that way: a delayed commit can only be cancelled.")

@@ -16,6 +16,7 @@ import (
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/toolserver"
+	"github.com/capgate/capgate/internal/operator"
 )
 
 //go:embed assets
@@ -97,6 +98,7 @@ type Server struct {
 	origin   *http.CrossOriginProtection
 	hosts    hosts
 	verdict  verdictCache // audit.Verify's last report, by the log's head
+	ops      *operator.Service // the person's changes, recorded as every front records them
 }
 
 // New returns the approval page on opts. It panics without opts.Consent.
@@ -111,6 +113,15 @@ func New(opts Options) *Server {
 		opts.Now = time.Now
 	}
 	s := &Server{o: opts, sessions: newSessions(opts.Now), origin: http.NewCrossOriginProtection()}
+	s.ops = &operator.Service{Consent: opts.Consent, Warn: func(action string, err error) {
+		opts.Logger.Warn("web: the person's change", "action", action, "err", err)
+	}}
+	if opts.Audit != nil {
+		s.ops.Audit = opts.Audit
+	}
+	if opts.Broker != nil {
+		s.ops.Tokens, s.ops.Mandates = opts.Broker, opts.Broker
+	}
 	var bad []int
 	s.hosts, bad = newHosts(opts.AllowedHosts)
 	for _, i := range bad {

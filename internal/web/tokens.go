@@ -8,9 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/consent"
-	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -180,14 +178,9 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request, _ string) {
 		s.message(w, http.StatusNotFound, "No such token", "There is no token with this id.")
 		return
 	}
-	rec := audit.Record{Action: "token.revoke", TokenID: id, Result: "revoke requested",
-		Explanation: "the person revoked the token, and every token derived from it, on the approval page"}
 	// The same change, recorded the same way, as POST /v1/tokens/revoke and capgate token
-	// revoke make it (operator.Change).
-	err := operator.Change(ctx, s.o.Audit, person, rec, true, func(*audit.Record) error { return s.o.Broker.Revoke(ctx, id) },
-		operator.CodeOf(operator.CodeInvalidToken), func(err error) {
-			s.o.Logger.Warn("web: revoking a token", "err", err)
-		})
+	// revoke make it (operator.Service.Revoke).
+	err := s.ops.Revoke(ctx, onThePage, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		s.message(w, http.StatusNotFound, "No such token", "There is no token with this id.")
