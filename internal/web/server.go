@@ -12,11 +12,11 @@ import (
 
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/plugin"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/toolserver"
-	"github.com/capgate/capgate/internal/operator"
 )
 
 //go:embed assets
@@ -97,7 +97,7 @@ type Server struct {
 	sessions *sessions
 	origin   *http.CrossOriginProtection
 	hosts    hosts
-	verdict  verdictCache // audit.Verify's last report, by the log's head
+	verdict  verdictCache      // audit.Verify's last report, by the log's head
 	ops      *operator.Service // the person's changes, recorded as every front records them
 }
 
