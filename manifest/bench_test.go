@@ -30,7 +30,7 @@ func benchLoad(b *testing.B, cold bool) {
 		if cold {
 			manifest.ResetSchemaCache()
 		}
-		if v := manifest.VerifyBytes(data, false, keys); !v.Trusted() {
+		if v := manifest.VerifyBytes(data, keys); !v.Trusted() {
 			b.Fatal(v)
 		}
 	}

@@ -1,18 +1,19 @@
 // Package manifest is the capability manifest of capgate: the model, its strict parser, its
 // validation, its canonical form and its Ed25519 signature.
 //
-// An app declares what it can do in a manifest, one JSON document (YAML is accepted as an
-// authoring form). The manifest is signed with the developer's Ed25519 key over its RFC 8785
-// canonical form with the signature member removed, so any correct implementation of that
-// recipe signs and verifies the same bytes, and members capgate does not know are signed too.
-// A manifest whose signature verifies against the trusted key of its app_id is Tier 1;
-// anything else stays usable at Tier 2, with the reason.
+// An app declares what it can do in a manifest, one JSON document. YAML is an authoring form
+// only: ReadAuthoringFile and ParseYAML read it to lint and sign, and Sign writes the JSON
+// that everything else (Parse, ReadFile, VerifyBytes) takes. The manifest is signed with the
+// developer's Ed25519 key over its RFC 8785 canonical form with the signature member removed,
+// so any correct implementation of that recipe signs and verifies the same bytes, and members
+// capgate does not know are signed too. A manifest whose signature verifies against the trusted
+// key of its app_id is Tier 1; anything else stays usable at Tier 2, with the reason.
 //
 // Quick start, signing and verifying from Go:
 //
-//	doc, err := manifest.ReadFile("manifest.yaml")
+//	doc, err := manifest.ReadAuthoringFile("manifest.yaml")
 //	if err != nil {
-//		return err // not JSON/YAML: the error names where
+//		return err // not YAML: the error names where
 //	}
 //	if ps := doc.Validate(); len(ps) > 0 {
 //		return ps // every problem, each a field path and a rule

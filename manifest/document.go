@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -66,9 +67,9 @@ func parse(data []byte, t *Timings) (*Document, error) {
 	if err != nil {
 		var se *jcs.SyntaxError
 		if errors.As(err, &se) {
-			return nil, &SyntaxError{Path: se.Path, Offset: se.Offset, Rule: se.Rule, err: err}
+			return nil, &SyntaxError{Path: se.Path, Offset: se.Offset, Rule: notJSONRule(data, se.Rule), err: err}
 		}
-		return nil, &SyntaxError{Rule: "not JSON", err: err}
+		return nil, &SyntaxError{Rule: notJSONRule(data, "not JSON"), err: err}
 	}
 	if root.Kind != jcs.Object {
 		return nil, &SyntaxError{Rule: "must be a JSON object", err: jcs.ErrSyntax}
@@ -88,12 +89,32 @@ func parse(data []byte, t *Timings) (*Document, error) {
 	return doc, nil
 }
 
-// ParseYAML reads data as YAML, the authoring form of a manifest, and parses the JSON
-// document it denotes as Parse does. Aliases, custom tags and non-string keys are refused.
-func ParseYAML(data []byte) (*Document, error) {
-	if len(data) > MaxManifestBytes {
-		return nil, &SyntaxError{Rule: fmt.Sprintf("larger than %d bytes", MaxManifestBytes), err: jcs.ErrTooLarge}
+// ErrYAML is returned by ReadFile for a file named like the YAML authoring form (.yaml or
+// .yml, in any case). capgate reads YAML only to lint, sign and diff a manifest
+// (ReadAuthoringFile); what it verifies, registers and installs is the JSON that signing writes.
+var ErrYAML = errors.New("YAML is the authoring form of a manifest: sign it into JSON first (" + signFix + ")")
+
+// signFix is the command that turns the authoring form into the JSON capgate installs.
+const signFix = "capgate manifest sign -o manifest.json manifest.yaml"
+
+// notJSONRule is the rule of a syntax error in data: rule itself, or, when data does not even
+// start as a JSON object does (most likely the YAML authoring form, handed where JSON is
+// needed), rule followed by the way to JSON. Only the first byte is looked at: data is never
+// read as YAML here.
+func notJSONRule(data []byte, rule string) string {
+	rest := bytes.TrimLeft(bytes.TrimPrefix(data, []byte("\uFEFF")), " \t\r\n")
+	if len(rest) > 0 && rest[0] == '{' {
+		return rule
 	}
+	return rule + "; a YAML manifest is signed into JSON first (" + signFix + ")"
+}
+
+// ParseYAML reads data as YAML, the authoring form of a manifest, and parses the JSON
+// document it denotes as Parse does. The YAML is decoded strictly (internal/yamljson):
+// duplicate keys, aliases, non-string keys and tags other than the core schema's are refused,
+// and numbers keep the digits written. Only authoring reads YAML (lint, sign, diff); every
+// other entry point takes the JSON that Sign writes.
+func ParseYAML(data []byte) (*Document, error) {
 	js, err := yamljson.Convert(data)
 	if err != nil {
 		var ye *yamljson.Error
@@ -105,23 +126,38 @@ func ParseYAML(data []byte) (*Document, error) {
 	return Parse(js)
 }
 
-// IsYAML reports whether a file name names the YAML authoring form (.yaml or .yml).
+// IsYAML reports whether a file name names the YAML authoring form (.yaml or .yml, in any
+// case).
 func IsYAML(name string) bool {
 	ext := strings.ToLower(filepath.Ext(name))
 	return ext == ".yaml" || ext == ".yml"
 }
 
-// ReadFile reads and parses the manifest file at path: YAML when IsYAML(path), else JSON.
-// Files larger than MaxManifestBytes are refused without being read whole.
+// ReadFile reads and parses the manifest's JSON in the file at path, as Parse does. A file
+// named like the YAML authoring form (IsYAML) is refused with an error wrapping ErrYAML,
+// before it is read. Files larger than MaxManifestBytes are refused without being read whole.
 func ReadFile(path string) (*Document, error) {
+	if IsYAML(path) {
+		return nil, fmt.Errorf("manifest: %s: %w", path, ErrYAML)
+	}
 	data, err := readLimited(path, MaxManifestBytes)
 	if err != nil {
 		return nil, err
 	}
-	if IsYAML(path) {
-		return ParseYAML(data)
-	}
 	return Parse(data)
+}
+
+// ReadAuthoringFile reads a manifest as its author wrote it, for linting, signing and
+// diffing: YAML when IsYAML(path), else JSON as ReadFile does.
+func ReadAuthoringFile(path string) (*Document, error) {
+	if !IsYAML(path) {
+		return ReadFile(path)
+	}
+	data, err := readLimited(path, yamljson.MaxInputBytes)
+	if err != nil {
+		return nil, err
+	}
+	return ParseYAML(data)
 }
 
 func readLimited(path string, limit int64) ([]byte, error) {

@@ -37,11 +37,11 @@ func Example() {
 	}
 
 	trusted := oneKey{key.Public().(ed25519.PublicKey)} // keys.TrustStore in real use
-	v := manifest.VerifyBytes(signed, false, trusted)
+	v := manifest.VerifyBytes(signed, trusted)
 	fmt.Println(v.AppID, "tier", v.Tier, v.Reason)
 
 	tampered := bytes.Replace(signed, []byte(`"read"`), []byte(`"none"`), 1)
-	v = manifest.VerifyBytes(tampered, false, trusted)
+	v = manifest.VerifyBytes(tampered, trusted)
 	fmt.Println(v.AppID, "tier", v.Tier, v.Reason)
 	// Output:
 	// org.example.notes tier 1 verified

@@ -77,7 +77,7 @@ func FuzzSignVerify(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := manifest.VerifyBytes(signed, false, fuzzKeys{})
+		v := manifest.VerifyBytes(signed, fuzzKeys{})
 		if !v.Trusted() {
 			t.Fatalf("sign then verify: %+v", v)
 		}

@@ -47,7 +47,7 @@ func signBytes(t *testing.T, data []byte, priv ed25519.PrivateKey) []byte {
 
 func verifyBytes(t *testing.T, data []byte, ks manifest.KeySource) manifest.Verification {
 	t.Helper()
-	return manifest.VerifyBytes(data, false, ks)
+	return manifest.VerifyBytes(data, ks)
 }
 
 func TestSignVerifyRoundTrip(t *testing.T) {
@@ -296,7 +296,7 @@ func TestYAMLIsTheSameDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	y, err := manifest.ReadFile("testdata/notes.yaml")
+	y, err := manifest.ReadAuthoringFile("testdata/notes.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,16 +99,11 @@ func verify(doc *Document, keys KeySource, t *Timings) Verification {
 	return v
 }
 
-// VerifyBytes parses data (YAML when yaml is set, else JSON) and verifies it as Verify does.
-// Data that does not parse is Tier 2 with ReasonInvalidManifest.
-func VerifyBytes(data []byte, yaml bool, keys KeySource) Verification {
-	var doc *Document
-	var err error
-	if yaml {
-		doc, err = ParseYAML(data)
-	} else {
-		doc, err = Parse(data)
-	}
+// VerifyBytes parses data, a manifest's JSON, and verifies it as Verify does. Data that does
+// not parse (the YAML authoring form included: sign it into JSON first) is Tier 2 with
+// ReasonInvalidManifest.
+func VerifyBytes(data []byte, keys KeySource) Verification {
+	doc, err := Parse(data)
 	if err != nil {
 		return invalid(err)
 	}

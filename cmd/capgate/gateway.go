@@ -818,7 +818,7 @@ func newAppCmd(g *globals) *cobra.Command {
 			}
 			defer gw.Close()
 			register := func() (registry.App, error) {
-				return gw.Registry.Register(ctx, raw, manifest.IsYAML(args[0]), alias)
+				return gw.Registry.Register(ctx, raw, alias)
 			}
 			var app registry.App
 			// A manifest that names its app is registered with its records in the audit log,

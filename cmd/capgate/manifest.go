@@ -21,8 +21,10 @@ func newManifestCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "manifest",
 		Short: "Lint, sign and verify capability manifests",
-		Long: `An app declares its capabilities in a manifest (JSON, or YAML as an authoring form),
-signed with the developer's Ed25519 key over its RFC 8785 canonical form.
+		Long: `An app declares its capabilities in a manifest, a JSON document signed with the developer's
+Ed25519 key over its RFC 8785 canonical form. YAML is an authoring form: lint, sign and diff
+read it, and sign writes the JSON that verify, capgate app register and capgate plugin
+install take (they refuse YAML).
 
   capgate keygen --app-id org.example.notes       make a key pair
   capgate manifest lint manifest.yaml             check every rule, list every problem
@@ -33,9 +35,10 @@ signed with the developer's Ed25519 key over its RFC 8785 canonical form.
 	return cmd
 }
 
-// readDoc reads a manifest file; a file that does not parse is returned as one problem.
+// readDoc reads a manifest file as its author wrote it, YAML for .yaml and .yml files, else
+// JSON; a file that does not parse is returned as one problem.
 func readDoc(path string) (*manifest.Document, manifest.Problems, error) {
-	doc, err := manifest.ReadFile(path)
+	doc, err := manifest.ReadAuthoringFile(path)
 	if err != nil {
 		var se *manifest.SyntaxError
 		if errors.As(err, &se) {
@@ -52,9 +55,9 @@ func newLintCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lint [--json] FILE",
 		Short: "Check a manifest against every rule and report every problem",
-		Long: `Check a manifest (JSON, or YAML for .yaml/.yml files) against every rule of the format and
-report every problem at once, each as an index-based field path and the rule it breaks. The
-offending value is never printed.
+		Long: `Check a manifest (JSON, or the YAML authoring form for .yaml/.yml files) against every rule
+of the format and report every problem at once, each as an index-based field path and the rule
+it breaks. The offending value is never printed.
 
 Intents are checked as the host will check them at install: network hosts and ports,
 filesystem paths inside the sandbox root (--sandbox-root, else sandbox_root in the
@@ -131,6 +134,7 @@ previous_version that is not the old version.
 With --json, print {"verdict": "...", "changes": [{"path", "change", "widening"}]}.
 With --delta, print instead the permissions_delta of NEW against OLD as the host recomputes
 it, to declare in NEW (with "previous_version" set to OLD's version) before signing.
+Either manifest may be the YAML authoring form (.yaml/.yml), as before signing.
 Exit 0 for unchanged or narrowing, 1 for widening or reject, 2 on a usage error.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -178,8 +182,9 @@ func newSignCmd() *cobra.Command {
 		Short: "Sign a manifest with an Ed25519 private key",
 		Long: `Sign a manifest: canonicalize it (RFC 8785, signature removed), sign those bytes with the
 32-byte Ed25519 private key, and write the document with "signature": "ed25519:<base64>" set.
-The output is JSON (a YAML manifest is written as the JSON it denotes), members in the order
-written and numbers as written. A manifest that breaks any rule is not signed.
+The output is JSON, whether the manifest is JSON or the YAML authoring form (.yaml/.yml, written
+as the JSON it denotes), members in the order written and numbers as written: that JSON is what
+capgate verifies, registers and installs. A manifest that breaks any rule is not signed.
 
 The key defaults to ~/.config/portal-{app_id}/ed25519.key for the manifest's app_id; a key
 file readable by group or others is refused. Output goes to stdout unless -o names a file.`,
@@ -231,8 +236,10 @@ func newVerifyCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify [--trusted-dir DIR] [--json] MANIFEST",
 		Short: "Verify a manifest's signature: Tier 1 or Tier 2, and why",
-		Long: `Verify a manifest: it must be valid and its signature must verify against a trusted key of
-its app_id ({dir}/{app_id}.pub, or during a key rotation any {dir}/{app_id}.d/*.pub).
+		Long: `Verify a manifest's JSON: it must be valid and its signature must verify against a trusted
+key of its app_id ({dir}/{app_id}.pub, or during a key rotation any {dir}/{app_id}.d/*.pub).
+A YAML file is refused as a usage error: sign it into JSON first
+(capgate manifest sign -o manifest.json manifest.yaml).
 
 Tier 1 exits 0. Anything else is Tier 2, with the reason (unsigned, malformed_signature,
 no_trusted_key, bad_signature, invalid_manifest), and exits 1. With --json, print

@@ -20,10 +20,11 @@ func newPluginCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plugin",
 		Short: "Install, upgrade, approve, list and remove plugins under the lockfile",
-		Long: `A plugin is a folder or a .tar.gz holding manifest.yaml or manifest.json and its content.
-capgate verifies its signature, recomputes its content digest, checks its intents and its
-ports against the host, and compares it with what the lockfile (capgate.lock in the data
-folder) holds. A narrowing applies; a widening waits for approval (--approve after reading the
+		Long: `A plugin is a folder or a .tar.gz holding its signed manifest.json and its content (a
+manifest.yaml is refused: sign it first with capgate manifest sign -o manifest.json
+manifest.yaml, and leave the YAML out of the package). capgate verifies its signature,
+recomputes its content digest, checks its intents and its ports against the host, and
+compares it with what the lockfile (capgate.lock in the data folder) holds. A narrowing applies; a widening waits for approval (--approve after reading the
 diff, or capgate plugin approve later); a reject is refused and the lock stays as it was.
 
   capgate plugin digest ./my-plugin               the digest to declare in the manifest

@@ -12,11 +12,17 @@ import (
 	"strings"
 )
 
-// Manifest file names: exactly one of them sits at the root of a package.
+// Manifest file names. A package carries its signed manifest.json at the root; manifest.yaml
+// (or .yml), the authoring form, is refused there: capgate installs JSON only.
 const (
-	ManifestYAML = "manifest.yaml"
 	ManifestJSON = "manifest.json"
+	ManifestYAML = "manifest.yaml"
+	manifestYML  = "manifest.yml"
 )
+
+// ruleYAMLManifest is the refusal of a root entry named like the YAML authoring form: it names
+// the command that makes the manifest.json a package carries.
+const ruleYAMLManifest = "the YAML authoring form; a package carries the signed manifest.json: sign it first (capgate manifest sign -o manifest.json manifest.yaml) and leave the YAML out"
 
 // builder assembles a Package from the entries a folder walk or a tar stream yields, in any
 // order, applying every rule that does not depend on where the entries come from.
@@ -25,6 +31,8 @@ type builder struct {
 	entries int
 	total   int64
 	pkg     Package
+	// manifest is set once the root manifest.json was read.
+	manifest bool
 	// readErr turns a failure to read an entry's content into the error Open returns.
 	readErr func(path string, err error) error
 }
@@ -45,16 +53,22 @@ func (b *builder) entry(p string) error {
 	return nil
 }
 
-// manifestName reports whether the root entry p is named like a manifest: exactly (ok) or only
-// up to case (a refusal: on a case-insensitive file system it would shadow or be the manifest).
+// manifestName reports whether the root entry p is the manifest: exactly manifest.json (exact),
+// or named like one only up to case (a refusal: on a case-insensitive file system it would
+// shadow or be the manifest). A root entry named like the YAML authoring form (manifest.yaml or
+// manifest.yml, in any case) is refused too, file or folder, so that a package built from the
+// author's folder says how to make its JSON instead of hiding the YAML among the content.
 func (b *builder) manifestName(p string) (exact bool, err error) {
 	if strings.IndexByte(p, '/') >= 0 {
 		return false, nil // a nested manifest is content
 	}
-	if p == ManifestYAML || p == ManifestJSON {
+	k := b.idx.fold(p)
+	switch {
+	case k == ManifestYAML || k == manifestYML:
+		return false, refuse(p, ErrManifest, ruleYAMLManifest)
+	case p == ManifestJSON:
 		return true, nil
-	}
-	if k := b.idx.fold(p); k == ManifestYAML || k == ManifestJSON {
+	case k == ManifestJSON:
 		return false, refuse(p, ErrManifest, "differs only in case from "+k)
 	}
 	return false, nil
@@ -95,9 +109,6 @@ func (b *builder) file(p string, executable bool, size int64, r io.Reader) error
 	// Reading one byte past size tells a file that grew from one that did not.
 	lr := io.LimitReader(r, size+1)
 	if isManifest {
-		if b.pkg.ManifestName != "" {
-			return refuse(p, ErrManifest, "both manifest.yaml and manifest.json are present")
-		}
 		if size > MaxManifestBytes {
 			return refuse(p, ErrLimit, fmt.Sprintf("manifest is larger than %d bytes", MaxManifestBytes))
 		}
@@ -108,7 +119,7 @@ func (b *builder) file(p string, executable bool, size int64, r io.Reader) error
 		if int64(len(data)) != size {
 			return b.readErr(p, errSizeChanged)
 		}
-		b.pkg.ManifestName, b.pkg.Manifest = p, data
+		b.pkg.Manifest, b.manifest = data, true
 		return nil
 	}
 	h := sha256.New()
@@ -133,8 +144,8 @@ func (b *builder) file(p string, executable bool, size int64, r io.Reader) error
 }
 
 func (b *builder) finish() (*Package, error) {
-	if b.pkg.ManifestName == "" {
-		return nil, refuse("", ErrManifest, "no manifest.yaml or manifest.json at the root")
+	if !b.manifest {
+		return nil, refuse("", ErrManifest, "no manifest.json at the root")
 	}
 	slices.SortFunc(b.pkg.Files, func(x, y File) int { return cmp.Compare(x.Path, y.Path) })
 	p := b.pkg

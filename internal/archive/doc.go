@@ -1,7 +1,7 @@
 // Package archive reads plugin packages and computes their content digest.
 //
 // A plugin package is a folder, or a gzip-compressed tar file, holding exactly one manifest at
-// its root, manifest.yaml or manifest.json, and the plugin's content. The content digest covers
+// its root, the signed manifest.json, and the plugin's content. The content digest covers
 // every file but the manifest, because the manifest carries it (manifest.Manifest.Digest); the
 // host recomputes it at install with Open and Package.Digest, pins that value in the lockfile,
 // and refuses a manifest whose declared digest differs. The manifest's sbom_ref and
@@ -68,10 +68,12 @@
 // and directory is refused, as are GNU and PAX sparse files; a PAX global header is accepted only
 // if it holds nothing but "comment" records (as git archive writes).
 //
-// The manifest is the regular file manifest.yaml or manifest.json at the root. Neither or both
-// is refused, as is a root entry equal to either up to case ("Manifest.json"), which a
-// case-insensitive file system would confuse with it. A manifest.json deeper in the tree is
-// ordinary content.
+// The manifest is the regular file manifest.json at the root. None is refused, as is a root
+// entry equal to it up to case ("Manifest.json"), which a case-insensitive file system would
+// confuse with it. A root manifest.yaml or manifest.yml (in any case) is refused too, rather
+// than taken for content beside the manifest: YAML is the authoring form, signed into
+// manifest.json (capgate manifest sign -o manifest.json manifest.yaml) before it is packaged.
+// A manifest.json or manifest.yaml deeper in the tree is ordinary content.
 //
 // # Archives
 //

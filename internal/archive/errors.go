@@ -23,9 +23,10 @@ var (
 	// file and a folder.
 	ErrCollision = errors.New("paths collide")
 
-	// ErrManifest: no manifest at the root, both manifest.yaml and manifest.json, or a root
-	// entry that would pass for a manifest on a case-insensitive file system.
-	ErrManifest = errors.New("manifest missing or ambiguous")
+	// ErrManifest: no manifest.json at the root, a root entry that would pass for it on a
+	// case-insensitive file system, or a root manifest.yaml or manifest.yml: the authoring
+	// form, which is signed into manifest.json before it is packaged.
+	ErrManifest = errors.New("manifest missing, ambiguous or not JSON")
 
 	// ErrLimit: a limit of limits.go exceeded.
 	ErrLimit = errors.New("limit exceeded")

@@ -32,12 +32,12 @@ func ExampleOpen() {
 	if err != nil {
 		log.Fatal(err) // names the entry and the rule, e.g. `entry "l": entry type not allowed: ...`
 	}
-	fmt.Println(pkg.ManifestName, len(pkg.Files), "files")
+	fmt.Println(len(pkg.Manifest), "bytes of manifest.json,", len(pkg.Files), "files")
 	fmt.Println(pkg.Digest())
 	f, _ := pkg.File("README.md")
 	fmt.Printf("%q rule broken\n", pkg.CheckReference("README.md", f.Digest))
 	// Output:
-	// manifest.json 3 files
+	// 30 bytes of manifest.json, 3 files
 	// sha256:c716d48acb1432ed623c42804af87ef24ee40bc59d06995ffd71b9e08dbc1a22
 	// "" rule broken
 }

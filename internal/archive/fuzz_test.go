@@ -13,12 +13,14 @@ import (
 // FuzzOpenTarGz: any bytes given to Open as a .tar.gz never panic it, never make it write a file
 // (the temporary folder holds only the input afterwards, unchanged), and a package it accepts
 // satisfies the invariants of Package: valid, unique, sorted paths, normalized modes,
-// well-formed digests, a manifest, and a digest that is stable and found by File.
+// well-formed digests, a manifest.json and no other root entry named like a manifest, and a
+// digest that is stable and found by File.
 func FuzzOpenTarGz(f *testing.F) {
 	f.Add(gz(f, tarBytes(f, baseEnts()...)))
 	f.Add(gz(f, tarBytes(f, withManifest(dirEnt("d"), reg("d/a", "x"), exe("b", "#!"))...)))
 	f.Add(gz(f, tarBytes(f, withManifest(special("l", tar.TypeSymlink, "/etc/passwd"))...)))
 	f.Add(gz(f, tarBytes(f, withManifest(reg("A", ""), reg("a", ""))...)))
+	f.Add(gz(f, tarBytes(f, reg("manifest.yaml", "app_id: a.b\n"), reg("a", "x"))))
 	valid := gz(f, tarBytes(f, withManifest(reg("a", "x"))...))
 	f.Add(valid[:len(valid)/2])
 	f.Add(append(slices.Clone(valid), valid...))
@@ -45,8 +47,8 @@ func FuzzOpenTarGz(f *testing.F) {
 			}
 			return
 		}
-		if p.ManifestName != ManifestJSON && p.ManifestName != ManifestYAML {
-			t.Fatalf("ManifestName = %q", p.ManifestName)
+		if p.Manifest == nil {
+			t.Fatal("accepted a package without its manifest")
 		}
 		var total int64 = int64(len(p.Manifest))
 		folded := map[string]bool{}
@@ -59,7 +61,7 @@ func FuzzOpenTarGz(f *testing.F) {
 				t.Fatalf("Files not strictly sorted at %d", i)
 			}
 			k := x.fold(file.Path)
-			if folded[k] || k == ManifestJSON || k == ManifestYAML {
+			if folded[k] || k == ManifestJSON || k == ManifestYAML || k == manifestYML {
 				t.Fatalf("accepted colliding path %q", file.Path)
 			}
 			folded[k] = true
@@ -75,7 +77,7 @@ func FuzzOpenTarGz(f *testing.F) {
 			if p.CheckReference(file.Path, file.Digest) != "" {
 				t.Fatalf("CheckReference refuses its own file %q", file.Path)
 			}
-			if strings.HasPrefix(file.Path, p.ManifestName+"/") {
+			if strings.HasPrefix(file.Path, ManifestJSON+"/") {
 				t.Fatalf("file %q under the manifest", file.Path)
 			}
 			total += file.Size

@@ -13,9 +13,8 @@ import (
 // Package is a plugin package as Open read it: the manifest's bytes and the path, mode, size
 // and digest of every other file. It holds no other content.
 type Package struct {
-	ManifestName string // ManifestYAML or ManifestJSON
-	Manifest     []byte // the manifest file's bytes, at most MaxManifestBytes
-	Files        []File // every other file, sorted by Path in byte order, paths unique
+	Manifest []byte // the bytes of the root manifest.json, at most MaxManifestBytes
+	Files    []File // every other file, sorted by Path in byte order, paths unique
 }
 
 // File is one file of a package other than the manifest.
@@ -81,7 +80,7 @@ func (p *Package) CheckReference(path, digest string) string {
 	if rule := pathRule(path); rule != "" {
 		return "path must be a valid package path: " + rule
 	}
-	if path == ManifestYAML || path == ManifestJSON {
+	if path == ManifestJSON {
 		return "path must not name the manifest"
 	}
 	f, ok := p.File(path)

@@ -19,8 +19,8 @@ func TestFolderAndTarGzAgree(t *testing.T) {
 	if !reflect.DeepEqual(folder, tgz) {
 		t.Fatalf("folder and tar.gz differ:\n%+v\n%+v", folder, tgz)
 	}
-	if folder.ManifestName != ManifestJSON || string(folder.Manifest) != ents[0].body {
-		t.Errorf("manifest = %q %q", folder.ManifestName, folder.Manifest)
+	if string(folder.Manifest) != ents[0].body {
+		t.Errorf("manifest = %q", folder.Manifest)
 	}
 	var paths []string
 	for _, f := range folder.Files {
@@ -88,7 +88,6 @@ func TestDigestInvariant(t *testing.T) {
 		{"entry order reversed", func(es []ent) []ent { slices.Reverse(es); return es }},
 		{"group and other bits", func(es []ent) []ent { es[1].hdr.Mode = 0o600; es[2].hdr.Mode = 0o711; return es }},
 		{"manifest content", func(es []ent) []ent { es[0] = reg("manifest.json", `{"app_id":"x.y"}`); return es }},
-		{"manifest.yaml instead", func(es []ent) []ent { es[0] = reg("manifest.yaml", "app_id: x.y\n"); return es }},
 		{"mtimes, owners", func(es []ent) []ent {
 			for i := range es {
 				es[i].hdr.ModTime = time.Unix(int64(i)*1000, 0)

@@ -119,14 +119,16 @@ func TestRefuseTarGz(t *testing.T) {
 		{"no manifest", ents(reg("a", ""), reg("x/manifest.json", "{}")), ErrManifest, ""},
 		{"both manifests", ents(withManifest(reg("manifest.yaml", "a: 1"))...), ErrManifest, "manifest.yaml"},
 		{"manifest up to case", ents(withManifest(reg("Manifest.yaml", "a: 1"))...), ErrManifest, "Manifest.yaml"},
+		{"manifest.json up to case", ents(withManifest(reg("Manifest.JSON", "{}"))...), ErrManifest, "Manifest.JSON"},
+		{"only manifest.json up to case", ents(reg("manifest.JSON", "{}")), ErrManifest, "manifest.JSON"},
 		{"manifest is a folder", ents(dirEnt("manifest.json"), reg("manifest.json/x", "")), ErrManifest, "manifest.json"},
 		{"empty archive", ents(), ErrManifest, ""},
 		// limits
 		{"too many entries", ents(many...), ErrLimit, "f9999"},
 		{"file too large", gzipped(func(t *testing.T) []byte { return headerOnly(t, "big", MaxContentBytes) }), ErrLimit, "big"},
 		{"manifest too large", gzipped(func(t *testing.T) []byte {
-			return append(tarHeaderOnly(t, "manifest.yaml", MaxManifestBytes+1), make([]byte, 1024)...)
-		}), ErrLimit, "manifest.yaml"},
+			return append(tarHeaderOnly(t, "manifest.json", MaxManifestBytes+1), make([]byte, 1024)...)
+		}), ErrLimit, "manifest.json"},
 		// format
 		{"empty file", func(*testing.T) []byte { return nil }, ErrFormat, ""},
 		{"plain tar", func(*testing.T) []byte { return valid }, ErrFormat, ""},

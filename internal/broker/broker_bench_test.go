@@ -63,7 +63,7 @@ func benchSettings(b *testing.B) (*Broker, Caller, Request) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	app, err := reg.Register(ctx, signed, false, settings.Alias)
+	app, err := reg.Register(ctx, signed, settings.Alias)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -142,7 +142,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := reg.Register(ctx, signed, false, "notes")
+	app, err := reg.Register(ctx, signed, "notes")
 	if err != nil {
 		t.Fatal(err)
 	}

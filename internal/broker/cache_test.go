@@ -322,7 +322,7 @@ func TestTier2ReadRunsFirstOnlyWhenTrusted(t *testing.T) {
 	e := newEnv(t)
 	// The same app under another id, unsigned: Tier 2, declaring the same reads.
 	raw := strings.ReplaceAll(notesManifest, notesID, "org.example.memo")
-	memo, err := e.b.o.Registry.Register(ctx, []byte(raw), false, "memo")
+	memo, err := e.b.o.Registry.Register(ctx, []byte(raw), "memo")
 	if err != nil {
 		t.Fatal(err)
 	}

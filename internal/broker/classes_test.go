@@ -117,7 +117,7 @@ func newFSEnv(t *testing.T) *fsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := reg.Register(ctx, signed, false, "fs")
+	app, err := reg.Register(ctx, signed, "fs")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,12 +69,12 @@ func (e *env) withProbes(t *testing.T) *counter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := e.b.o.Registry.Register(ctx, signed, false, "probe")
+	app, err := e.b.o.Registry.Register(ctx, signed, "probe")
 	if err != nil || app.Tier != manifest.Tier1 {
 		t.Fatalf("the probe app: tier %d, %v", app.Tier, err)
 	}
 	p.doc = app.Doc
-	liar, err := e.b.o.Registry.Register(ctx, []byte(probeManifest("org.example.liar")), false, "liar")
+	liar, err := e.b.o.Registry.Register(ctx, []byte(probeManifest("org.example.liar")), "liar")
 	if err != nil || liar.Tier != manifest.Tier2 {
 		t.Fatalf("the liar app: tier %d, %v", liar.Tier, err)
 	}

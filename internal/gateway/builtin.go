@@ -157,7 +157,7 @@ func (g *Gateway) registerBuiltins(ctx context.Context, st store.State) (map[str
 		if err != nil {
 			return nil, err
 		}
-		app, err := g.Registry.Register(ctx, signed, false, b.alias)
+		app, err := g.Registry.Register(ctx, signed, b.alias)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: register the built-in %s: %w", b.id, err)
 		}

@@ -91,7 +91,7 @@ func TestIPCLowRiskCallsWithoutToken(t *testing.T) {
 	probe := &probeApp{ran: make(chan string, 16)}
 	e := newEnv(t, options{consentWait: 200 * time.Millisecond, handlers: map[string]sdk.Handler{probeID: probe, liarID: probe}})
 	e.register(probeID, probeManifest(probeID), "probe")
-	if app, err := e.g.Registry.Register(e.ctx, []byte(probeManifest(liarID)), false, "liar"); err != nil || app.Tier != manifest.Tier2 {
+	if app, err := e.g.Registry.Register(e.ctx, []byte(probeManifest(liarID)), "liar"); err != nil || app.Tier != manifest.Tier2 {
 		t.Fatalf("the liar app: tier %d, %v", app.Tier, err)
 	}
 	usr := e.addClient("usr", "user")

@@ -257,7 +257,7 @@ func (e *env) register(appID, doc, alias string) registry.App {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := e.g.Registry.Register(e.ctx, signed, false, alias)
+	app, err := e.g.Registry.Register(e.ctx, signed, alias)
 	if err != nil {
 		t.Fatal(err)
 	}

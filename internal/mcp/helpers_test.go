@@ -122,7 +122,7 @@ func newEnvTTL(t *testing.T, consentWait, ttl time.Duration) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := g.Registry.Register(ctx, signed, false, "echo")
+	app, err := g.Registry.Register(ctx, signed, "echo")
 	if err != nil || app.Tier != manifest.Tier1 {
 		t.Fatalf("register echo: %v (tier %d)", err, app.Tier)
 	}
@@ -155,7 +155,7 @@ func (e *env) register(doc, alias string, signed bool) {
 			e.t.Fatal(err)
 		}
 	}
-	app, err := e.g.Registry.Register(e.ctx, raw, false, alias)
+	app, err := e.g.Registry.Register(e.ctx, raw, alias)
 	if err != nil || (app.Tier == manifest.Tier1) != signed {
 		e.t.Fatalf("register %s: %v (tier %d)", alias, err, app.Tier)
 	}

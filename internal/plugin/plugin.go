@@ -102,12 +102,8 @@ func (h *Host) check(src string, out *Outcome) (*candidate, error) {
 	if err != nil {
 		return nil, err
 	}
-	var doc *manifest.Document
-	if manifest.IsYAML(pkg.ManifestName) {
-		doc, err = manifest.ParseYAML(pkg.Manifest)
-	} else {
-		doc, err = manifest.Parse(pkg.Manifest)
-	}
+	// The package's manifest.json (archive.Open refuses a manifest.yaml, the authoring form).
+	doc, err := manifest.Parse(pkg.Manifest)
 	if err != nil {
 		var se *manifest.SyntaxError
 		if errors.As(err, &se) {

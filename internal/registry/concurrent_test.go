@@ -85,7 +85,7 @@ func TestConcurrentReadersSeeWholeIndexes(t *testing.T) {
 		if i%2 == 0 {
 			data = v2
 		}
-		if _, err := r.Register(t.Context(), data, false, ""); err != nil {
+		if _, err := r.Register(t.Context(), data, ""); err != nil {
 			t.Error(err)
 		}
 		if err := r.SetEnabled(t.Context(), "org.example.tog", i%2 == 1); err != nil {

@@ -123,7 +123,7 @@ func sign(t *testing.T, data []byte, priv ed25519.PrivateKey) []byte {
 
 func register(t *testing.T, r *registry.Registry, data []byte, alias string) registry.App {
 	t.Helper()
-	a, err := r.Register(t.Context(), data, false, alias)
+	a, err := r.Register(t.Context(), data, alias)
 	if err != nil {
 		t.Fatalf("Register: %v", err)
 	}

@@ -113,8 +113,9 @@ func (r *Registry) load(rec store.App) (*App, error) {
 	}, nil
 }
 
-// Register verifies an app's manifest and stores it: data is its JSON, or its YAML when yaml
-// is set. A manifest that does not parse or breaks the format's rules is refused with
+// Register verifies an app's manifest and stores it: data is its JSON (the YAML authoring
+// form is refused as not JSON, its problem naming the command that signs it into JSON). A
+// manifest that does not parse or breaks the format's rules is refused with
 // manifest.Problems, and nothing is stored. One that verifies against a trusted key of its
 // app_id is Tier 1; any other is Tier 2 with the reason, and usable as such.
 //
@@ -126,8 +127,8 @@ func (r *Registry) load(rec store.App) (*App, error) {
 // Registering an app_id again replaces the app with the new version, keeping whether it is
 // enabled (a new app is enabled); its capabilities are re-indexed at once. The returned App
 // is a copy.
-func (r *Registry) Register(ctx context.Context, data []byte, yaml bool, alias string) (App, error) {
-	doc, err := parse(data, yaml)
+func (r *Registry) Register(ctx context.Context, data []byte, alias string) (App, error) {
+	doc, err := parse(data)
 	if err != nil {
 		return App{}, err
 	}
@@ -181,16 +182,10 @@ func (r *Registry) Register(ctx context.Context, data []byte, yaml bool, alias s
 	return *a, nil
 }
 
-// parse reads a manifest's JSON or YAML, turning a syntax error into the one problem it is,
-// so that every refused manifest is manifest.Problems.
-func parse(data []byte, yaml bool) (*manifest.Document, error) {
-	var doc *manifest.Document
-	var err error
-	if yaml {
-		doc, err = manifest.ParseYAML(data)
-	} else {
-		doc, err = manifest.Parse(data)
-	}
+// parse reads a manifest's JSON, turning a syntax error into the one problem it is, so that
+// every refused manifest is manifest.Problems.
+func parse(data []byte) (*manifest.Document, error) {
+	doc, err := manifest.Parse(data)
 	if err != nil {
 		var se *manifest.SyntaxError
 		if errors.As(err, &se) {

@@ -92,9 +92,8 @@ func TestRegisterTiers(t *testing.T) {
 	}
 }
 
-func TestRegisterYAML(t *testing.T) {
-	r, s := newRegistry(t, &trust{})
-	y := `app_id: org.example.notes
+// notesYAML is a manifest in the YAML authoring form.
+const notesYAML = `app_id: org.example.notes
 version: 1.0.0
 manifest_version: "1.0"
 capabilities:
@@ -106,9 +105,46 @@ capabilities:
     returns: {type: object}
     side_effects: read
 `
-	a, err := r.Register(t.Context(), []byte(y), true, "")
+
+// YAML is an authoring form: Register takes JSON only, and refuses the YAML with a problem
+// that names the command signing it into JSON, in every spelling a YAML file starts with.
+// Nothing is stored. The JSON twin registers.
+func TestRegisterRefusesYAML(t *testing.T) {
+	r, s := newRegistry(t, &trust{})
+	for name, y := range map[string]string{
+		"plain":           notesYAML,
+		"comment first":   "# notes\n" + notesYAML,
+		"document marker": "---\n" + notesYAML,
+		"byte order mark": "\uFEFF" + notesYAML,
+		"blank lines":     "\n\n  \n" + notesYAML,
+		"CRLF":            strings.ReplaceAll(notesYAML, "\n", "\r\n"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := r.Register(t.Context(), []byte(y), "")
+			var ps manifest.Problems
+			if !errors.As(err, &ps) || len(ps) != 1 {
+				t.Fatalf("Register YAML = %v, want one problem", err)
+			}
+			if !strings.Contains(ps[0].Rule, "capgate manifest sign -o manifest.json manifest.yaml") {
+				t.Errorf("the problem does not name the fix: %v", ps[0])
+			}
+		})
+	}
+	// A YAML flow mapping starts as JSON does: refused as not JSON, without the hint.
+	if _, err := r.Register(t.Context(), []byte(`{app_id: org.example.notes}`), ""); err == nil {
+		t.Error("a YAML flow mapping registered")
+	}
+	if apps, err := s.ListApps(t.Context()); err != nil || len(apps) != 0 {
+		t.Fatalf("store holds %d apps (%v) after YAML was refused", len(apps), err)
+	}
+
+	doc, err := manifest.ParseYAML([]byte(notesYAML))
 	if err != nil {
-		t.Fatalf("Register YAML: %v", err)
+		t.Fatal(err)
+	}
+	a, err := r.Register(t.Context(), doc.JSON(), "")
+	if err != nil {
+		t.Fatalf("Register the JSON twin: %v", err)
 	}
 	if a.Alias != "notes" || a.Reason != manifest.ReasonUnsigned {
 		t.Fatalf("App = %+v", a)
@@ -116,13 +152,12 @@ capabilities:
 	if _, ok := r.Method("notes", "search"); !ok {
 		t.Error("Method(notes, search) not found")
 	}
-	// The store holds JSON, which a new registry reads back.
 	r2, err := registry.New(t.Context(), s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := r2.Capability("notes.org.example.notes.search"); !ok {
-		t.Error("YAML-registered app did not reload")
+		t.Error("the registered app did not reload")
 	}
 }
 
@@ -142,7 +177,7 @@ func TestRegisterRefusesInvalidManifest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r, s := newRegistry(t, &trust{})
-			_, err := r.Register(t.Context(), tt.data, false, "")
+			_, err := r.Register(t.Context(), tt.data, "")
 			var ps manifest.Problems
 			if !errors.As(err, &ps) || len(ps) == 0 {
 				t.Fatalf("Register = %v, want manifest.Problems", err)
@@ -186,10 +221,10 @@ func TestAliases(t *testing.T) {
 
 	t.Run("duplicate", func(t *testing.T) {
 		other := manifestJSON(t, "org.example.terminal", "1.0.0", capability("app.org.example.terminal.run", "system"))
-		if _, err := r.Register(t.Context(), other, false, ""); !errors.Is(err, registry.ErrAliasTaken) {
+		if _, err := r.Register(t.Context(), other, ""); !errors.Is(err, registry.ErrAliasTaken) {
 			t.Fatalf("default alias of another app: %v, want ErrAliasTaken", err)
 		}
-		if _, err := r.Register(t.Context(), other, false, "gdrive"); !errors.Is(err, registry.ErrAliasTaken) {
+		if _, err := r.Register(t.Context(), other, "gdrive"); !errors.Is(err, registry.ErrAliasTaken) {
 			t.Fatalf("explicit alias of another app: %v, want ErrAliasTaken", err)
 		}
 		if _, err := s.GetApp(t.Context(), "org.example.terminal"); !errors.Is(err, store.ErrNotFound) {
@@ -206,7 +241,7 @@ func TestAliases(t *testing.T) {
 	t.Run("grammar", func(t *testing.T) {
 		app := manifestJSON(t, "org.example.grammar", "1.0.0", capability("g.org.example.grammar.x", "none"))
 		for _, bad := range []string{"Term", "1term", "_term", "-term", "te rm", "a.b", "térm", "term\n", strings.Repeat("a", 33)} {
-			if _, err := r.Register(t.Context(), app, false, bad); !errors.Is(err, registry.ErrInvalidAlias) {
+			if _, err := r.Register(t.Context(), app, bad); !errors.Is(err, registry.ErrInvalidAlias) {
 				t.Errorf("alias %q: %v, want ErrInvalidAlias", bad, err)
 			}
 		}
@@ -214,7 +249,7 @@ func TestAliases(t *testing.T) {
 			t.Fatal("app registered under a bad alias")
 		}
 		for _, good := range []string{"g", "g2", "g_h-i", strings.Repeat("a", 32)} {
-			if a, err := r.Register(t.Context(), app, false, good); err != nil || a.Alias != good {
+			if a, err := r.Register(t.Context(), app, good); err != nil || a.Alias != good {
 				t.Errorf("alias %q: %v, %q", good, err, a.Alias)
 			}
 		}
@@ -226,7 +261,7 @@ func TestAliases(t *testing.T) {
 	t.Run("default too long", func(t *testing.T) {
 		long := "org.example.a" + strings.Repeat("b", 40)
 		app := manifestJSON(t, long, "1.0.0", capability("x."+long+".y", "none"))
-		if _, err := r.Register(t.Context(), app, false, ""); !errors.Is(err, registry.ErrInvalidAlias) {
+		if _, err := r.Register(t.Context(), app, ""); !errors.Is(err, registry.ErrInvalidAlias) {
 			t.Fatalf("default alias of 41 bytes: %v, want ErrInvalidAlias", err)
 		}
 		if a := register(t, r, app, "long"); a.Alias != "long" {
@@ -595,7 +630,7 @@ func TestReloadSeesAnotherReplica(t *testing.T) {
 	}
 	register(t, r1, filesApp(t, "1.0.0"), "shared")
 	// r2 does not know the alias is taken; the store does, and the store is the truth.
-	_, err = r2.Register(t.Context(), driveApp(t), false, "shared")
+	_, err = r2.Register(t.Context(), driveApp(t), "shared")
 	if !errors.Is(err, registry.ErrAliasTaken) || !errors.Is(err, store.ErrExists) {
 		t.Fatalf("Register on a stale replica = %v, want ErrAliasTaken", err)
 	}
@@ -616,10 +651,10 @@ func TestStoreFailureLeavesTheSnapshot(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Register(t.Context(), driveApp(t), false, ""); err == nil {
+	if _, err := r.Register(t.Context(), driveApp(t), ""); err == nil {
 		t.Error("Register on a closed store succeeded")
 	}
-	if _, err := r.Register(t.Context(), filesApp(t, "2.0.0"), false, ""); err == nil {
+	if _, err := r.Register(t.Context(), filesApp(t, "2.0.0"), ""); err == nil {
 		t.Error("re-Register on a closed store succeeded")
 	}
 	if err := r.SetEnabled(t.Context(), "org.example.files", false); err == nil || errors.Is(err, registry.ErrNotFound) {

@@ -188,7 +188,7 @@ func (e *Env) registerWith(ctx context.Context, name string, pins []Pin, overlay
 	if a, ok := e.Registry.App(AppPrefix + name); ok && bytes.Equal(a.Doc.Raw(), canon) {
 		return false, nil
 	}
-	if _, err := e.Registry.Register(ctx, canon, false, name); err != nil {
+	if _, err := e.Registry.Register(ctx, canon, name); err != nil {
 		return false, fmt.Errorf("toolserver %s: register: %w", name, err)
 	}
 	return true, nil

@@ -184,7 +184,7 @@ func newEnvWith(t *testing.T, delayedCommit time.Duration, before func(data stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := e.g.Registry.Register(ctx, signed, false, "pad")
+	app, err := e.g.Registry.Register(ctx, signed, "pad")
 	if err != nil {
 		t.Fatal(err)
 	}

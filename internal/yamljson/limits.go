@@ -1,8 +1,9 @@
 package yamljson
 
-// Limits on what Convert accepts. The input is untrusted, so each limit bounds
-// the time and memory a hostile document can cost; each is set far above what
-// a real capgate manifest needs.
+// Limits on what Convert accepts. The input may come from anyone (a manifest
+// sent to be linted, a port descriptor a host copied), so each limit bounds the
+// time and memory a hostile document can cost; each is set far above what a
+// real capgate manifest needs.
 //
 // The sizes are smaller than one might expect for a YAML converter because
 // goccy/go-yaml, which tokenizes and parses before Convert sees a node, is

@@ -1,11 +1,15 @@
-// Package yamljson converts YAML, accepted as an authoring form of capgate's
-// JSON manifests, into the JSON text of the same document.
+// Package yamljson decodes YAML, the authoring form of capgate's files, strictly
+// into the JSON text of the same document: manifests (read as YAML only by
+// capgate manifest lint, diff and sign, which write the JSON that verify,
+// app register and plugin install take), the configuration file and port
+// descriptors.
 //
-// A manifest is signed over the RFC 8785 canonical form of its JSON, so the
-// YAML form must yield one JSON document exactly, with no reading left to
-// chance. Convert therefore accepts the JSON-compatible part of YAML 1.2 and
-// refuses, with an *Error naming the position, the document path and the
-// rule, everything else:
+// What an author signs is the JSON this package wrote, so the YAML must yield
+// one JSON document exactly, with no reading left to chance: a duplicate key
+// is refused rather than one value kept, a number keeps its digits, a tag is
+// honoured or refused, never dropped. Convert therefore accepts the
+// JSON-compatible part of YAML 1.2 and refuses, with an *Error naming the
+// position, the document path and the rule, everything else:
 //
 //   - exactly one document; directives (%YAML, %TAG) are refused;
 //   - mappings become objects with members in document order; keys must be
