@@ -27,12 +27,12 @@ type DeriveRequest struct {
 
 // Constraints are a token's constraints as a request carries them.
 type Constraints struct {
-	MaxUses         int64    `json:"max_uses"` // used only when the request's max_uses is 0
-	AllowedPaths    []string `json:"allowed_paths"`
-	AllowedCommands []string `json:"allowed_commands"`
-	DeniedCommands  []string `json:"denied_commands"`
-	DeniedPatterns  []string `json:"denied_patterns"`
-	Condition       string   `json:"condition"` // a CEL predicate over the params
+	MaxUses         int64    `json:"max_uses,omitempty"` // used only when the request's max_uses is 0
+	AllowedPaths    []string `json:"allowed_paths,omitempty"`
+	AllowedCommands []string `json:"allowed_commands,omitempty"`
+	DeniedCommands  []string `json:"denied_commands,omitempty"`
+	DeniedPatterns  []string `json:"denied_patterns,omitempty"`
+	Condition       string   `json:"condition,omitempty"` // a CEL predicate over the params
 }
 
 // IssuedToken is the success answer of POST /v1/capabilities/request and of
