@@ -19,8 +19,8 @@ type Call struct {
 	// Method is the capability's action (Tool.Method, such as "get_setting") or its full id.
 	Method string
 	// Params are the call's params, sent as a JSON object: a value encoding/json makes one
-	// of (a map, a struct), or a json.RawMessage sent as it stands. nil, and a value that
-	// encodes as null (a nil map), send none: the gateway takes {}.
+	// of (a map, a struct), or a json.RawMessage sent as it stands. nil, and a value other
+	// than a json.RawMessage that encodes as null (a nil map), send none: the gateway takes {}.
 	Params any
 	// Token is a capability token's wire form (Token.Wire); "" calls without one, which runs
 	// a low-risk read and asks the person about anything else.
@@ -140,10 +140,9 @@ func callRequest(action string, call Call) (wire.Request, error) {
 			// The encoder's words could quote a value: say only what would not encode.
 			return req, fmt.Errorf("client: Call.Params: a %T does not encode as JSON", p)
 		}
-		req.Body.Params = b
-	}
-	if string(req.Body.Params) == "null" {
-		req.Body.Params = nil
+		if string(b) != "null" { // a nil map is no params, not a null the gateway refuses
+			req.Body.Params = b
+		}
 	}
 	return req, nil
 }

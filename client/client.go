@@ -40,7 +40,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -92,29 +91,28 @@ type Client struct {
 }
 
 // New returns a client configured by o (nil is the zero Options). It checks the options and
-// connects to nothing: the first request does. Its errors name the option and the rule it
-// breaks, never the option's value.
+// connects to nothing: the first request does. Its error is an *OptionError.
 func New(o *Options) (*Client, error) {
 	var opts Options
 	if o != nil {
 		opts = *o
 	}
 	if opts.Timeout < 0 {
-		return nil, errors.New("client: Options.Timeout: must not be negative")
+		return nil, optionErr("Timeout", "must not be negative")
 	}
 	c := &Client{timeout: opts.Timeout}
 	if opts.Key != "" {
 		if !bearerToken(opts.Key) {
-			return nil, errors.New("client: Options.Key: must be a bearer token: letters, digits and -._~+/, then any = padding")
+			return nil, optionErr("Key", "must be a bearer token: letters, digits and -._~+/, then any = padding")
 		}
 		c.key, c.auth = opts.Key, "Bearer "+opts.Key
 	}
 	if opts.Socket != "" {
 		switch {
 		case opts.Server != "":
-			return nil, errors.New("client: Options.Server: must be unset with Options.Socket")
+			return nil, optionErr("Server", "must be unset with Options.Socket")
 		case opts.HTTPClient != nil:
-			return nil, errors.New("client: Options.HTTPClient: must be unset with Options.Socket, whose transport is the client's own")
+			return nil, optionErr("HTTPClient", "must be unset with Options.Socket, whose transport is the client's own")
 		}
 		path := opts.Socket
 		var d net.Dialer
@@ -134,11 +132,11 @@ func New(o *Options) (*Client, error) {
 	u, err := url.Parse(server)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
-		return nil, errors.New("client: Options.Server: must be the gateway's http or https URL, such as " + DefaultServer)
+		return nil, optionErr("Server", "must be the gateway's http or https URL, such as "+DefaultServer)
 	case u.User != nil:
-		return nil, errors.New("client: Options.Server: must carry no user info (the key goes in Options.Key)")
+		return nil, optionErr("Server", "must carry no user info (the key goes in Options.Key)")
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(server, "#"):
-		return nil, errors.New("client: Options.Server: must carry no query or fragment")
+		return nil, optionErr("Server", "must carry no query or fragment")
 	}
 	c.base = strings.TrimRight(server, "/")
 	c.where = c.base
@@ -148,6 +146,16 @@ func New(o *Options) (*Client, error) {
 	}
 	return c, nil
 }
+
+// OptionError is an option New refuses: which one and the rule it breaks, never its value.
+type OptionError struct {
+	Option string // the field of Options: "Server", "Socket", "Key", "HTTPClient", "Timeout"
+	Rule   string
+}
+
+func (e *OptionError) Error() string { return "client: Options." + e.Option + ": " + e.Rule }
+
+func optionErr(option, rule string) error { return &OptionError{Option: option, Rule: rule} }
 
 // noRedirect answers a redirect with the redirect itself, which the client then refuses as
 // not the API's answer.

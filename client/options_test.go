@@ -50,7 +50,9 @@ func TestOptionsRefused(t *testing.T) {
 			if err == nil {
 				t.Fatalf("New took it: %v", c)
 			}
-			if !strings.HasPrefix(err.Error(), "client: "+tc.field+": ") || strings.Contains(err.Error(), "SECRET") {
+			var oe *client.OptionError
+			if !errors.As(err, &oe) || "Options."+oe.Option != tc.field || !strings.HasPrefix(err.Error(), "client: "+tc.field+": ") ||
+				strings.Contains(err.Error(), "SECRET") {
 				t.Errorf("error %q does not name %s, or holds the value", err, tc.field)
 			}
 		})
