@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/config"
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/store"
@@ -92,4 +96,122 @@ func consentLines(c store.Consent, r consent.Request, now time.Time) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+func newApprovalsCmd(g *globals) *cobra.Command {
+	var data, server string
+	var asJSON, remember bool
+	cmd := &cobra.Command{
+		Use:   "approvals list|show|approve|deny|cancel [ID]",
+		Short: "Answer the consent requests waiting for you",
+		Long: `List, show and answer the consent requests the gateway holds for the person: approve or deny
+a pending request, or cancel an irreversible call during its delayed-commit window.
+--remember on approve records an act_if_agreed mandate with the request's wording.
+With the gateway's URL (--server, or $CAPGATE_SERVER), list and show print each request's own
+page on the approval page, URL/ui/requests/ID.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 || (args[0] == "list" && len(args) != 1) || (args[0] != "list" && len(args) != 2) {
+				return usageErr("usage: capgate approvals list | show ID | approve ID | deny ID | cancel ID")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := context.Background()
+			st, dir, err := g.localStore(ctx, data)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			cs := consent.New(st, &consent.Options{Surface: true})
+			pages, err := newApprovalPages(server)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			by := approver()
+			var aerr error
+			switch args[0] {
+			case "list":
+				list, err := cs.List(ctx, store.ConsentPending)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					out := make([]consentView, 0, len(list))
+					for _, c := range list {
+						_, r, err := cs.Get(ctx, c.ID)
+						if err != nil {
+							return err
+						}
+						out = append(out, newConsentView(c, r, pages.of(c.ID)))
+					}
+					return writeJSON(w, out)
+				}
+				for _, c := range list {
+					_, r, _ := cs.Get(ctx, c.ID)
+					fmt.Fprint(w, consentLines(c, r, time.Now()))
+					if u := pages.of(c.ID); u != "" {
+						fmt.Fprintf(w, "  answer at %s\n", u)
+					}
+				}
+				if len(list) == 0 {
+					fmt.Fprintln(w, "no pending requests")
+				}
+				return nil
+			case "show":
+				c, r, err := cs.Get(ctx, args[1])
+				if err != nil {
+					return &exitError{code: exitNo, err: err}
+				}
+				return writeJSON(w, newConsentView(c, r, pages.of(c.ID)))
+			case "approve", "deny", "cancel":
+				_, r, err := cs.Get(ctx, args[1])
+				if err != nil {
+					return &exitError{code: exitNo, err: err}
+				}
+				aerr = answerRecorded(ctx, cmd, st, dir, by, cs, args[0], args[1], r, remember)
+			default:
+				return usageErr("unknown approvals command %q", args[0])
+			}
+			if aerr != nil {
+				return &exitError{code: exitNo, err: aerr}
+			}
+			if asJSON {
+				// The request as it stands now, answered.
+				c, r, err := cs.Get(ctx, args[1])
+				if err != nil {
+					return err
+				}
+				return writeJSON(w, newConsentView(c, r, pages.of(c.ID)))
+			}
+			fmt.Fprintf(w, "%s: %s\n", args[1], map[string]string{"approve": "approved", "deny": "denied", "cancel": "cancelled"}[args[0]])
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", "", "data folder")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON (with approve, deny and cancel: the request as answered)")
+	cmd.Flags().BoolVar(&remember, "remember", false, "with approve: remember the agreement (act_if_agreed)")
+	cmd.Flags().StringVar(&server, "server", "", "the gateway's URL, to print each request's page (default $CAPGATE_SERVER)")
+	return cmd
+}
+
+// answerRecorded answers the consent request id (verb approve, deny or cancel) as by, with
+// its records in the audit log: an approval is not given unrecorded, a denial or a
+// cancellation is.
+func answerRecorded(ctx context.Context, cmd *cobra.Command, st store.Store, dir, by string, cs *consent.Service,
+	verb, id string, r consent.Request, remember bool) error {
+	rec := audit.Record{Action: "consent." + verb, ConsentID: id, Capability: r.CapabilityID, Permission: r.Permission,
+		Result: verb + " requested", Explanation: "the person answered the consent request from the command line: " + verb}
+	if verb == "approve" && remember {
+		rec.Explanation += ", remembering the agreement as an act_if_agreed mandate for the permission"
+	}
+	return operatorChange(ctx, cmd, st, dir, rec, verb != "approve", "INVALID_REQUEST", func() error {
+		switch verb {
+		case "approve":
+			return cs.Approve(ctx, id, by, remember)
+		case "deny":
+			return cs.Deny(ctx, id, by)
+		}
+		return cs.Cancel(ctx, id, by)
+	})
 }

@@ -299,3 +299,63 @@ func newAuditPublicKeyCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&out, "out", "", "write it to this file (32 raw bytes) instead of printing its base64")
 	return cmd
 }
+
+func newAuditCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "audit", Short: "Verify, tail and export the tamper-evident audit log"}
+	var data string
+	var asJSON bool
+	verify := newAuditVerifyCmd(g)
+
+	var n int
+	tail := &cobra.Command{
+		Use:   "tail [-n N] [--json] [--data DIR]",
+		Short: "Print the last records of the audit log",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := context.Background()
+			st, _, err := g.localStore(ctx, data)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			entries, err := audit.Tail(ctx, st, n)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(w, entries)
+			}
+			for _, e := range entries {
+				r := e.Record
+				fmt.Fprintf(w, "%d  %s  %-8s %-7s %-18s client %s  %s %s/%s  %s\n", e.Seq, time.Unix(r.Timestamp, 0).UTC().Format(time.RFC3339),
+					r.Kind, r.Decision, orNone(r.Code), orNone(r.ClientID), r.Action, orNone(r.App), orNone(r.Method), r.Result)
+			}
+			return nil
+		},
+	}
+	tail.Flags().IntVarP(&n, "lines", "n", 20, "how many records")
+	tail.Flags().StringVar(&data, "data", "", "data folder")
+	tail.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+
+	var from, to int64
+	export := &cobra.Command{
+		Use:   "export [--from SEQ] [--to SEQ] [--data DIR]",
+		Short: "Write the audit log as JSON lines (seq, prev_hash, hash, at, record), each checkpoint on a line of its own (verify --export checks the file)",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := context.Background()
+			st, _, err := g.localStore(ctx, data)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			return audit.Export(ctx, st, cmd.OutOrStdout(), from, to)
+		},
+	}
+	export.Flags().Int64Var(&from, "from", 1, "first record")
+	export.Flags().Int64Var(&to, "to", 0, "last record (0: the end)")
+	export.Flags().StringVar(&data, "data", "", "data folder")
+	cmd.AddCommand(verify, tail, export, newAuditWitnessCmd(), newAuditPublicKeyCmd(g))
+	return cmd
+}

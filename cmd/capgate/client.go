@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/store"
@@ -20,6 +21,87 @@ import (
 
 // maxUID is the largest unix user id a client can be bound to: (uid_t)-1 is no user.
 const maxUID = 1<<32 - 2
+
+func newClientCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "client", Short: "Manage the agents that may call the gateway"}
+	var trust, data string
+	var neverAsk, requireToken bool
+	var uid int64
+	add := &cobra.Command{
+		Use:   "add NAME [--trust LEVEL] [--uid UID] [--require-token] [--data DIR]",
+		Short: "Add a client and print its key (its only line of output)",
+		Long: `Add a client (an agent) and print its key as the only line of output. The key is shown once;
+capgate keeps only its hash. The agent sends it as "Authorization: Bearer KEY".
+Trust levels: public, user (the default), privileged.
+--uid binds a unix user id: a process of that user that connects to the gateway's unix socket
+without a key is this client (every process of that user, so bind a user that runs only the
+agent). --require-token makes every call of the client need a token, even a low-risk read.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := operator.ValidClientName(args[0]); err != nil {
+				return usageErr("NAME: %w", err)
+			}
+			switch trust {
+			case "public", "user", "privileged":
+			default:
+				return usageErr("--trust: must be public, user or privileged")
+			}
+			var unixUID *int
+			if cmd.Flags().Changed("uid") {
+				if uid < 0 || uid > maxUID {
+					return usageErr("--uid: must be a unix user id, 0 to %d", maxUID)
+				}
+				u := int(uid)
+				unixUID = &u
+			}
+			ctx := context.Background()
+			st, dir, err := g.openStore(ctx, data, true)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			key, hash, err := operator.NewClientKey()
+			if err != nil {
+				return err
+			}
+			id, err := operator.NewClientID()
+			if err != nil {
+				return err
+			}
+			c := store.Client{ID: id, Name: args[0], KeyHash: hash,
+				Trust: trust, NeverAsk: neverAsk, Created: time.Now(), UnixUID: unixUID, RequireToken: requireToken}
+			never := ""
+			if neverAsk {
+				never = ", never asking the person"
+			}
+			if requireToken {
+				never += ", requiring a token for every call"
+			}
+			if unixUID != nil {
+				never += fmt.Sprintf(", bound to the unix uid %d", *unixUID)
+			}
+			rec := audit.Record{Action: "client.add", Result: "add requested",
+				Explanation: fmt.Sprintf("the operator added the client %s (trust %s%s) from the command line", c.ID, trust, never)}
+			err = operatorChange(ctx, cmd, st, dir, rec, false, "INVALID_REQUEST", func() error { return st.PutClient(ctx, c) })
+			if err != nil {
+				if errors.Is(err, store.ErrExists) {
+					return &exitError{code: exitNo, err: fmt.Errorf("a client named %q, or bound to that uid, exists", args[0])}
+				}
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), key)
+			return nil
+		},
+	}
+	add.Flags().StringVar(&trust, "trust", "user", "trust level: public, user or privileged")
+	add.Flags().BoolVar(&neverAsk, "never-ask", false, "refuse calls that would need consent instead of asking")
+	add.Flags().StringVar(&data, "data", "", "data folder")
+	add.Flags().Int64Var(&uid, "uid", 0, "bind a unix user id: a peer of the gateway's unix socket with this uid is this client")
+	add.Flags().BoolVar(&requireToken, "require-token", false, "every call of this client needs a token, even a low-risk read")
+	cmd.AddCommand(add)
+	addClientCommands(cmd, g)
+	return cmd
+}
 
 // clientView is a client as `client list --json` and `client show` print it: never its key
 // or the key's hash.

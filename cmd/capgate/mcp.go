@@ -9,8 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/capgate/capgate/internal/config"
-	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/mcp"
 )
 
@@ -26,15 +24,15 @@ and offers the same tools: only the capabilities that client may use, every call
 gateway's checks, consent and audit. Nothing but MCP is written to stdout.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			server := config.Resolve(cf.server, "CAPGATE_SERVER", "", "http://"+gateway.DefaultListen)
-			key := config.Resolve(cf.key, "CAPGATE_CLIENT_KEY", "", "")
-			if key == "" {
-				return usageErr("no client key: pass --client-key or set CAPGATE_CLIENT_KEY")
+			// MCP, not the IPC API: the forwarder is an MCP client of the gateway's /mcp.
+			server, key, err := cf.resolve()
+			if err != nil {
+				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			err := mcp.Forward(ctx, mcp.ForwardOptions{URL: server, Key: key, Version: version, Logger: logger})
+			err = mcp.Forward(ctx, mcp.ForwardOptions{URL: server, Key: key, Version: version, Logger: logger})
 			if errors.Is(err, mcp.ErrGateway) {
 				return &exitError{code: exitNo, err: err}
 			}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/capgate/capgate/internal/ipc"
@@ -18,8 +20,8 @@ import (
 // answering over loopback HTTP with durable records could do.
 type Floors struct {
 	// The empty exchange: the same workers, client, envelope and keep-alive connections
-	// against an HTTP handler that reads the request and writes a fixed success answer.
-	// Nothing is decided, run or recorded.
+	// against an HTTP handler that reads the request and writes a fixed success answer for
+	// its request id. Nothing is decided, run or recorded.
 	CallsPerSec float64 `json:"calls_per_sec"`
 	P50MS       float64 `json:"p50_ms"`
 	P99MS       float64 `json:"p99_ms"`
@@ -32,9 +34,39 @@ type Floors struct {
 // syncWriteRuns is how many synchronous writes the SyncWriteMS median is taken over.
 const syncWriteRuns = 200
 
-// floorAnswer is the empty exchange's answer: a success envelope of the size of a real one.
-var floorAnswer = []byte(`{"header":{"msg_type":"llm_response","version":"1.0","request_id":"floor","timestamp":1706620800},` +
-	`"body":{"status":"success","result":{"category":"display","key":"brightness","value":50}}}`)
+// The empty exchange's answer: a success envelope of the size of a real one, for the request
+// id the request names (as every gateway echoes it, and the client checks).
+var (
+	floorAnswerHead = []byte(`{"header":{"msg_type":"llm_response","version":"1.0","request_id":"`)
+	floorAnswerTail = []byte(`","timestamp":1706620800},"body":{"status":"success","result":{"category":"display","key":"brightness","value":50}}}`)
+	requestIDMember = []byte(`"request_id":"`)
+)
+
+// floorBuffers hold the empty exchange's request bodies, read whole to find the request id.
+var floorBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// floorHandler reads the request and writes the fixed success answer for its request id.
+// Nothing is decided, run or recorded.
+func floorHandler(w http.ResponseWriter, r *http.Request) {
+	b := floorBuffers.Get().(*bytes.Buffer)
+	defer floorBuffers.Put(b)
+	b.Reset()
+	if _, err := b.ReadFrom(io.LimitReader(r.Body, ipc.MaxEnvelopeBytes)); err != nil {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	id := b.Bytes()
+	if i := bytes.Index(id, requestIDMember); i >= 0 {
+		id = id[i+len(requestIDMember):]
+		id = id[:max(0, bytes.IndexByte(id, '"'))]
+	} else {
+		id = nil
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(floorAnswerHead)
+	w.Write(id)
+	w.Write(floorAnswerTail)
+}
 
 // measureFloors measures the empty exchange for d with opts.Workers workers, then the
 // synchronous write in dir.
@@ -43,19 +75,12 @@ func measureFloors(ctx context.Context, dir string, d time.Duration, key, tok st
 	if err != nil {
 		return Floors{}, fmt.Errorf("bench: floor: %w", err)
 	}
-	srv := &http.Server{ReadHeaderTimeout: gatewayCallTimeout, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := io.Copy(io.Discard, io.LimitReader(r.Body, ipc.MaxEnvelopeBytes)); err != nil {
-			http.Error(w, "bad body", http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(floorAnswer)
-	})}
+	srv := &http.Server{ReadHeaderTimeout: gatewayCallTimeout, Handler: http.HandlerFunc(floorHandler)}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	o := opts
 	o.Duration = d
-	r, err := drive(ctx, []string{"http://" + ln.Addr().String() + "/v1/ipc"}, key, tok, o)
+	r, err := drive(ctx, []string{"http://" + ln.Addr().String()}, key, tok, o)
 	srv.Close()
 	if serr := <-served; err == nil && !errors.Is(serr, http.ErrServerClosed) {
 		err = serr

@@ -1,10 +1,7 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,10 +17,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/capgate/capgate/client"
 	"github.com/capgate/capgate/internal/apps/settings"
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/ipc"
+	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/manifest"
@@ -115,7 +114,7 @@ type GatewayReport struct {
 // Gateway opens a gateway in a temporary data folder, serves it on 127.0.0.1 (an ephemeral
 // port), adds a user client with a random key, issues it a token for system.settings.read with
 // no use limit, and drives POST /v1/ipc get_setting calls from opts.Workers keep-alive HTTP
-// clients for opts.Duration. Then it times the decision alone. The data folder is removed.
+// clients (the public client, package client) for opts.Duration. Then it times the decision alone. The data folder is removed.
 func Gateway(opts GatewayOptions) (GatewayReport, error) {
 	if opts.Duration <= 0 {
 		opts.Duration = 5 * time.Second
@@ -194,7 +193,7 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 		go func() { served <- rg.Serve(serveCtx, func(tcp, _ string) { addrc <- tcp }) }()
 		select {
 		case addr := <-addrc:
-			urls = append(urls, "http://"+addr+"/v1/ipc")
+			urls = append(urls, "http://"+addr)
 		case err := <-served:
 			return GatewayReport{}, fmt.Errorf("bench: serve: %w", err)
 		}
@@ -338,17 +337,15 @@ func (st settingsState) Put(ctx context.Context, key string, value []byte) error
 
 // addClient adds a user client with a random key, as `capgate client add` does.
 func addClient(ctx context.Context, st store.Clients) (string, broker.Caller, error) {
-	var raw [32]byte
-	var id [9]byte
-	if _, err := rand.Read(raw[:]); err != nil {
+	key, hash, err := operator.NewClientKey()
+	if err != nil {
 		return "", broker.Caller{}, err
 	}
-	if _, err := rand.Read(id[:]); err != nil {
+	id, err := operator.NewClientID()
+	if err != nil {
 		return "", broker.Caller{}, err
 	}
-	key := "cgk_" + base64.RawURLEncoding.EncodeToString(raw[:])
-	c := store.Client{ID: "cl_" + base64.RawURLEncoding.EncodeToString(id[:]), Name: "bench", KeyHash: ipc.KeyHash(key),
-		Trust: string(manifest.AuthUser), Created: time.Now()}
+	c := store.Client{ID: id, Name: "bench", KeyHash: hash, Trust: string(manifest.AuthUser), Created: time.Now()}
 	if err := st.PutClient(ctx, c); err != nil {
 		return "", broker.Caller{}, fmt.Errorf("bench: add the client: %w", err)
 	}
@@ -362,13 +359,21 @@ type workerResult struct {
 	first  error
 }
 
-// drive runs the load phase: each worker sends get_setting calls on its own keep-alive
-// connection until the deadline.
-func drive(ctx context.Context, urls []string, key, tok string, opts GatewayOptions) (GatewayReport, error) {
+// drive runs the load phase: each worker sends get_setting calls through the public client
+// on its own keep-alive connection until the deadline, to the servers (base URLs) in turn.
+func drive(ctx context.Context, servers []string, key, tok string, opts GatewayOptions) (GatewayReport, error) {
 	tr := &http.Transport{MaxIdleConns: opts.Workers, MaxIdleConnsPerHost: opts.Workers, IdleConnTimeout: time.Minute,
 		DisableCompression: true}
 	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: gatewayCallTimeout}
+	hc := &http.Client{Transport: tr, Timeout: gatewayCallTimeout}
+	clients := make([]*client.Client, len(servers))
+	for i, u := range servers {
+		c, err := client.New(&client.Options{Server: u, Key: key, HTTPClient: hc})
+		if err != nil {
+			return GatewayReport{}, fmt.Errorf("bench: %w", err)
+		}
+		clients[i] = c
+	}
 	results := make([]workerResult, opts.Workers)
 	start := time.Now()
 	deadline := start.Add(opts.Duration)
@@ -377,10 +382,11 @@ func drive(ctx context.Context, urls []string, key, tok string, opts GatewayOpti
 		wg.Go(func() {
 			res := &results[w]
 			res.lat = make([]time.Duration, 0, 4096)
+			c := clients[w%len(clients)]
 			for i := 0; ctx.Err() == nil && time.Now().Before(deadline); i++ {
-				body := envelope("b"+strconv.Itoa(w)+"-"+strconv.Itoa(i), tok)
+				call := getSetting("b"+strconv.Itoa(w)+"-"+strconv.Itoa(i), tok)
 				t0 := time.Now()
-				err := callOnce(ctx, client, urls[w%len(urls)], key, body)
+				_, err := c.Query(ctx, call)
 				el := time.Since(t0)
 				if err != nil {
 					res.errors++
@@ -422,48 +428,10 @@ func drive(ctx context.Context, urls []string, key, tok string, opts GatewayOpti
 	return r, nil
 }
 
-// envelope is an llm_request for settings.get_setting under tok.
-func envelope(requestID, tok string) []byte {
-	b := make([]byte, 0, 256+len(tok))
-	b = append(b, `{"header":{"msg_type":"llm_request","version":"1.0","request_id":"`...)
-	b = append(b, requestID...)
-	b = append(b, `"},"body":{"action":"query","app":"settings","method":"get_setting","params":{"category":"display","key":"brightness"},"capability_token":"`...)
-	b = append(b, tok...)
-	b = append(b, `"}}`...)
-	return b
-}
+// getSettingParams are the params of every call the load phase makes.
+var getSettingParams = json.RawMessage(`{"category":"display","key":"brightness"}`)
 
-// callOnce posts one call and checks that it succeeded.
-func callOnce(ctx context.Context, client *http.Client, url, key string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, ipc.MaxEnvelopeBytes))
-	resp.Body.Close()
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP status %d", resp.StatusCode)
-	}
-	var out struct {
-		Body struct {
-			Status    string `json:"status"`
-			ErrorCode string `json:"error_code"`
-		} `json:"body"`
-	}
-	if err := json.Unmarshal(data, &out); err != nil {
-		return fmt.Errorf("the answer is not JSON: %w", err)
-	}
-	if out.Body.Status != "success" {
-		return fmt.Errorf("the call failed: %s", out.Body.ErrorCode)
-	}
-	return nil
+// getSetting is the call of settings.get_setting under tok, as request requestID.
+func getSetting(requestID, tok string) client.Call {
+	return client.Call{App: "settings", Method: "get_setting", Params: getSettingParams, Token: tok, RequestID: requestID}
 }

@@ -3,10 +3,10 @@
 // the apps act (capgate demo).
 //
 // The session drives the real thing: it starts `capgate serve` on a fresh data folder as a
-// child process of the capgate executable, calls its HTTP API as an agent would, and plays
-// the person by running the CLI (client add, approvals approve, audit verify) as child
-// processes too. Nothing here reaches into the gateway's packages: what the demo shows is
-// what any agent and any person would see.
+// child process of the capgate executable, calls its IPC API through the public Go client
+// (package client) as a Go agent would, and plays the person by running the CLI (client add,
+// approvals approve, audit verify) as child processes too. Nothing here reaches into the
+// gateway's packages: what the demo shows is what any agent and any person would see.
 package demo
 
 import (
@@ -118,7 +118,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	s := &session{ctx: ctx, o: o, data: dir, rep: &Report{DataDir: dir, Kept: !temp || o.Keep},
-		tokens: map[string]string{}, http: newHTTPClient()}
+		tokens: map[string]string{}}
 	fmt.Fprintln(o.Out, "capgate demo: an agent works through a fresh gateway, step by step; the demo also plays the person.")
 	fmt.Fprintln(o.Out)
 	ok := s.play()

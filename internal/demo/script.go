@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capgate/capgate/client"
 	"github.com/capgate/capgate/internal/gateway"
 )
 
@@ -73,13 +74,17 @@ func (s *session) addAgent() error {
 	if !strings.HasPrefix(s.key, "cgk_") || strings.ContainsAny(s.key, " \n") {
 		return failf("capgate client add did not print a client key")
 	}
+	// The agent's client: the gateway's URL and the key, each request bounded.
+	if s.cl, err = client.New(&client.Options{Server: s.server, Key: s.key, Timeout: requestTimeout}); err != nil {
+		return failf("the agent's client: %v", err)
+	}
 	s.say("capgate printed the agent's key (cgk_…), once: it keeps only its hash. The agent sends the key with every request as \"Authorization: Bearer KEY\".")
 	return nil
 }
 
 // inWorkspace is the allowed_paths constraint that keeps a token to the workspace.
-func (s *session) inWorkspace() map[string]any {
-	return map[string]any{"allowed_paths": []string{s.ws + "/**"}}
+func (s *session) inWorkspace() *client.Constraints {
+	return &client.Constraints{AllowedPaths: []string{s.ws + "/**"}}
 }
 
 func (s *session) readToken() error {
@@ -183,7 +188,7 @@ func (s *session) writeAndUndo() error {
 
 func (s *session) terminal() error {
 	s.say("Running commands needs the person's consent. The agent asks for app.terminal.execute limited to ls and echo, with rm -rf denied outright.")
-	cons := map[string]any{"denied_commands": []string{"rm -rf"}, "allowed_commands": []string{"ls", "echo"}}
+	cons := &client.Constraints{DeniedCommands: []string{"rm -rf"}, AllowedCommands: []string{"ls", "echo"}}
 	if err := s.requestToken("terminal", []string{"app.terminal.execute"}, 5, "look around", cons, true); err != nil {
 		return err
 	}

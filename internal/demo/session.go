@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/capgate/capgate/client"
 )
 
 // session is one run of the demo: the gateway it started, the agent's key and tokens, and
@@ -33,12 +35,9 @@ type session struct {
 	server    string            // http://ADDR
 	ws        string            // the workspace, as serve resolved it
 	key       string            // the agent's client key
+	cl        *client.Client    // the agent's client of the gateway, once it has a key
 	tokens    map[string]string // by the demo's label for each
-	seq       int               // the last request id's number
-	http      *http.Client
 }
-
-func newHTTPClient() *http.Client { return &http.Client{Timeout: requestTimeout} }
 
 // failure is a step that did not go as scripted; its text is the step's Error.
 type failure struct{ why string }
@@ -264,46 +263,74 @@ func (t *tail) String() string {
 	return string(t.buf)
 }
 
-// answer is what came back for one request.
-type answer struct {
-	status int
-	body   []byte
-	took   time.Duration
-	err    error
+// send runs do, one request of the agent's through the client, on the session's context,
+// and returns how long it took and its error (nil, a *client.Error, or one that says the
+// gateway did not answer). With person set, the demo plays the person meanwhile (withPerson);
+// err is then where that went wrong.
+func (s *session) send(person bool, do func(ctx context.Context) error) (took time.Duration, callErr, err error) {
+	ask := func() (time.Duration, error) {
+		start := time.Now()
+		err := do(s.ctx)
+		return time.Since(start), err
+	}
+	if !person {
+		took, callErr = ask()
+		return took, callErr, nil
+	}
+	return s.withPerson(ask)
 }
 
-// post sends body to the gateway as the agent. It is safe to run beside the session's
-// goroutine: it touches nothing of the session but its read-only fields.
-func (s *session) post(path string, body []byte) answer {
-	start := time.Now()
-	req, err := http.NewRequestWithContext(s.ctx, "POST", s.server+path, bytes.NewReader(body))
-	if err != nil {
-		return answer{err: err}
+// outcome is what an agent's request got, in an HTTP status and words, for a failure's
+// reason: never the answer's body, which may hold a token.
+func outcome(err error) (int, string) {
+	var ce *client.Error
+	switch {
+	case err == nil:
+		return http.StatusOK, "success"
+	case errors.As(err, &ce):
+		return ce.HTTPStatus, ce.Error()
 	}
-	req.Header.Set("Authorization", "Bearer "+s.key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.http.Do(req)
-	if err != nil {
-		return answer{err: failf("the gateway did not answer: %v", err)}
+	return 0, err.Error()
+}
+
+// unanswered is the step's failure for a request that got no answer of the gateway's.
+func unanswered(err error) error {
+	var pe *client.ProtocolError
+	if errors.As(err, &pe) {
+		return failf("the gateway's answer (HTTP %d) is not what its API defines", pe.HTTPStatus)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	return answer{status: resp.StatusCode, body: b, took: time.Since(start), err: err}
+	return failf("the gateway did not answer: %v", err)
 }
 
 // withPerson runs ask, a request that waits for the person's answer, and meanwhile plays the
 // person: it waits for the consent request ask makes, shows it as `capgate approvals list`
-// does, and approves it with `capgate approvals approve`. It returns ask's answer.
-func (s *session) withPerson(ask func() answer) (answer, error) {
-	got := make(chan answer, 1)
-	go func() { got <- ask() }()
-	id, err := s.awaitPending(got)
+// does, and approves it with `capgate approvals approve`. It returns what ask returned.
+func (s *session) withPerson(ask func() (time.Duration, error)) (time.Duration, error, error) {
+	type asked struct {
+		took time.Duration
+		err  error
+	}
+	got := make(chan asked, 1)
+	go func() {
+		took, err := ask()
+		got <- asked{took, err}
+	}()
+	ended := func() (bool, error) {
+		select {
+		case a := <-got:
+			got <- a
+			return true, a.err
+		default:
+			return false, nil
+		}
+	}
+	id, err := s.awaitPending(ended)
 	if err != nil {
-		return answer{}, err
+		return 0, nil, err
 	}
 	list, _, err := s.capgate("approvals", "list", "--data", s.data)
 	if err != nil {
-		return answer{}, err
+		return 0, nil, err
 	}
 	s.line("capgate holds the request and asks the person; `capgate approvals list` shows:")
 	for _, l := range strings.Split(strings.TrimSpace(list), "\n") {
@@ -311,23 +338,23 @@ func (s *session) withPerson(ask func() answer) (answer, error) {
 	}
 	out, _, err := s.capgate("approvals", "approve", id, "--data", s.data)
 	if err != nil {
-		return answer{}, err
+		return 0, nil, err
 	}
 	if !strings.HasSuffix(strings.TrimSpace(out), ": approved") {
-		return answer{}, failf("capgate approvals approve said %q", strings.TrimSpace(out))
+		return 0, nil, failf("capgate approvals approve said %q", strings.TrimSpace(out))
 	}
 	s.line("The person approved it: $ capgate approvals approve " + id + " --data DATA")
 	select {
 	case a := <-got:
-		return a, nil
+		return a.took, a.err, nil
 	case <-s.ctx.Done():
-		return answer{}, s.ctx.Err()
+		return 0, nil, s.ctx.Err()
 	}
 }
 
 // awaitPending polls `capgate approvals list --json` until a request is pending and returns
-// its id. It gives up when the agent's request ends first: then none was made.
-func (s *session) awaitPending(got chan answer) (string, error) {
+// its id. It gives up when the agent's request ends first (ended): then none was made.
+func (s *session) awaitPending(ended func() (bool, error)) (string, error) {
 	deadline := time.Now().Add(pendingWait)
 	for {
 		out, _, err := s.capgate("approvals", "list", "--json", "--data", s.data)
@@ -342,10 +369,11 @@ func (s *session) awaitPending(got chan answer) (string, error) {
 		if len(pending) > 0 {
 			return pending[0].ID, nil
 		}
+		if done, err := ended(); done {
+			status, what := outcome(err)
+			return "", failf("capgate answered at once (HTTP %d) where it should have asked the person: %s", status, clip(what, 200))
+		}
 		select {
-		case a := <-got:
-			got <- a
-			return "", failf("capgate answered at once (HTTP %d) where it should have asked the person: %s", a.status, clip(string(a.body), 200))
 		case <-time.After(100 * time.Millisecond):
 		case <-s.ctx.Done():
 			return "", s.ctx.Err()

@@ -1,6 +1,8 @@
-// Package ipc is the token document's IPC envelope, the wire form agents use to call capgate
-// over HTTP (POST /v1/ipc) and over the unix socket: a header and a body, llm_request in and
-// llm_response out, with the document's success, error and error-code shapes.
+// Package ipc is capgate's IPC API: the token document's envelope, the wire form agents use
+// to call capgate over HTTP (POST /v1/ipc) and over the unix socket (a header and a body,
+// llm_request in and llm_response out, with the document's success, error and error-code
+// shapes), read strictly, and the HTTP server of every route. The shapes themselves are
+// client/wire's, shared with the public Go client.
 package ipc
 
 import (
@@ -8,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/capgate/capgate/client/wire"
 	"github.com/capgate/capgate/internal/jcs"
 	"github.com/capgate/capgate/internal/token"
 )
@@ -31,83 +34,40 @@ func fieldLimit(name string) int {
 	return MaxFieldBytes
 }
 
-// The header values of the token document.
+// The header values and actions of the token document (wire's, named here for the server).
 const (
-	MsgRequest  = "llm_request"
-	MsgResponse = "llm_response"
-	Version     = "1.0"
+	MsgRequest  = wire.MsgRequest
+	MsgResponse = wire.MsgResponse
+	Version     = wire.Version
+
+	ActionExecute           = wire.ActionExecute
+	ActionQuery             = wire.ActionQuery
+	ActionRequestCapability = wire.ActionRequestCapability
+	ActionUndo              = wire.ActionUndo
 )
 
-// The actions of a request body.
-const (
-	ActionExecute           = "execute"
-	ActionQuery             = "query"
-	ActionRequestCapability = "request_capability"
-	ActionUndo              = "undo"
+// The envelope's parts are the wire form's, which the public client shares: one definition
+// of what the API carries.
+type (
+	Header       = wire.Header
+	Body         = wire.Body
+	Response     = wire.Response
+	ResponseBody = wire.ResponseBody
+	ConsentRef   = wire.ConsentRef
+	Problem      = wire.Problem
 )
 
-// Header is the envelope's header.
-type Header struct {
-	MsgType   string `json:"msg_type"`
-	Version   string `json:"version"`
-	RequestID string `json:"request_id"`
-	Timestamp int64  `json:"timestamp"` // Unix seconds
-}
-
-// Body is a request's body.
-type Body struct {
-	Action          string          `json:"action"`
-	App             string          `json:"app"`
-	Method          string          `json:"method"`
-	Params          json.RawMessage `json:"params,omitempty"` // canonical JSON of an object
-	CapabilityToken string          `json:"capability_token,omitempty"`
-	UndoToken       string          `json:"undo_token,omitempty"` // for undo
-	// ParamsValue is Params decoded (jcs.Value.Interface), so that the broker checks them
-	// against their schema without parsing them again.
+// Request is an llm_request envelope as ParseRequest read it: its wire form, and its params
+// decoded.
+type Request struct {
+	wire.Request
+	// ParamsValue is Body.Params decoded (jcs.Value.Interface), so that the broker checks
+	// them against their schema without parsing them again.
 	ParamsValue any `json:"-"`
 }
 
-// Request is an llm_request envelope.
-type Request struct {
-	Header Header `json:"header"`
-	Body   Body   `json:"body"`
-}
-
-// Response is an llm_response envelope.
-type Response struct {
-	Header Header       `json:"header"`
-	Body   ResponseBody `json:"body"`
-}
-
-// ResponseBody is a success ({"status": "success", "result": ...}) or an error
-// ({"status": "error", "error_code", "error_message", "details"}). capgate adds the undo token
-// of a reversible call, the remedy of a compensable one, and the consent request a call waits on.
-type ResponseBody struct {
-	Status       string          `json:"status"` // "success" or "error"
-	Result       json.RawMessage `json:"result,omitempty"`
-	ErrorCode    string          `json:"error_code,omitempty"`
-	ErrorMessage string          `json:"error_message,omitempty"`
-	Details      map[string]any  `json:"details,omitempty"`
-	UndoToken    string          `json:"undo_token,omitempty"`
-	UndoUntil    int64           `json:"undo_until,omitempty"` // Unix milliseconds
-	Compensation string          `json:"compensation,omitempty"`
-	Consent      *ConsentRef     `json:"consent,omitempty"`
-}
-
-// ConsentRef points the person to the request waiting for their answer.
-type ConsentRef struct {
-	ID  string `json:"id"`
-	URL string `json:"url,omitempty"`
-}
-
 // CodeInvalidRequest is the code of an envelope that does not parse or breaks a rule.
-const CodeInvalidRequest = "INVALID_REQUEST"
-
-// Problem is why an envelope was refused: where and which rule, never the value.
-type Problem struct {
-	Path string `json:"path"`
-	Rule string `json:"rule"`
-}
+const CodeInvalidRequest = wire.CodeInvalidRequest
 
 // RequestError is returned by ParseRequest. RequestID is set when it could be read, so the
 // error response can carry it.
@@ -234,7 +194,7 @@ func ParseRequest(data []byte) (Request, error) {
 			if p.Kind != jcs.Object {
 				bad("body.params", "must be an object")
 			} else if c, err := p.AppendCanonical(nil); err == nil {
-				r.Body.Params, r.Body.ParamsValue = c, p.Interface()
+				r.Body.Params, r.ParamsValue = c, p.Interface()
 			}
 		} else {
 			r.Body.Params = json.RawMessage("{}")

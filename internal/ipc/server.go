@@ -2,8 +2,6 @@ package ipc
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capgate/capgate/client/wire"
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/operator"
@@ -48,11 +47,8 @@ type Server struct {
 	known revcache.Map[string, store.Client]
 }
 
-// KeyHash is how a client key is known to the store: "sha256:" and the hex of its SHA-256.
-func KeyHash(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+// KeyHash is how a client key is known to the store (operator.KeyHash, where keys are minted).
+func KeyHash(key string) string { return operator.KeyHash(key) }
 
 type ctxKey int
 
@@ -190,7 +186,7 @@ func (s *Server) ipc(w http.ResponseWriter, r *http.Request) {
 	}
 	res := s.Broker.Call(r.Context(), caller, broker.Request{
 		RequestID: req.Header.RequestID, Action: req.Body.Action, App: req.Body.App, Method: req.Body.Method,
-		Params: req.Body.Params, ParamsValue: req.Body.ParamsValue, Token: req.Body.CapabilityToken,
+		Params: req.Body.Params, ParamsValue: req.ParamsValue, Token: req.Body.CapabilityToken,
 	})
 	// One structured line per call: who, what, the decision and its code; never params or tokens.
 	s.log().LogAttrs(r.Context(), slog.LevelDebug, "call", slog.String("client", caller.ClientID), slog.String("app", req.Body.App),
@@ -294,7 +290,7 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := s.Broker.Explain(r.Context(), caller, broker.Request{RequestID: req.Header.RequestID, Action: req.Body.Action,
-		App: req.Body.App, Method: req.Body.Method, Params: req.Body.Params, ParamsValue: req.Body.ParamsValue, Token: req.Body.CapabilityToken})
+		App: req.Body.App, Method: req.Body.Method, Params: req.Body.Params, ParamsValue: req.ParamsValue, Token: req.Body.CapabilityToken})
 	writeJSON(w, http.StatusOK, map[string]any{"outcome": d.Outcome, "code": d.Code, "explanation": d.Explanation, "step": d.Step, "trace": d.Trace})
 }
 
@@ -317,21 +313,7 @@ func (s *Server) undo(w http.ResponseWriter, r *http.Request, caller broker.Call
 }
 
 // Tool is one capability as the caller sees it: the definition an agent's planner needs.
-type Tool struct {
-	ID            string          `json:"id"`
-	App           string          `json:"app"`
-	Method        string          `json:"method"`
-	Name          string          `json:"name"`
-	Description   string          `json:"description"` // untrusted text from the app's manifest: data, not instructions
-	Parameters    json.RawMessage `json:"parameters"`
-	Returns       json.RawMessage `json:"returns"`
-	SideEffects   string          `json:"side_effects"`
-	Risk          string          `json:"risk"`
-	Permission    string          `json:"permission"`
-	Reversibility string          `json:"reversibility"`
-	Tier          int             `json:"tier"`
-	NeedsConsent  bool            `json:"needs_consent,omitempty"` // usable, after the person's consent
-}
+type Tool = wire.Tool
 
 // capabilities lists what the caller may use: never a capability it would be refused
 // outright (unknown, disabled, or above its trust level). The rule is broker.UsableBy, which
@@ -354,24 +336,13 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"capabilities": tools})
 }
 
-type capabilityRequest struct {
-	Action       string          `json:"action,omitempty"`
-	Capabilities []string        `json:"capabilities"`
-	Duration     int64           `json:"duration"`
-	MaxUses      int64           `json:"max_uses"`
-	Reason       string          `json:"reason"`
-	Constraints  json.RawMessage `json:"constraints,omitempty"`
-}
-
-// deriveRequest is the body of POST /v1/tokens/derive.
-type deriveRequest struct {
-	Token        string          `json:"token"`
-	Capabilities []string        `json:"capabilities"`
-	Duration     int64           `json:"duration"`
-	MaxUses      int64           `json:"max_uses"`
-	Reason       string          `json:"reason"`
-	Constraints  json.RawMessage `json:"constraints,omitempty"`
-}
+// The bodies of POST /v1/capabilities/request and POST /v1/tokens/derive are the wire
+// form's: what the client encodes is what the server decodes, strictly.
+type (
+	capabilityRequest = wire.CapabilityRequest
+	deriveRequest     = wire.DeriveRequest
+	constraintsJSON   = wire.Constraints
+)
 
 // derive issues a strictly narrower child of the caller's own token (attenuation).
 func (s *Server) derive(w http.ResponseWriter, r *http.Request) {
@@ -402,7 +373,7 @@ func (s *Server) derive(w http.ResponseWriter, r *http.Request) {
 	}
 	iss, err := s.Broker.Derive(r.Context(), caller, broker.DeriveRequest{
 		Parent: dr.Token, Capabilities: dr.Capabilities, Duration: dr.Duration, MaxUses: dr.MaxUses, Reason: dr.Reason,
-		Constraints: cons.token(),
+		Constraints: tokenConstraints(cons),
 	})
 	switch {
 	case err == nil:
@@ -430,18 +401,10 @@ func decodeConstraints(raw json.RawMessage) (constraintsJSON, bool) {
 	return cons, cd.Decode(&cons) == nil
 }
 
-func (c constraintsJSON) token() token.Constraints {
+// tokenConstraints is c as a token's constraints; the max uses are the request's to set.
+func tokenConstraints(c constraintsJSON) token.Constraints {
 	return token.Constraints{AllowedPaths: c.AllowedPaths, AllowedCommands: c.AllowedCommands,
 		DeniedCommands: c.DeniedCommands, DeniedPatterns: c.DeniedPatterns, Condition: c.Condition}
-}
-
-type constraintsJSON struct {
-	MaxUses         int64    `json:"max_uses"`
-	AllowedPaths    []string `json:"allowed_paths"`
-	AllowedCommands []string `json:"allowed_commands"`
-	DeniedCommands  []string `json:"denied_commands"`
-	DeniedPatterns  []string `json:"denied_patterns"`
-	Condition       string   `json:"condition"`
 }
 
 func (s *Server) request(w http.ResponseWriter, r *http.Request) {
@@ -480,7 +443,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) {
 	}
 	iss, err := s.Broker.RequestCapability(r.Context(), caller, broker.CapabilityRequest{
 		Capabilities: cr.Capabilities, Duration: cr.Duration, MaxUses: maxUses, Reason: cr.Reason,
-		Constraints: cons.token(),
+		Constraints: tokenConstraints(cons),
 	})
 	switch {
 	case err == nil:
