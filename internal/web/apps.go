@@ -442,9 +442,7 @@ func (s *Server) toolAnswer(w http.ResponseWriter, r *http.Request, _ string) {
 	s.done(ctx, rec, code)
 	switch {
 	case err == nil:
-		if s.o.ToolsChanged != nil {
-			s.o.ToolsChanged()
-		}
+		s.toolsAccepted()
 		http.Redirect(w, r, "/ui/apps#ts-"+name, http.StatusSeeOther)
 	case errors.Is(err, toolserver.ErrChangedAgain):
 		s.message(w, http.StatusConflict, "Changed again", "The server changed this tool again since the page was shown: nothing was accepted. Its new definition waits for you on the apps page.")

@@ -72,10 +72,6 @@ type Options struct {
 	// requests, and accepts a tool, as `capgate toolserver accept` does (it starts or
 	// reaches the server to list its tools); nil: the page lists no tool server.
 	ToolServers *toolserver.Env
-	// ToolsChanged, when set, is called after the person accepted a tool, so that the
-	// running connections read the new pin at once rather than at their next listing. It
-	// must not block.
-	ToolsChanged func()
 	// Plugins is the plugin host whose lockfile the apps page lists, with the widenings
 	// pending approval; nil: the page lists no plugin.
 	Plugins *plugin.Host
@@ -97,6 +93,8 @@ type Server struct {
 	origin   *http.CrossOriginProtection
 	hosts    hosts
 	verdict  verdictCache // audit.Verify's last report, by the log's head
+	// toolsChanged receives after the person accepted a tool (ToolsChanged).
+	toolsChanged chan struct{}
 }
 
 // New returns the approval page on opts. It panics without opts.Consent.
@@ -110,13 +108,28 @@ func New(opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Server{o: opts, sessions: newSessions(opts.Now), origin: http.NewCrossOriginProtection()}
+	s := &Server{o: opts, sessions: newSessions(opts.Now), origin: http.NewCrossOriginProtection(), toolsChanged: make(chan struct{}, 1)}
 	var bad []int
 	s.hosts, bad = newHosts(opts.AllowedHosts)
 	for _, i := range bad {
 		opts.Logger.Warn("web: an allowed host is not a host name or address; it is ignored", "field", fmt.Sprintf("AllowedHosts[%d]", i))
 	}
 	return s
+}
+
+// ToolsChanged returns a channel that receives after the person accepted a tool on the apps
+// page: the tool's pin is in the store, and a gateway that reads the channel has its running
+// tool-server connections read it now rather than at their next listing. Accepts coalesce:
+// one value waits at most, standing for every accept since the last receive. Nobody need
+// read it.
+func (s *Server) ToolsChanged() <-chan struct{} { return s.toolsChanged }
+
+// toolsAccepted tells ToolsChanged's reader, without waiting for it.
+func (s *Server) toolsAccepted() {
+	select {
+	case s.toolsChanged <- struct{}{}:
+	default: // one is waiting already
+	}
 }
 
 // LoginLink returns the path of a new one-time login link, "/ui/login?t=SECRET": it signs
