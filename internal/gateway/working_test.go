@@ -1,11 +1,13 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -13,6 +15,8 @@ import (
 	"github.com/capgate/capgate/internal/apps/files"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/ipc"
+	"github.com/capgate/capgate/manifest"
+	"github.com/capgate/capgate/sdk"
 )
 
 // bearer sends a client key with every request.
@@ -79,5 +83,70 @@ func TestBuiltinThatCannotStartIsNotWorking(t *testing.T) {
 	all := strings.Join(names, " ")
 	if strings.Contains(all, "files") || strings.Contains(all, "read_file") || !strings.Contains(all, "compute") {
 		t.Errorf("tools/list: %s", all)
+	}
+}
+
+// ordersManifest is an app whose params have a rule its schema cannot say: an order's
+// quantity must not exceed its stock.
+const ordersManifest = `{"app_id":"org.example.orders","version":"1.0.0","manifest_version":"1.0","capabilities":[
+ {"id":"orders.org.example.orders.check","name":"Check an order","description":"Checks an order.","category":"STATE_QUERY",
+  "parameters":{"type":"object","required":["qty","stock"],"additionalProperties":false,
+   "properties":{"qty":{"type":"integer","minimum":1},"stock":{"type":"integer","minimum":0}}},
+  "returns":{"type":"object"},"side_effects":"read","auth_level":"public"}
+]}`
+
+// orders is the orders app: it checks its own rule, and counts what it was asked and ran.
+type orders struct {
+	doc         atomic.Pointer[manifest.Document]
+	asked, runs atomic.Int64
+}
+
+func (o *orders) Manifest() *manifest.Document { return o.doc.Load() }
+
+func (o *orders) ValidateParams(id string, params json.RawMessage) error {
+	o.asked.Add(1)
+	var p struct{ Qty, Stock int }
+	if err := json.Unmarshal(params, &p); err != nil {
+		return sdk.InvalidParams(nil)
+	}
+	if p.Qty > p.Stock {
+		return sdk.InvalidParams(manifest.Problems{{Path: "qty", Rule: "must not exceed stock"}})
+	}
+	return nil
+}
+
+func (o *orders) Invoke(context.Context, string, json.RawMessage, sdk.InvocationContext) (sdk.Result, error) {
+	o.runs.Add(1)
+	return sdk.Result{Success: true, Data: json.RawMessage(`{"ok":true}`)}, nil
+}
+
+// Issue 16: sdk.ParamValidator was promised and never called. Through the gateway's IPC
+// API, a Go app's own rule refuses params that pass the schema, as INVALID_REQUEST at its
+// field path, and the app never runs them; params that break the schema are refused before
+// the app is asked.
+func TestParamValidatorThroughTheGateway(t *testing.T) {
+	t.Parallel()
+	app := &orders{}
+	e := newEnv(t, options{handlers: map[string]sdk.Handler{"org.example.orders": app}})
+	reg := e.register("org.example.orders", ordersManifest, "orders")
+	app.doc.Store(reg.Doc)
+	alice := e.addClient("alice", "user")
+
+	r := e.callApp(alice, "orders", "check", `{"qty":0,"stock":5}`, "")
+	wantCode(t, "below the schema's minimum", r, "INVALID_REQUEST")
+	if app.asked.Load() != 0 {
+		t.Errorf("the app was asked about params that break the schema")
+	}
+	r = e.callApp(alice, "orders", "check", `{"qty":9,"stock":5}`, "")
+	wantCode(t, "above the stock", r, "INVALID_REQUEST")
+	if !strings.Contains(r.Body.ErrorMessage, "params.qty") || strings.Contains(r.Body.ErrorMessage, "9") {
+		t.Errorf("the app's refusal: %q", r.Body.ErrorMessage)
+	}
+	if app.runs.Load() != 0 {
+		t.Fatal("params the app's rule refuses ran")
+	}
+	wantOK(t, "within the stock", e.callApp(alice, "orders", "check", `{"qty":2,"stock":5}`, ""))
+	if app.asked.Load() != 2 || app.runs.Load() != 1 {
+		t.Errorf("asked %d times, ran %d times", app.asked.Load(), app.runs.Load())
 	}
 }
