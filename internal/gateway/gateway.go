@@ -148,6 +148,9 @@ type Gateway struct {
 	unlockServe func() // releases the SQLite store's serve lock (Serve takes it, Close releases it)
 }
 
+// errClosed is Serve's error on a gateway that Close has begun to close.
+var errClosed = errors.New("gateway: closed")
+
 // errServed is Serve's error when another capgate serves the same SQLite store.
 var errServed = errors.New("another capgate serve holds this SQLite store (it may still be draining its calls): wait for it to stop, or run several replicas on PostgreSQL")
 
@@ -481,9 +484,19 @@ func (g *Gateway) endsAtShutdown(h http.Handler) http.Handler {
 // "/ui/login?t=SECRET" (web.Server.LoginLink): print it only where the person alone reads it.
 func (g *Gateway) LoginLink() string { return g.web.LoginLink() }
 
-// Serve listens as configured and serves until ctx is done, then shuts down gracefully. ready
-// is called with the addresses once listening.
+// Serve listens as configured and serves until ctx is done or Close begins, then shuts down
+// gracefully: it stops accepting, drains the calls in flight and returns once the sweep and
+// the store watch it ran have ended. ready is called with the addresses once listening.
 func (g *Gateway) Serve(ctx context.Context, ready func(tcp, socket string)) error {
+	// A Close that comes while serving ends the serve and waits for its drain.
+	g.lifeMu.Lock()
+	if g.closing {
+		g.lifeMu.Unlock()
+		return errClosed
+	}
+	g.running.Add(1)
+	g.lifeMu.Unlock()
+	defer g.running.Done()
 	// One serve at a time on a SQLite store, from before it listens until its drain and final
 	// checkpoint are done (Close): a second one started while the first drains would write
 	// the same log. Replicas share a PostgreSQL store instead.
@@ -721,8 +734,8 @@ func (g *Gateway) followTools(ctx context.Context) {
 	}
 }
 
-// Close ends Serve if it is serving, waits for the gateway's goroutines (the sweep, the
-// store watch, the tool-server sync) to end, stops the built-in apps and the tool servers,
+// Close ends Serve if it is serving and waits for its drain, waits for the gateway's
+// goroutines (the sweep, the store watch, the tool-server sync) to end, stops the built-in apps and the tool servers,
 // flushes the audit log, signs a final checkpoint and closes the store. Nothing the gateway
 // started runs once it returns.
 func (g *Gateway) Close() error {
