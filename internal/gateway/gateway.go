@@ -735,9 +735,9 @@ func (g *Gateway) followTools(ctx context.Context) {
 }
 
 // Close ends Serve if it is serving and waits for its drain, waits for the gateway's
-// goroutines (the sweep, the store watch, the tool-server sync) to end, stops the built-in apps and the tool servers,
-// flushes the audit log, signs a final checkpoint and closes the store. Nothing the gateway
-// started runs once it returns.
+// goroutines (the sweep, the store watch, the tool-server sync) to end, stops the built-in
+// apps and the tool servers (waiting for their goroutines too), flushes the audit log, signs
+// a final checkpoint and closes the store. Nothing the gateway started runs once it returns.
 func (g *Gateway) Close() error {
 	g.lifeMu.Lock()
 	g.closing = true
