@@ -16,7 +16,9 @@ import (
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/ipc"
+	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/store/sqlite"
 	"github.com/capgate/capgate/internal/toolserver"
 	"github.com/capgate/capgate/manifest"
 )
@@ -172,5 +174,63 @@ func TestCloseWaitsForItsGoroutines(t *testing.T) {
 	defer st.Close()
 	if _, err := st.ListConsents(ctx, store.ConsentPending); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Manager.Close returns only once its connections' goroutines (each server's loop and the
+// watch on its session) have ended.
+func TestManagerCloseWaits(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	control := filepath.Join(t.TempDir(), "control")
+	if err := os.WriteFile(control, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addServer(t, ctx, data, toolserver.Config{Name: "srv", Command: testServer, Args: []string{"-control", control}})
+	st, err := sqlite.Open(ctx, filepath.Join(data, gateway.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	reg, err := registry.New(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() (int, string) {
+		buf := make([]byte, 1<<22)
+		buf = buf[:runtime.Stack(buf, true)]
+		n, mine := 0, []string{}
+		for _, g := range strings.Split(string(buf), "\n\n") {
+			if strings.Contains(g, "internal/toolserver.(*server)") || strings.Contains(g, "internal/toolserver.(*Manager)") {
+				n++
+				mine = append(mine, g)
+			}
+		}
+		return n, strings.Join(mine, "\n\n")
+	}
+	for range 10 { // a goroutine left running ends soon after: look often
+		m := toolserver.NewManager(toolserver.Options{Env: toolserver.Env{Store: st, Registry: reg, DataDir: data},
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Relist: time.Hour})
+		if err := m.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, up, ok := m.Provider("mcp.srv"); !ok || !up {
+			t.Fatal("the tool server is not up")
+		}
+		if n, _ := count(); n == 0 {
+			t.Fatal("no goroutine of the connection runs")
+		}
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if n, stacks := count(); n != 0 {
+			t.Fatalf("%d goroutines of the manager run after Close:\n%s", n, stacks)
+		}
+		if err := m.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, ok := m.Provider("mcp.srv"); ok {
+			t.Fatal("a closed manager connected again")
+		}
 	}
 }
