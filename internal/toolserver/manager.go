@@ -59,7 +59,8 @@ func NewManager(o Options) *Manager {
 // tools, before returning) for every tool server registered since the last Sync, restarts
 // one whose Config changed, stops one removed, and has every other list again and re-read
 // its pins (an accept elsewhere). A server that cannot be reached is logged and retried
-// every Relist; its tools answer as unresponsive meanwhile. Sync fails only when the store
+// every Relist; meanwhile Provider reports it down (the broker refuses its tools as not
+// working right now), and a call that lands as it goes down answers as unresponsive. Sync fails only when the store
 // cannot be read.
 func (m *Manager) Sync(ctx context.Context) error {
 	cfgs, err := ListConfigs(ctx, m.o.Store)
@@ -134,8 +135,9 @@ func (m *Manager) Provider(appID string) (h sdk.Handler, up, ok bool) {
 
 // OperatorRead reports whether the operator's overlay classifies the tool behind capabilityID
 // of the tool server app appID as changing nothing (side effects none or read), as of the
-// last listing; the gateway's broker.Providers answers TrustedRead with it. A tool the overlay does not name counts
-// as the worst case, so it is never a read, whatever the server's annotations say.
+// last listing; the gateway's broker.Providers answers TrustedRead with it. A tool the
+// overlay does not name counts as the worst case, so it is never a read, whatever the
+// server's annotations say.
 func (m *Manager) OperatorRead(appID, capabilityID string) bool {
 	m.mu.Lock()
 	s, ok := m.servers[appID]
