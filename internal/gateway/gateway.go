@@ -284,7 +284,8 @@ func (g *Gateway) spawn(fn func(ctx context.Context)) bool {
 }
 
 // providers is the broker's Providers: the built-in apps whose handler could not start,
-// which are not working, and the tool servers, working while their session is up. The
+// which are not working, and the tool servers, working while their session is up (and not
+// before this gateway has connected one). The
 // working built-in apps and Config.Handlers are the broker's Handlers.
 type providers struct {
 	notStarted map[string]bool // fixed at Open: read without a lock
@@ -300,6 +301,11 @@ func (p providers) Provider(appID string) (sdk.Handler, broker.State) {
 	h, up, ok := p.tools.Provider(appID)
 	switch {
 	case !ok:
+		if _, ts := toolserver.NameOf(appID); ts {
+			// A tool server registered (by capgate toolserver add, or another replica)
+			// that this gateway has not connected yet.
+			return nil, broker.NotWorking
+		}
 		return nil, broker.NoProvider
 	case !up:
 		return nil, broker.NotWorking

@@ -150,3 +150,24 @@ func TestParamValidatorThroughTheGateway(t *testing.T) {
 		t.Errorf("asked %d times, ran %d times", app.asked.Load(), app.runs.Load())
 	}
 }
+
+// A tool server's app that this gateway has not connected (registered by another process,
+// its connection not yet made) is not working right now either, while an app registered
+// without a handler anywhere else is decided in full and answers APP_NOT_FOUND.
+func TestToolServerNotConnectedIsNotWorking(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, options{})
+	alice := e.addClient("alice", "user")
+	e.register("mcp.later", strings.ReplaceAll(strings.ReplaceAll(ghostManifest, "org.example.ghost", "mcp.later"), "ghost.mcp.later", "tool.mcp.later"), "later")
+	e.register("org.example.ghost", ghostManifest, "ghost")
+	r := e.callApp(alice, "later", "ping", `{}`, "")
+	wantCode(t, "a tool server not connected", r, "METHOD_NOT_FOUND")
+	if !strings.Contains(r.Body.ErrorMessage, "not working right now") {
+		t.Errorf("%q does not say the tool server is not working", r.Body.ErrorMessage)
+	}
+	r = e.callApp(alice, "ghost", "ping", `{}`, "")
+	wantCode(t, "an app with no handler", r, "APP_NOT_FOUND")
+	if !strings.Contains(r.Body.ErrorMessage, "not running") {
+		t.Errorf("%q does not say the app is not running", r.Body.ErrorMessage)
+	}
+}
