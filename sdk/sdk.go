@@ -18,8 +18,11 @@
 //		return sdk.Result{}, sdk.NotFound(id)
 //	}
 //
-// The gateway validates params with ValidateParams before Invoke: against the capability's
-// parameters schema by default, or by the handler's own ParamValidator when it has one.
+// The gateway checks params against the capability's parameters schema before Invoke, and
+// then, for a handler that implements ParamValidator, by the handler's own rules: a call
+// whose params break either is refused as INVALID_REQUEST, naming the field paths, and
+// Invoke never sees it. ValidateParams runs the same two checks, for tests and hosts of
+// their own.
 package sdk
 
 import (
@@ -40,9 +43,18 @@ type Handler interface {
 	Invoke(ctx context.Context, capabilityID string, params json.RawMessage, ic InvocationContext) (Result, error)
 }
 
-// ParamValidator is implemented by a handler that checks params itself (cross-field checks,
-// business rules). It replaces the default schema check, so it should call
-// DefaultValidateParams first.
+// ParamValidator is implemented by a handler whose params have rules a schema cannot say
+// (cross-field checks, business rules). The gateway calls it after its own check of the
+// capability's parameters schema, never instead of it: the params it gets have passed the
+// schema (strict JSON, no duplicate member), so it need not check them again. It is called
+// for every call that gets that far, explain included, from many goroutines at once: it
+// must be safe for concurrent use, quick, and without side effects.
+//
+// A nil error lets the call go on. Any error refuses the call as INVALID_REQUEST: an
+// InvalidParams error names its field paths (its Problems, paths inside the params such as
+// "items[2].qty", with the rule each breaks and never the value); any other error refuses
+// the params as a whole, and its text is not shown. To refuse a call for another reason
+// (the person may not, the state forbids it), return the error from Invoke instead.
 type ParamValidator interface {
 	ValidateParams(capabilityID string, params json.RawMessage) error
 }
@@ -86,13 +98,20 @@ type Result struct {
 	UndoToken  string          `json:"undo_token,omitempty"`
 }
 
-// ValidateParams checks params for a capability of h: by h's own ParamValidator when it has
-// one, else by DefaultValidateParams.
+// ValidateParams checks params for a capability of h as the gateway does: by
+// DefaultValidateParams, and then, when they pass and h is a ParamValidator, by h's own
+// rules, whose error it returns as it is.
 func ValidateParams(h Handler, capabilityID string, params json.RawMessage) error {
+	if err := DefaultValidateParams(h.Manifest(), capabilityID, params); err != nil {
+		return err
+	}
 	if v, ok := h.(ParamValidator); ok {
+		if len(params) == 0 {
+			params = json.RawMessage("{}")
+		}
 		return v.ValidateParams(capabilityID, params)
 	}
-	return DefaultValidateParams(h.Manifest(), capabilityID, params)
+	return nil
 }
 
 // DefaultValidateParams checks params against the capability's parameters schema. It returns

@@ -169,3 +169,34 @@ func TestValidateParamsConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// lenient has rules of its own and forgets the schema: the schema is checked all the same.
+type lenient struct {
+	*notes
+	asked *int
+}
+
+func (l lenient) ValidateParams(id string, params json.RawMessage) error {
+	*l.asked++
+	if strings.Contains(string(params), `"limit":3`) {
+		return sdk.InvalidParams(manifest.Problems{{Path: "limit", Rule: "must not be three"}})
+	}
+	return nil
+}
+
+// Issue 16: a ParamValidator runs after the schema, never instead of it.
+func TestParamValidatorAfterTheSchema(t *testing.T) {
+	asked := 0
+	h := lenient{&notes{doc: load(t)}, &asked}
+	const search = "notes.org.example.notes.search"
+	var e *sdk.Error
+	if err := sdk.ValidateParams(h, search, json.RawMessage(`{"query":5}`)); !errors.As(err, &e) || e.Code != sdk.CodeInvalidParams || asked != 0 {
+		t.Fatalf("params that break the schema: %v (the validator was asked %d times)", err, asked)
+	}
+	if err := sdk.ValidateParams(h, search, json.RawMessage(`{"query":"x","limit":3}`)); !errors.As(err, &e) || len(e.Problems) != 1 || e.Problems[0].Path != "limit" {
+		t.Fatalf("the handler's rule: %v", err)
+	}
+	if err := sdk.ValidateParams(h, search, json.RawMessage(`{"query":"x","limit":4}`)); err != nil || asked != 2 {
+		t.Fatalf("params that keep both: %v (asked %d times)", err, asked)
+	}
+}

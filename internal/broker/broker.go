@@ -45,18 +45,11 @@ type Options struct {
 	// TokenKey is capgate's own key: it signs the tokens it issues (Tokens verifies them with
 	// its public half). Required to issue tokens.
 	TokenKey ed25519.PrivateKey
-	// Handlers are the in-process providers, by app id.
+	// Handlers are the in-process providers, by app id: always working.
 	Handlers map[string]sdk.Handler
-	// Providers, when set, is asked for the provider of an app Handlers does not hold: the
-	// tool servers, which come and go while the gateway runs. It must be safe for
-	// concurrent use.
-	Providers func(appID string) (sdk.Handler, bool)
-	// TrustedRead, when set, reports whether a Tier 2 capability that declares side effects
-	// none or read was classified so by someone capgate trusts rather than by the app: the
-	// operator's overlay of a tool server. Such a call runs before its decision record is
-	// durable, as a Tier 1 read does, so that its answer waits for one commit instead of two.
-	// It must be safe for concurrent use.
-	TrustedRead func(appID, capabilityID string) bool
+	// Providers, when set, finds the provider of an app Handlers does not hold, and says
+	// whether it is working (the tool servers, the built-in apps that could not start).
+	Providers Providers
 	// DelayedCommit is how long an allowed irreversible call waits, cancellable (default 3 s;
 	// negative: no wait).
 	DelayedCommit time.Duration
@@ -74,9 +67,8 @@ type Options struct {
 	// built-in apps resolve relative paths against. "" refuses relative paths under such
 	// tokens.
 	PathDir string
-	// Observe, when set, is told of every finished call: its outcome, its code ("" for
-	// success) and how long it took. The gateway feeds its metrics from it.
-	Observe func(outcome, code string, took time.Duration)
+	// Meter, when set, is told of every finished call. The gateway feeds its metrics from it.
+	Meter Meter
 	// RequireToken requires a token (or the person's consent) for every call of every
 	// client, as Caller.RequireToken does for one: a low-risk read then runs without one
 	// only when it is public (policy.RunsWithoutToken).
@@ -168,6 +160,11 @@ type facts struct {
 	// resolved are the path params the token's allowed_paths checked, each as the absolute,
 	// link-resolved path it matched: the provider gets these in place of what the agent sent.
 	resolved []token.Value
+	// h is the provider of the capability's app, when it is working.
+	h sdk.Handler
+	// mandateErr is why the person's mandates could not be read: the call is refused
+	// rather than decided without them (a mandate only narrows).
+	mandateErr error
 }
 
 func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
@@ -183,7 +180,13 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 	cap, ok := b.o.Registry.Method(req.App, req.Method)
 	if ok {
 		f.cap = cap
-		f.call.CapabilityFound, f.call.Enabled, f.call.Pinned, f.call.Working = true, cap.App.Enabled, b.o.Registry.Pinned(cap.Cap.ID), true
+		// An app with no provider here is decided in full and answers APP_NOT_FOUND where
+		// it would run; one whose provider is down is not working (step 1).
+		h, state := b.provider(cap.App.ID)
+		if state == Working {
+			f.h = h
+		}
+		f.call.CapabilityFound, f.call.Enabled, f.call.Pinned, f.call.Working = true, cap.App.Enabled, b.o.Registry.Pinned(cap.Cap.ID), state != NotWorking
 		f.call.Capability = *cap.Cap
 		f.call.Tier = int(cap.App.Tier)
 		f.perm = cap.Cap.Permission
@@ -237,6 +240,11 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 			} else {
 				f.call.ParamsProblems = []string{"params"}
 			}
+		} else if v, is := f.h.(sdk.ParamValidator); is && f.call.Working && !tokenRefused(f.call.Token) {
+			// The app's own rules, after the schema and never instead of it, and only for a
+			// call steps 1 and 2 let through: the app sees no params of a call that its
+			// token already refuses.
+			f.call.ParamsProblems = appParamProblems(v, cap.Cap.ID, req.Params)
 		}
 		if f.hasToken {
 			// A token that constrains no param (the usual case) has nothing to check here,
@@ -247,11 +255,55 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 				f.call.ConstraintOK, f.call.ConstraintRule, f.resolved = v.OK, v.Rule, v.Resolved
 			}
 		}
-		if m, err := b.mandate(ctx, f.perm); err == nil && m != nil {
+		if m, err := b.mandate(ctx, f.perm); err != nil {
+			f.mandateErr = err
+		} else if m != nil {
 			f.call.Mandate = m
 		}
 	}
 	return f
+}
+
+// tokenRefused reports whether step 2 refuses the call's token.
+func tokenRefused(t policy.TokenFacts) bool {
+	return t.Present && (!t.Valid || t.Revoked || t.Expired || t.Exhausted)
+}
+
+// appParamProblems runs the app's own ParamValidator on params that passed the schema and
+// returns the field paths it names: an *sdk.Error's Problems, or "params" for any other
+// refusal (an error's text is the app's and is not shown). A validator that panics refuses.
+func appParamProblems(v sdk.ParamValidator, capID string, params json.RawMessage) (paths []string) {
+	defer func() {
+		if recover() != nil {
+			paths = []string{"params"}
+		}
+	}()
+	err := v.ValidateParams(capID, params)
+	if err == nil {
+		return nil
+	}
+	var e *sdk.Error
+	if errors.As(err, &e) {
+		for _, p := range e.Problems {
+			if len(paths) == maxAppProblems {
+				break
+			}
+			// The app names paths inside the params, as sdk.DefaultValidateParams does; the
+			// gateway's own check names them from "params".
+			switch {
+			case p.Path == "":
+				paths = append(paths, "params")
+			case strings.HasPrefix(p.Path, "["):
+				paths = append(paths, "params"+p.Path)
+			default:
+				paths = append(paths, "params."+p.Path)
+			}
+		}
+	}
+	if len(paths) == 0 {
+		paths = []string{"params"}
+	}
+	return paths
 }
 
 // tokenConstraints runs the token's constraints on the params. Which params are paths,
@@ -261,7 +313,11 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 // are refused by a token with path or command constraints.
 func tokenConstraints(t token.Token, cap registry.Capability, perm string, raw json.RawMessage, dir string, now time.Time) token.Verdict {
 	var decoded any
-	_ = json.Unmarshal(raw, &decoded)
+	if err := json.Unmarshal(raw, &decoded); err != nil {
+		// Params that passed the schema always decode; what cannot be read is not let
+		// through a constraint.
+		return token.Verdict{Rule: token.RuleUnclassified}
+	}
 	params, _ := decoded.(map[string]any)
 	found := cap.Classes.Find(decoded)
 	in := token.Input{
@@ -319,7 +375,12 @@ func errText(err error) string {
 // Explain returns the decision a call would get and why, with no side effect: no use is
 // taken, no consent asked, nothing recorded, nothing run.
 func (b *Broker) Explain(ctx context.Context, caller Caller, req Request) policy.Decision {
-	return policy.Decide(b.gather(ctx, caller, req).call)
+	f := b.gather(ctx, caller, req)
+	d := policy.Decide(f.call)
+	if f.mandateErr != nil && d.Outcome != policy.Deny {
+		return policy.Decision{Outcome: policy.Deny, Code: CodeExecutionFailed, Explanation: errMandates}
+	}
+	return d
 }
 
 // validateParams checks the params against the capability's schema: the decoded value a
@@ -384,7 +445,7 @@ func (b *Broker) record(ctx context.Context, f facts, caller Caller, req Request
 
 // readsOnly reports whether the call's capability changes nothing (side effects none or read)
 // on a word capgate trusts: a Tier 1 app's signed declaration, or, for a Tier 2 capability,
-// Options.TrustedRead (an operator's classification of a tool server's tool). Its decision
+// Providers.TrustedRead (an operator's classification of a tool server's tool). Its decision
 // record need not be durable before it runs, only before its answer leaves. A Tier 2 app's
 // own declaration is never enough: it may lie.
 func (b *Broker) readsOnly(f facts) bool {
@@ -395,7 +456,16 @@ func (b *Broker) readsOnly(f facts) bool {
 	if f.cap.App.Tier == manifest.Tier1 {
 		return true
 	}
-	return b.o.TrustedRead != nil && b.o.TrustedRead(f.cap.App.ID, c.ID)
+	return b.o.Providers != nil && b.o.Providers.TrustedRead(f.cap.App.ID, c.ID)
+}
+
+// recordingCtx is the context a refusal or an outcome is recorded on: ctx, or, once ctx has
+// ended (the caller went away, its deadline passed), one of its own for at most recordGrace.
+func recordingCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Err() == nil {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), recordGrace)
 }
 
 func clip(s string) string {
@@ -409,12 +479,12 @@ func clip(s string) string {
 func (b *Broker) Call(ctx context.Context, caller Caller, req Request) Result {
 	start := time.Now()
 	res := b.call(ctx, caller, req)
-	if b.o.Observe != nil {
+	if b.o.Meter != nil {
 		outcome := string(res.Decision.Outcome)
 		if outcome == "" {
 			outcome = string(policy.Deny)
 		}
-		b.o.Observe(outcome, res.Code, time.Since(start))
+		b.o.Meter.CallDone(outcome, res.Code, time.Since(start))
 	}
 	return res
 }
@@ -426,6 +496,11 @@ func (b *Broker) call(ctx context.Context, caller Caller, req Request) Result {
 	callID := newID("call_")
 	f, d := b.decide(ctx, caller, req)
 	res := Result{Decision: d, CallID: callID}
+	if f.mandateErr != nil && d.Outcome != policy.Deny {
+		// Without the person's mandates the call cannot be decided: one may narrow it.
+		res.Decision.Outcome = policy.Deny
+		return b.refuse(ctx, f, caller, req, res, CodeExecutionFailed, errMandates)
+	}
 
 	if d.Outcome == policy.Ask && !caller.NeverAsk {
 		// A client disabled or removed since it was authenticated asks the person nothing.
@@ -436,8 +511,17 @@ func (b *Broker) call(ctx context.Context, caller Caller, req Request) Result {
 		}
 		cid, granted, denied, err := b.ask(ctx, f, caller, req, callID, d)
 		res.ConsentID = cid
-		if err != nil {
-			return b.refuse(ctx, f, caller, req, res, policy.CodeConsentRequired, "the call waits for the person's consent: "+err.Error())
+		switch {
+		case errors.Is(err, errAskUnrecorded):
+			// Nothing waits on the person unaudited: the request was withdrawn.
+			return Result{Decision: denyDecision(), CallID: callID, ConsentID: cid, Code: CodeExecutionFailed, Message: errAuditRefused}
+		case err != nil:
+			res.Decision.Outcome = policy.Deny
+			code, msg := askRefusal(err)
+			if code == policy.CodeConsentRequired {
+				res.Decision.Outcome = policy.Ask // still pending: the answer names it
+			}
+			return b.refuse(ctx, f, caller, req, res, code, msg)
 		}
 		f.call.ConsentGranted, f.call.ConsentDenied = granted, denied
 		d = policy.Decide(f.call)
@@ -503,7 +587,8 @@ func (b *Broker) call(ctx context.Context, caller Caller, req Request) Result {
 		id, err := b.o.Consent.Commit(ctx, creq, d.DelayedCommit)
 		res.ConsentID = id
 		if err != nil {
-			return b.outcome(ctx, f, caller, req, res, nil, 0, policy.CodeConsentDenied, "the person cancelled the call during its delayed-commit window")
+			code, msg := commitRefusal(err)
+			return b.outcome(ctx, f, caller, req, res, nil, 0, code, msg)
 		}
 	}
 	return b.run(ctx, f, caller, req, res, nil)
@@ -535,6 +620,61 @@ func clientRefusal(err error) (string, string) {
 	return CodeExecutionFailed, "the client could not be checked"
 }
 
+// errUndoLost is the message of a call that ran and whose undo could not be saved.
+const errUndoLost = "the call ran, but its undo could not be saved: it cannot be undone"
+
+// errMandates is the message of a call refused because the person's mandates could not be
+// read.
+const errMandates = "the call was refused: the person's mandates could not be read"
+
+// commitRefusal is the code and message of a call that did not run because its
+// delayed-commit window ended with Commit's err: what happened, since only a cancel is the
+// person's doing.
+func commitRefusal(err error) (string, string) {
+	switch {
+	case errors.Is(err, consent.ErrCancelled):
+		return policy.CodeConsentDenied, "the person cancelled the call during its delayed-commit window"
+	case errors.Is(err, consent.ErrDenied):
+		return policy.CodeConsentDenied, "the call's delayed commit was denied, by the person or because no approval surface could show it; it did not run"
+	case errors.Is(err, context.DeadlineExceeded):
+		return CodeTimeout, "the call's deadline passed during its delayed-commit window; it did not run"
+	case errors.Is(err, context.Canceled):
+		return CodeExecutionFailed, "the caller went away during the call's delayed-commit window; it did not run"
+	case errors.Is(err, consent.ErrExpired):
+		return CodeExecutionFailed, "the end of the call's delayed-commit window could not be recorded in time; it did not run"
+	case errors.Is(err, consent.ErrInvalidRequest):
+		return CodeExecutionFailed, "the call's delayed-commit window could not be opened (its request breaks a rule of the approval surface); it did not run"
+	}
+	return CodeExecutionFailed, "the call's delayed-commit window could not be kept (the store failed); it did not run"
+}
+
+// errAskUnrecorded is an ask whose decision record could not be written: the request is
+// withdrawn and the call refused, as any call whose record fails.
+var errAskUnrecorded = errors.New("the ask's audit record could not be written")
+
+// errNoAnswer is an ask that stopped waiting before the person answered: the request stays
+// pending, and the answer names it.
+var errNoAnswer = errors.New("no answer yet")
+
+// askRefusal is the code and message of a call whose ask ended with err (not
+// errAskUnrecorded).
+func askRefusal(err error) (string, string) {
+	switch {
+	case errors.Is(err, errNoAnswer):
+		return policy.CodeConsentRequired, "the call waits for the person's consent: no answer yet"
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return policy.CodeConsentRequired, "the call waits for the person's consent: the caller stopped waiting"
+	case errors.Is(err, consent.ErrInvalidRequest):
+		return CodeExecutionFailed, "the call needs the person's consent, and it cannot be shown to them as it is; nothing was asked"
+	}
+	return CodeExecutionFailed, "the call needs the person's consent, and the request could not be made or its answer read (the store failed)"
+}
+
+// byRefused answers a consent request whose call was refused before the person was asked
+// (its audit record could not be written). It starts with "capgate:", which no person's
+// answer can.
+const byRefused = "capgate: call refused"
+
 // errAuditRefused is the message of a call refused because its audit record could not be
 // written.
 const errAuditRefused = "the call was refused: its audit record could not be written"
@@ -557,14 +697,20 @@ func (b *Broker) consentRequest(f facts, caller Caller, req Request, kind string
 	return r
 }
 
-// ask creates a consent request for this one call and waits for the answer.
+// ask creates a consent request for this one call and waits for the answer. Its record is
+// durable before anyone is asked: when it cannot be written, the request is withdrawn and
+// ask returns errAskUnrecorded. errNoAnswer (the request stays pending) when the wait ends
+// first, ctx's error when the caller stops waiting, another error when something broke.
 func (b *Broker) ask(ctx context.Context, f facts, caller Caller, req Request, callID string, d policy.Decision) (id string, granted, denied bool, err error) {
 	c, err := b.o.Consent.Ask(ctx, b.consentRequest(f, caller, req, consent.KindCall))
 	if err != nil {
 		return "", false, false, err
 	}
 	id = c.ID
-	_ = b.record(ctx, f, caller, req, callID, "decision", string(policy.Ask), d.Code, d.Explanation, "consent requested", id, 0)
+	if err := b.record(ctx, f, caller, req, callID, "decision", string(policy.Ask), d.Code, d.Explanation, "consent requested", id, 0); err != nil {
+		b.withdrawAsk(ctx, id)
+		return id, false, false, errAskUnrecorded
+	}
 	if c.State != store.ConsentPending {
 		return id, c.State == store.ConsentApproved, c.State != store.ConsentApproved, nil
 	}
@@ -574,10 +720,26 @@ func (b *Broker) ask(ctx context.Context, f facts, caller Caller, req Request, c
 	wctx, cancel := context.WithTimeout(ctx, b.o.ConsentWait)
 	defer cancel()
 	c, err = b.o.Consent.Wait(wctx, id)
-	if err != nil {
-		return id, false, false, errors.New("no answer yet") // the request stays pending: the answer names it
+	switch {
+	case err == nil:
+		return c.ID, c.State == store.ConsentApproved, c.State != store.ConsentApproved, nil
+	case ctx.Err() != nil:
+		return id, false, false, ctx.Err()
+	case wctx.Err() != nil:
+		return id, false, false, errNoAnswer
 	}
-	return c.ID, c.State == store.ConsentApproved, c.State != store.ConsentApproved, nil
+	return id, false, false, err
+}
+
+// withdrawAsk cancels the pending request id of a call that is refused before anyone may
+// answer it, on a context of its own (the call's may be done). A request answered meanwhile
+// is left as it is: its call does not run either way.
+func (b *Broker) withdrawAsk(ctx context.Context, id string) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := b.o.Store.AnswerConsent(wctx, id, store.ConsentCancelled, byRefused, "", b.o.Now()); err == nil {
+		b.o.Consent.Changed()
+	}
 }
 
 func (b *Broker) refuse(ctx context.Context, f facts, caller Caller, req Request, res Result, code, msg string) Result {
@@ -589,7 +751,9 @@ func (b *Broker) refuse(ctx context.Context, f facts, caller Caller, req Request
 	if outcome == "" {
 		outcome = string(policy.Deny)
 	}
-	if err := b.record(ctx, f, caller, req, res.CallID, "decision", outcome, code, msg, "refused", res.ConsentID, 0); err != nil {
+	rctx, cancel := recordingCtx(ctx)
+	defer cancel()
+	if err := b.record(rctx, f, caller, req, res.CallID, "decision", outcome, code, msg, "refused", res.ConsentID, 0); err != nil {
 		res.Message += " (and its audit record could not be written)"
 	}
 	return res
@@ -599,12 +763,9 @@ func (b *Broker) refuse(ctx context.Context, f facts, caller Caller, req Request
 // read, to be written with the outcome (nil when it is durable already).
 func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, res Result, decided *audit.Record) Result {
 	c := f.cap.Cap
-	h, ok := b.o.Handlers[f.cap.App.ID]
-	if !ok && b.o.Providers != nil {
-		h, ok = b.o.Providers(f.cap.App.ID)
-	}
-	if !ok {
-		return b.outcome(ctx, f, caller, req, res, decided, 0, "APP_NOT_FOUND", "the app is registered but not running")
+	h := f.h
+	if h == nil {
+		return b.outcome(ctx, f, caller, req, res, decided, 0, policy.CodeAppNotFound, "the app is registered but not running")
 	}
 	timeout := b.o.DefaultTimeout
 	if c.TimeoutMS > 0 {
@@ -663,9 +824,11 @@ func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, r
 	if out.UndoToken != "" && c.UndoWindowMS != nil && *c.UndoWindowMS > 0 {
 		until := b.o.Now().Add(time.Duration(*c.UndoWindowMS) * time.Millisecond)
 		tok, err := b.saveUndo(ctx, undoRecord{AppID: f.cap.App.ID, Capability: c.ID, ClientID: caller.ClientID, HandlerToken: out.UndoToken, Until: until.UnixMilli(), CallID: res.CallID})
-		if err == nil {
-			res.UndoToken, res.UndoUntil = tok, until
+		if err != nil {
+			// The call ran; only its undo is lost. Say so, in the answer and the record.
+			return b.outcome(ctx, f, caller, req, res, decided, dur, "", errUndoLost)
 		}
+		res.UndoToken, res.UndoUntil = tok, until
 	}
 	return b.outcome(ctx, f, caller, req, res, decided, dur, "", "")
 }
@@ -688,6 +851,13 @@ func (b *Broker) outcome(ctx context.Context, f facts, caller Caller, req Reques
 	}
 	rec := b.auditRecord(f, caller, req, res.CallID, "outcome", string(policy.Allow), code, msg, result, res.ConsentID, dur)
 	var err error
+	if decided == nil {
+		// The decision is on record: its outcome is written even when the call's context
+		// has ended, so that the log says how the call ended.
+		var cancel context.CancelFunc
+		ctx, cancel = recordingCtx(ctx)
+		defer cancel()
+	}
 	if decided != nil {
 		var pd, po *audit.Pending
 		if pd, po, err = b.o.Audit.SubmitPair(ctx, *decided, rec); err == nil {

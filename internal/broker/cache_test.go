@@ -314,8 +314,14 @@ func (p *probe) Invoke(ctx context.Context, id string, params json.RawMessage, i
 	return p.notes.Invoke(ctx, strings.Replace(id, "org.example.memo", notesID, 1), params, ic)
 }
 
+// readsOf is Providers with no provider of its own that classifies reads as trusted says.
+type readsOf func(appID, capID string) bool
+
+func (readsOf) Provider(string) (sdk.Handler, State)   { return nil, NoProvider }
+func (r readsOf) TrustedRead(appID, capID string) bool { return r(appID, capID) }
+
 // A Tier 2 app's own claim that a capability only reads is not trusted: its call runs only
-// once its decision record is durable, unless Options.TrustedRead (an operator's
+// once its decision record is durable, unless Providers.TrustedRead (an operator's
 // classification) says it reads. A Tier 1 read runs first either way.
 func TestTier2ReadRunsFirstOnlyWhenTrusted(t *testing.T) {
 	ctx := context.Background()
@@ -334,9 +340,9 @@ func TestTier2ReadRunsFirstOnlyWhenTrusted(t *testing.T) {
 	var trusted atomic.Bool
 	b, err := New(Options{Store: e.st, Registry: e.b.o.Registry, Tokens: e.b.o.Tokens, Audit: e.writer, Consent: e.consents,
 		Handlers: map[string]sdk.Handler{notesID: tier1, "org.example.memo": p}, DelayedCommit: -1,
-		TrustedRead: func(appID, capID string) bool {
+		Providers: readsOf(func(appID, capID string) bool {
 			return trusted.Load() && appID == "org.example.memo" && capID == "notes.org.example.memo.search"
-		}})
+		})})
 	if err != nil {
 		t.Fatal(err)
 	}

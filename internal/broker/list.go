@@ -31,9 +31,10 @@ func trustRank(t manifest.AuthLevel) int {
 }
 
 // UsableBy lists the capabilities of the broker's registry that caller may use, in the
-// registry's order: every capability of an enabled app whose auth_level the caller's trust
-// reaches and that is pinned (registry.Registry.Pinned). Unknown, disabled, unpinned and
-// above-trust capabilities are refused outright and never listed. The fronts share it so
+// registry's order: every capability of an enabled app whose provider is not down
+// (ProviderState NotWorking), whose auth_level the caller's trust reaches and that is pinned
+// (registry.Registry.Pinned). Unknown, disabled, not working, unpinned and above-trust
+// capabilities are refused outright and never listed. The fronts share it so
 // that the IPC API and MCP list the same capabilities for the same client, and it reads
 // step 5 of the decision as the decision does (policy.RunsWithoutToken), with the host's
 // RequireToken.
@@ -43,6 +44,9 @@ func (b *Broker) UsableBy(caller Caller) []Usable {
 	for _, app := range b.o.Registry.List() {
 		if !app.Enabled {
 			continue
+		}
+		if _, st := b.provider(app.ID); st == NotWorking {
+			continue // step 1 refuses its calls: not working right now
 		}
 		caps := app.Doc.Manifest().Capabilities
 		for i := range caps {

@@ -129,8 +129,10 @@ func (g *Gateway) builtins(st store.State) []builtin {
 }
 
 // registerBuiltins signs and registers the built-in apps and starts their handlers. An app
-// whose handler cannot start (a workspace it cannot open, a system it does not run on) is
-// left out with a warning; the others run.
+// whose handler cannot start (a workspace it cannot open, a system it does not run on, the
+// terminal and python without a sandbox) is left out with a warning and kept in
+// g.notStarted: it stays registered, its calls are refused as not working right now, and
+// the lists leave it out. The others run.
 func (g *Gateway) registerBuiltins(ctx context.Context, st store.State) (map[string]sdk.Handler, error) {
 	keyPath := filepath.Join(g.cfg.DataDir, AppKeyFile)
 	key, err := loadOrCreate(keyPath)
@@ -142,6 +144,7 @@ func (g *Gateway) registerBuiltins(ctx context.Context, st store.State) (map[str
 	}
 	trustDir := filepath.Join(g.cfg.DataDir, LocalTrustDir)
 	handlers := map[string]sdk.Handler{}
+	g.notStarted = map[string]bool{}
 	for _, b := range g.builtins(st) {
 		pubPath := filepath.Join(trustDir, b.id+".pub")
 		if _, err := keys.LoadPublicKey(pubPath); err != nil {
@@ -163,7 +166,8 @@ func (g *Gateway) registerBuiltins(ctx context.Context, st store.State) (map[str
 		}
 		h, err := b.start(app.Doc)
 		if err != nil {
-			g.log.Warn("a built-in app cannot start; its calls answer APP_NOT_FOUND", "app", b.id, "err", err)
+			g.log.Warn("a built-in app cannot start; it is not working, and its calls are refused as METHOD_NOT_FOUND", "app", b.id, "err", err)
+			g.notStarted[b.id] = true
 			continue
 		}
 		handlers[b.id] = h

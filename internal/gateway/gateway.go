@@ -125,9 +125,18 @@ type Gateway struct {
 	ring       *syslog.Ring // capgate's own log, which the syslog app reads
 	closers    []io.Closer  // built-in apps that hold processes or open folders
 	tools      *toolserver.Manager
-	web        *web.Server // the approval page, /ui/
-	toolsSync  sync.Mutex  // one tool-server sync at a time
-	toolsAgain atomic.Bool // a reload came while a sync ran
+	web        *web.Server     // the approval page, /ui/
+	toolsKick  chan struct{}   // a registry reload asks the tool-server connections to sync
+	notStarted map[string]bool // built-in apps whose handler could not start
+
+	// life ends when Close begins; every goroutine the gateway starts (the sweep and the
+	// store watch under Serve, the tool-server sync) watches it and is counted in running,
+	// which Close waits for, so that none outlives Close.
+	life    context.Context
+	endLife context.CancelFunc
+	lifeMu  sync.Mutex // guards closing and running's Add against Close's Wait
+	closing bool
+	running sync.WaitGroup
 
 	appStateOps atomic.Int64 // AppStateOps
 
@@ -138,6 +147,9 @@ type Gateway struct {
 
 	unlockServe func() // releases the SQLite store's serve lock (Serve takes it, Close releases it)
 }
+
+// errClosed is Serve's error on a gateway that Close has begun to close.
+var errClosed = errors.New("gateway: closed")
 
 // errServed is Serve's error when another capgate serves the same SQLite store.
 var errServed = errors.New("another capgate serve holds this SQLite store (it may still be draining its calls): wait for it to stop, or run several replicas on PostgreSQL")
@@ -173,7 +185,8 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		st.Close()
 		return nil, err
 	}
-	g := &Gateway{cfg: cfg, Store: st, Key: key}
+	g := &Gateway{cfg: cfg, Store: st, Key: key, toolsKick: make(chan struct{}, 1)}
+	g.life, g.endLife = context.WithCancel(context.Background())
 	g.streams, g.endStreams = context.WithCancel(context.Background())
 	// capgate's own log goes where the operator sent it and into the ring the syslog app reads.
 	g.ring = syslog.NewRing(0)
@@ -208,6 +221,9 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		st.Close()
 		return nil, err
 	}
+	for id := range cfg.Handlers {
+		delete(g.notStarted, id) // the caller's handler serves it
+	}
 	handlers := map[string]sdk.Handler{}
 	for id, h := range builtins {
 		handlers[id] = h
@@ -222,9 +238,9 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	g.tools = toolserver.NewManager(toolserver.Options{Env: toolserver.Env{Store: st, Registry: g.Registry, DataDir: cfg.DataDir, Version: "capgate"},
 		Audit: g.Audit, Logger: g.log, Relist: cfg.ToolServerRelist})
 	g.Broker, err = broker.New(broker.Options{Store: st, Registry: g.Registry, Tokens: token.NewVerifier(key.Public().(ed25519.PublicKey), 4096),
-		Audit: g.Audit, Consent: g.Consent, Handlers: handlers, TokenKey: key, Observe: g.metrics.observe,
+		Audit: g.Audit, Consent: g.Consent, Handlers: handlers, TokenKey: key, Meter: g.metrics,
 		ConsentWait: cfg.ConsentWait, DelayedCommit: cfg.DelayedCommit, PathDir: g.workspace,
-		AlsoNeeds: map[string][]string{python.ExecuteFileID: {"fs.read"}}, Providers: g.tools.Handler, TrustedRead: g.tools.OperatorRead,
+		AlsoNeeds: map[string][]string{python.ExecuteFileID: {"fs.read"}}, Providers: providers{notStarted: g.notStarted, tools: g.tools},
 		RequireToken: cfg.RequireToken})
 	if err != nil {
 		g.Close()
@@ -234,8 +250,6 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		Audit:        g.Audit,
 		AllowedHosts: cfg.UIHosts,
 		ToolServers:  &toolserver.Env{Store: st, Registry: g.Registry, DataDir: cfg.DataDir, Version: "capgate"},
-		// An accept on the page pins the tool in the store; the connections read it now.
-		ToolsChanged: func() { go g.syncTools(context.Background()) },
 		// The lockfile in the data folder, as capgate plugin uses it. Approving re-diffs the
 		// pending widening against the lock; it verifies no signature, so no trust is needed.
 		Plugins: &plugin.Host{DataDir: cfg.DataDir}})
@@ -249,7 +263,58 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, fmt.Errorf("gateway: tool servers: %w", err)
 	}
+	g.spawn(g.followTools)
 	return g, nil
+}
+
+// spawn runs fn on a goroutine of the gateway's: fn gets the gateway's life, must return
+// once it ends, and Close waits until it has. After Close has begun, spawn runs nothing.
+func (g *Gateway) spawn(fn func(ctx context.Context)) bool {
+	g.lifeMu.Lock()
+	defer g.lifeMu.Unlock()
+	if g.closing {
+		return false
+	}
+	g.running.Add(1)
+	go func() {
+		defer g.running.Done()
+		fn(g.life)
+	}()
+	return true
+}
+
+// providers is the broker's Providers: the built-in apps whose handler could not start,
+// which are not working, and the tool servers, working while their session is up (and not
+// before this gateway has connected one). The
+// working built-in apps and Config.Handlers are the broker's Handlers.
+type providers struct {
+	notStarted map[string]bool // fixed at Open: read without a lock
+	tools      *toolserver.Manager
+}
+
+var _ broker.Providers = providers{}
+
+func (p providers) Provider(appID string) (sdk.Handler, broker.State) {
+	if p.notStarted[appID] {
+		return nil, broker.NotWorking
+	}
+	h, up, ok := p.tools.Provider(appID)
+	switch {
+	case !ok:
+		if _, ts := toolserver.NameOf(appID); ts {
+			// A tool server registered (by capgate toolserver add, or another replica)
+			// that this gateway has not connected yet.
+			return nil, broker.NotWorking
+		}
+		return nil, broker.NoProvider
+	case !up:
+		return nil, broker.NotWorking
+	}
+	return h, broker.Working
+}
+
+func (p providers) TrustedRead(appID, capabilityID string) bool {
+	return p.tools.OperatorRead(appID, capabilityID)
 }
 
 // DefaultWorkspace is the workspace of a gateway with the data folder dataDir when none is
@@ -425,9 +490,19 @@ func (g *Gateway) endsAtShutdown(h http.Handler) http.Handler {
 // "/ui/login?t=SECRET" (web.Server.LoginLink): print it only where the person alone reads it.
 func (g *Gateway) LoginLink() string { return g.web.LoginLink() }
 
-// Serve listens as configured and serves until ctx is done, then shuts down gracefully. ready
-// is called with the addresses once listening.
+// Serve listens as configured and serves until ctx is done or Close begins, then shuts down
+// gracefully: it stops accepting, drains the calls in flight and returns once the sweep and
+// the store watch it ran have ended. ready is called with the addresses once listening.
 func (g *Gateway) Serve(ctx context.Context, ready func(tcp, socket string)) error {
+	// A Close that comes while serving ends the serve and waits for its drain.
+	g.lifeMu.Lock()
+	if g.closing {
+		g.lifeMu.Unlock()
+		return errClosed
+	}
+	g.running.Add(1)
+	g.lifeMu.Unlock()
+	defer g.running.Done()
 	// One serve at a time on a SQLite store, from before it listens until its drain and final
 	// checkpoint are done (Close): a second one started while the first drains would write
 	// the same log. Replicas share a PostgreSQL store instead.
@@ -486,12 +561,21 @@ func (g *Gateway) Serve(ctx context.Context, ready func(tcp, socket string)) err
 	for _, ln := range lns {
 		go func() { errc <- srv.Serve(ln) }()
 	}
-	sweepCtx, stopSweep := context.WithCancel(context.Background())
+	// The sweep and the store watch end with Serve (or with the gateway, if Close comes
+	// first), and Serve returns only once they have.
+	sweepCtx, stopSweep := context.WithCancel(g.life)
+	var swept sync.WaitGroup
 	kick := make(chan struct{}, 1)
-	if w, ok := g.Store.(store.Watcher); ok {
-		go g.watch(sweepCtx, w, kick)
+	during := func(fn func(context.Context)) {
+		swept.Add(1)
+		if !g.spawn(func(context.Context) { defer swept.Done(); fn(sweepCtx) }) {
+			swept.Done()
+		}
 	}
-	go g.sweep(sweepCtx, kick)
+	if w, ok := g.Store.(store.Watcher); ok {
+		during(func(ctx context.Context) { g.watch(ctx, w, kick) })
+	}
+	during(func(ctx context.Context) { g.sweep(ctx, kick) })
 	g.log.Info("[OK] capgate serving", "tcp", tcpAddr, "socket", sockPath, "data", g.cfg.DataDir, "workspace", g.workspace)
 	if ready != nil {
 		ready(tcpAddr, sockPath)
@@ -499,9 +583,11 @@ func (g *Gateway) Serve(ctx context.Context, ready func(tcp, socket string)) err
 	var err error
 	select {
 	case <-ctx.Done():
+	case <-g.life.Done(): // Close began
 	case err = <-errc:
 	}
 	stopSweep()
+	swept.Wait()
 	g.log.Info("capgate stopping: draining calls in flight")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), DrainTimeout)
 	defer cancel()
@@ -590,7 +676,7 @@ func (g *Gateway) sweep(ctx context.Context, kick <-chan struct{}) {
 			if reloaded, err := g.Registry.ReloadAt(ctx, rev); err != nil && ctx.Err() == nil {
 				g.log.Warn("registry reload failed", "err", err)
 			} else if reloaded {
-				go g.syncTools(ctx)
+				g.kickTools()
 			}
 		}
 		if now.Sub(lastSweep) >= time.Second {
@@ -624,24 +710,48 @@ func (g *Gateway) watch(ctx context.Context, w store.Watcher, kick chan<- struct
 	}
 }
 
-// syncTools starts, restarts and stops tool-server connections after a registry reload
-// (capgate toolserver add, accept or remove), outside the sweep, which must not wait on a
-// server's handshake.
-func (g *Gateway) syncTools(ctx context.Context) {
-	g.toolsAgain.Store(true)
-	if !g.toolsSync.TryLock() {
-		return // a sync is running: it goes round once more for this reload
+// kickTools asks followTools for a tool-server sync without waiting for it: a sync already
+// asked for stands for this one too.
+func (g *Gateway) kickTools() {
+	select {
+	case g.toolsKick <- struct{}{}:
+	default:
 	}
-	defer g.toolsSync.Unlock()
-	for g.toolsAgain.Swap(false) {
+}
+
+// followTools starts, restarts and stops tool-server connections after a registry reload
+// (capgate toolserver add, accept or remove elsewhere: kickTools) and has them read the pins
+// again after the person accepted a tool on the approval page (web.Server.ToolsChanged), so
+// that they see it now rather than at their next listing. It runs on a goroutine of its own
+// from Open to Close, one sync at a time, so that neither the sweep nor the page waits on a
+// server's handshake; what comes in during a sync is one more sync after it.
+func (g *Gateway) followTools(ctx context.Context) {
+	changed := g.web.ToolsChanged()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-g.toolsKick:
+		case <-changed:
+		}
 		if err := g.tools.Sync(ctx); err != nil && ctx.Err() == nil {
 			g.log.Warn("tool server sync failed", "err", err)
 		}
 	}
 }
 
-// Close flushes the audit log, signs a final checkpoint and closes the store.
+// Close ends Serve if it is serving and waits for its drain, waits for the gateway's
+// goroutines (the sweep, the store watch, the tool-server sync) to end, stops the built-in
+// apps and the tool servers (waiting for their goroutines too), flushes the audit log, signs
+// a final checkpoint and closes the store. Nothing the gateway started runs once it returns.
 func (g *Gateway) Close() error {
+	g.lifeMu.Lock()
+	g.closing = true
+	g.lifeMu.Unlock()
+	if g.endLife != nil {
+		g.endLife()
+	}
+	g.running.Wait()
 	var errs []error
 	g.closeApps()
 	if g.tools != nil {

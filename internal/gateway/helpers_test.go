@@ -184,6 +184,7 @@ type options struct {
 	logLevel      slog.Level             // the level of capgate's own log (default info); it goes nowhere but the syslog ring
 	requireToken  bool                   // the host requires a token for every call
 	handlers      map[string]sdk.Handler // more apps' handlers, beside the notes app's
+	before        func(dataDir string)   // prepares the data folder before the gateway opens it
 }
 
 // env is one gateway opened on its own data folder, the notes app registered at Tier 1 with a
@@ -220,6 +221,9 @@ func newEnv(t *testing.T, o options) *env {
 	var err error
 	if e.appKey, err = keys.Generate(); err != nil {
 		t.Fatal(err)
+	}
+	if o.before != nil {
+		o.before(e.dataDir)
 	}
 	handlers := map[string]sdk.Handler{notesID: e.app}
 	for id, h := range o.handlers {

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -44,7 +45,10 @@ func newMetrics(st store.Consents) *metrics {
 	return m
 }
 
-func (m *metrics) observe(outcome, code string, took time.Duration) {
+var _ broker.Meter = (*metrics)(nil)
+
+// CallDone counts a finished call: the broker's Meter.
+func (m *metrics) CallDone(outcome, code string, took time.Duration) {
 	m.calls.WithLabelValues(outcome, code).Inc()
 	m.latency.WithLabelValues(outcome).Observe(took.Seconds())
 }

@@ -39,6 +39,9 @@ type Manager struct {
 	mu      sync.Mutex
 	servers map[string]*server // by app id
 	closed  bool
+	// running counts the goroutines of every server (its loop, its session's watch): Close
+	// waits for them, so that none outlives the Manager.
+	running sync.WaitGroup
 }
 
 // NewManager returns a Manager with no connection; Sync starts them.
@@ -56,7 +59,8 @@ func NewManager(o Options) *Manager {
 // tools, before returning) for every tool server registered since the last Sync, restarts
 // one whose Config changed, stops one removed, and has every other list again and re-read
 // its pins (an accept elsewhere). A server that cannot be reached is logged and retried
-// every Relist; its tools answer as unresponsive meanwhile. Sync fails only when the store
+// every Relist; meanwhile Provider reports it down (the broker refuses its tools as not
+// working right now), and a call that lands as it goes down answers as unresponsive. Sync fails only when the store
 // cannot be read.
 func (m *Manager) Sync(ctx context.Context) error {
 	cfgs, err := ListConfigs(ctx, m.o.Store)
@@ -89,6 +93,9 @@ func (m *Manager) Sync(ctx context.Context) error {
 		m.servers[id] = s
 		start = append(start, s)
 	}
+	// Counted under mu, so that a Close that takes the servers after this waits for their
+	// loops too.
+	m.running.Add(len(start))
 	m.mu.Unlock()
 	for _, s := range stop {
 		s.close()
@@ -100,28 +107,37 @@ func (m *Manager) Sync(ctx context.Context) error {
 			defer wg.Done()
 			s.connect(ctx)
 			s.refresh(ctx)
-			go s.loop()
+			go func() {
+				defer m.running.Done()
+				s.loop()
+			}()
 		}()
 	}
 	wg.Wait()
 	return nil
 }
 
-// Handler returns the provider of a tool server's app; broker.Options.Providers takes it.
-func (m *Manager) Handler(appID string) (sdk.Handler, bool) {
+// Provider returns the provider of a tool server's app, and whether it is up: false while
+// its session is down or reconnecting (a server that could not be reached, one whose process
+// ended), when its calls could not be answered. ok is false for an app that is no tool
+// server of this Manager. It never waits on a server.
+func (m *Manager) Provider(appID string) (h sdk.Handler, up, ok bool) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	s, ok := m.servers[appID]
+	m.mu.Unlock()
 	if !ok {
-		return nil, false
+		return nil, false, false
 	}
-	return s, true
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s, s.sess != nil, true
 }
 
 // OperatorRead reports whether the operator's overlay classifies the tool behind capabilityID
 // of the tool server app appID as changing nothing (side effects none or read), as of the
-// last listing; broker.Options.TrustedRead takes it. A tool the overlay does not name counts
-// as the worst case, so it is never a read, whatever the server's annotations say.
+// last listing; the gateway's broker.Providers answers TrustedRead with it. A tool the
+// overlay does not name counts as the worst case, so it is never a read, whatever the
+// server's annotations say.
 func (m *Manager) OperatorRead(appID, capabilityID string) bool {
 	m.mu.Lock()
 	s, ok := m.servers[appID]
@@ -134,7 +150,8 @@ func (m *Manager) OperatorRead(appID, capabilityID string) bool {
 	return s.reads[capabilityID]
 }
 
-// Close stops every connection.
+// Close stops every connection and returns once their goroutines have ended (a Sync still
+// connecting returns first). Sync after Close does nothing.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	m.closed = true
@@ -144,6 +161,7 @@ func (m *Manager) Close() error {
 	for _, s := range servers {
 		s.close()
 	}
+	m.running.Wait()
 	return nil
 }
 
@@ -202,9 +220,17 @@ func (s *server) connect(ctx context.Context) {
 		return
 	}
 	s.mu.Lock()
+	if s.ctx.Err() != nil {
+		// Closed while connecting: close lost this session, so it is closed here.
+		s.mu.Unlock()
+		_ = sess.Close()
+		return
+	}
 	s.sess = sess
+	s.m.running.Add(1)
 	s.mu.Unlock()
 	go func() {
+		defer s.m.running.Done()
 		_ = sess.Wait()
 		s.mu.Lock()
 		if s.sess == sess {

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/delta"
 	"github.com/capgate/capgate/internal/lock"
@@ -50,6 +51,10 @@ type appView struct {
 	Tier2              bool
 	Enabled            bool
 	Caps               int
+	// NotWorking: the app's provider cannot take calls right now (a built-in app whose
+	// handler could not start, a tool server that is down): its calls are refused and no
+	// agent is shown it.
+	NotWorking bool
 }
 
 // toolServerView is one tool server and its tools.
@@ -57,6 +62,7 @@ type toolServerView struct {
 	Name, AppID string
 	Where       string // the command and its arguments, or the URL, as the operator added it
 	Registered  bool
+	Down        bool // registered, and down or reconnecting: its tools are not working
 	TierWhy     string
 	Tools       []toolView       // pinned
 	Waiting     []pinRequestView // changed and new tools waiting for the person
@@ -153,7 +159,7 @@ func (s *Server) appsPage(r *http.Request) *appsView {
 	}
 	for _, a := range s.o.Registry.List() {
 		av := appView{ID: reveal(a.ID, false), Alias: reveal(a.Alias, false), Tier: int(a.Tier), TierWhy: tierWords(a),
-			Tier2: a.Tier != manifest.Tier1, Enabled: a.Enabled, Kind: "app"}
+			Tier2: a.Tier != manifest.Tier1, Enabled: a.Enabled, Kind: "app", NotWorking: s.notWorking(a.ID)}
 		if m := a.Doc.Manifest(); m != nil {
 			av.Version, av.Caps = reveal(m.Version, false), len(m.Capabilities)
 		}
@@ -197,7 +203,7 @@ func (s *Server) toolServer(ctx context.Context, c toolserver.Config) toolServer
 		tv.Where = reveal(strings.Join(append([]string{c.Command}, c.Args...), " "), false)
 	}
 	if a, ok := s.o.Registry.App(c.AppID()); ok {
-		tv.Registered, tv.TierWhy = true, tierWords(a)
+		tv.Registered, tv.TierWhy, tv.Down = true, tierWords(a), s.notWorking(a.ID)
 	}
 	st := s.o.ToolServers.Store
 	pins, err := toolserver.LoadPins(ctx, st, c.Name)
@@ -378,6 +384,12 @@ func (s *Server) pinRequest(ctx context.Context, name, id string) (toolserver.Pi
 	return toolserver.PinRequest{}, false, nil
 }
 
+// notWorking reports whether the broker finds appID's provider down (nothing to say
+// without a broker).
+func (s *Server) notWorking(appID string) bool {
+	return s.o.Broker != nil && s.o.Broker.ProviderState(appID) == broker.NotWorking
+}
+
 // toolAnswer accepts a tool server's changed or new tool (verb accept: it is pinned again,
 // through toolserver.AcceptSeen, as `capgate toolserver accept` pins, and only with the
 // definition the page showed) or keeps it stopped (verb keep: its pin request is denied).
@@ -442,9 +454,7 @@ func (s *Server) toolAnswer(w http.ResponseWriter, r *http.Request, _ string) {
 	s.done(ctx, rec, code)
 	switch {
 	case err == nil:
-		if s.o.ToolsChanged != nil {
-			s.o.ToolsChanged()
-		}
+		s.toolsAccepted()
 		http.Redirect(w, r, "/ui/apps#ts-"+name, http.StatusSeeOther)
 	case errors.Is(err, toolserver.ErrChangedAgain):
 		s.message(w, http.StatusConflict, "Changed again", "The server changed this tool again since the page was shown: nothing was accepted. Its new definition waits for you on the apps page.")

@@ -412,3 +412,61 @@ func TestAppsPageWithoutAudit(t *testing.T) {
 		t.Error("an unrecorded approval changed the lock")
 	}
 }
+
+// Issue 16: an app whose provider cannot take calls is marked on the apps page, as not
+// working right now: a built-in app whose handler could not start, and a tool server that is
+// down; the others are not.
+func TestAppsPageShowsWhatIsNotWorking(t *testing.T) {
+	t.Parallel()
+	control := filepath.Join(t.TempDir(), "control")
+	if err := os.WriteFile(control, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := testServer(t)
+	e := newEnvWith(t, 0, func(data string) {
+		// The files app's state folder cannot be made: it does not start.
+		if err := os.WriteFile(filepath.Join(data, gateway.AppsStateDir), []byte("in the way"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		st, err := sqlite.Open(ctx, filepath.Join(data, gateway.DBFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		reg, err := registry.New(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := toolserver.Add(ctx, &toolserver.Env{Store: st, Registry: reg, DataDir: data}, toolserver.Config{Name: "srv", Command: bin, Args: []string{"-control", control}}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	b := newBrowser(t, e.srv.URL, e.srv.Client())
+	b.login(e.g.LoginLink())
+	item := func(page, id string) string {
+		i := strings.Index(page, `id="`+id+`"`)
+		if i < 0 {
+			t.Fatalf("the apps page has no %s", id)
+		}
+		j := strings.Index(page[i:], "</li>")
+		return page[i : i+j]
+	}
+	_, page := b.get("/ui/apps")
+	if !strings.Contains(item(page, "app-org.capgate.files"), "not working right now") {
+		t.Error("the files app, which could not start, is not marked as not working")
+	}
+	if strings.Contains(item(page, "app-org.capgate.calc"), "not working") || strings.Contains(item(page, "app-mcp.srv"), "not working") {
+		t.Error("an app that works is marked as not working")
+	}
+
+	setControl(t, control, "down")
+	eventually(t, "the tool server is down", func() bool {
+		_, page = b.get("/ui/apps")
+		return strings.Contains(item(page, "app-mcp.srv"), "not working right now")
+	})
+	ts := page[strings.Index(page, `id="ts-srv"`):]
+	if !strings.Contains(ts[:strings.Index(ts, "</section>")], "the server is down or reconnecting") {
+		t.Error("the tool server's section does not say it is down")
+	}
+}

@@ -73,10 +73,6 @@ type Options struct {
 	// requests, and accepts a tool, as `capgate toolserver accept` does (it starts or
 	// reaches the server to list its tools); nil: the page lists no tool server.
 	ToolServers *toolserver.Env
-	// ToolsChanged, when set, is called after the person accepted a tool, so that the
-	// running connections read the new pin at once rather than at their next listing. It
-	// must not block.
-	ToolsChanged func()
 	// Plugins is the plugin host whose lockfile the apps page lists, with the widenings
 	// pending approval; nil: the page lists no plugin.
 	Plugins *plugin.Host
@@ -99,6 +95,8 @@ type Server struct {
 	hosts    hosts
 	verdict  verdictCache      // audit.Verify's last report, by the log's head
 	ops      *operator.Service // the person's changes, recorded as every front records them
+	// toolsChanged receives after the person accepted a tool (ToolsChanged).
+	toolsChanged chan struct{}
 }
 
 // New returns the approval page on opts. It panics without opts.Consent.
@@ -112,7 +110,7 @@ func New(opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Server{o: opts, sessions: newSessions(opts.Now), origin: http.NewCrossOriginProtection()}
+	s := &Server{o: opts, sessions: newSessions(opts.Now), origin: http.NewCrossOriginProtection(), toolsChanged: make(chan struct{}, 1)}
 	s.ops = &operator.Service{Consent: opts.Consent, Warn: func(action string, err error) {
 		opts.Logger.Warn("web: the person's change", "action", action, "err", err)
 	}}
@@ -128,6 +126,21 @@ func New(opts Options) *Server {
 		opts.Logger.Warn("web: an allowed host is not a host name or address; it is ignored", "field", fmt.Sprintf("AllowedHosts[%d]", i))
 	}
 	return s
+}
+
+// ToolsChanged returns a channel that receives after the person accepted a tool on the apps
+// page: the tool's pin is in the store, and a gateway that reads the channel has its running
+// tool-server connections read it now rather than at their next listing. Accepts coalesce:
+// one value waits at most, standing for every accept since the last receive. Nobody need
+// read it.
+func (s *Server) ToolsChanged() <-chan struct{} { return s.toolsChanged }
+
+// toolsAccepted tells ToolsChanged's reader, without waiting for it.
+func (s *Server) toolsAccepted() {
+	select {
+	case s.toolsChanged <- struct{}{}:
+	default: // one is waiting already
+	}
 }
 
 // LoginLink returns the path of a new one-time login link, "/ui/login?t=SECRET": it signs

@@ -1,6 +1,8 @@
 // Command testserver is an MCP server over stdio for the toolserver tests: it serves the
 // tools echo and greet, and changes them when the control file named by -control says so
-// (a comma-separated list of: mutate, rename, remove, hostile), sending tools/list_changed.
+// (a comma-separated list of: mutate, rename, remove, hostile), sending tools/list_changed;
+// down makes it exit at once (at start too: a server that is down), and slow makes it wait
+// a minute before it answers anything (a server whose handshake hangs).
 // hostile adds a tool whose name, title and description are markup meant to run in a page
 // that shows them, the description with a bidirectional override too. With
 // -record DIR it writes its arguments and environment, and every call's arguments, to a
@@ -115,11 +117,28 @@ func main() {
 		b, _ := os.ReadFile(*control)
 		return string(b)
 	}
+	has := func(state, word string) bool {
+		for _, w := range strings.Split(state, ",") {
+			if strings.TrimSpace(w) == word {
+				return true
+			}
+		}
+		return false
+	}
 	state := read()
+	if has(state, "down") {
+		os.Exit(3)
+	}
+	if has(state, "slow") {
+		time.Sleep(time.Minute)
+	}
 	apply(s, state)
 	go func() {
 		for range time.Tick(20 * time.Millisecond) {
 			if now := read(); now != state {
+				if has(now, "down") {
+					os.Exit(3)
+				}
 				state = now
 				apply(s, state)
 			}

@@ -1,0 +1,13 @@
+package broker
+
+import "time"
+
+// maxAppProblems bounds the field paths an app's own ParamValidator can add to a refusal:
+// the explanation lists a few and counts the rest, and an app's answer must not grow the
+// audit record or the answer without bound.
+const maxAppProblems = 64
+
+// recordGrace bounds the write of a refusal or an outcome record after the call's own
+// context has ended: the log still says how the call ended, and a store that does not answer
+// holds the call's goroutine no longer than this.
+const recordGrace = 5 * time.Second
