@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/config"
 	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -128,7 +128,6 @@ page on the approval page, URL/ui/requests/ID.`,
 				return err
 			}
 			w := cmd.OutOrStdout()
-			by := approver()
 			var aerr error
 			switch args[0] {
 			case "list":
@@ -165,11 +164,12 @@ page on the approval page, URL/ui/requests/ID.`,
 				}
 				return writeJSON(w, newConsentView(c, r, pages.of(c.ID)))
 			case "approve", "deny", "cancel":
-				_, r, err := cs.Get(ctx, args[1])
-				if err != nil {
+				if _, _, err := cs.Get(ctx, args[1]); err != nil {
 					return &exitError{code: exitNo, err: err}
 				}
-				aerr = answerRecorded(ctx, cmd, st, dir, by, cs, args[0], args[1], r, remember)
+				ops, done := operatorService(cmd, st, dir, cs)
+				aerr = ops.Answer(ctx, onTheCommandLine("the person"), args[1], operator.Verb(args[0]), remember)
+				done()
 			default:
 				return usageErr("unknown approvals command %q", args[0])
 			}
@@ -193,25 +193,4 @@ page on the approval page, URL/ui/requests/ID.`,
 	cmd.Flags().BoolVar(&remember, "remember", false, "with approve: remember the agreement (act_if_agreed)")
 	cmd.Flags().StringVar(&server, "server", "", "the gateway's URL, to print each request's page (default $CAPGATE_SERVER)")
 	return cmd
-}
-
-// answerRecorded answers the consent request id (verb approve, deny or cancel) as by, with
-// its records in the audit log: an approval is not given unrecorded, a denial or a
-// cancellation is.
-func answerRecorded(ctx context.Context, cmd *cobra.Command, st store.Store, dir, by string, cs *consent.Service,
-	verb, id string, r consent.Request, remember bool) error {
-	rec := audit.Record{Action: "consent." + verb, ConsentID: id, Capability: r.CapabilityID, Permission: r.Permission,
-		Result: verb + " requested", Explanation: "the person answered the consent request from the command line: " + verb}
-	if verb == "approve" && remember {
-		rec.Explanation += ", remembering the agreement as an act_if_agreed mandate for the permission"
-	}
-	return operatorChange(ctx, cmd, st, dir, rec, verb != "approve", "INVALID_REQUEST", func() error {
-		switch verb {
-		case "approve":
-			return cs.Approve(ctx, id, by, remember)
-		case "deny":
-			return cs.Deny(ctx, id, by)
-		}
-		return cs.Cancel(ctx, id, by)
-	})
 }

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/store"
@@ -56,4 +58,32 @@ func pluginChange(cmd *cobra.Command, g *globals, hf hostFlags, rec audit.Record
 	}
 	defer st.Close()
 	return recordedChange(ctx, cmd, st, l.dataDir, rec, narrows, "INVALID_REQUEST", change)
+}
+
+// storeTokens revokes in the store directly, for a command that works on the data folder's
+// store beside a running gateway (whose next call checks the token at use).
+type storeTokens struct{ st store.Store }
+
+func (s storeTokens) Revoke(ctx context.Context, id string) error {
+	return s.st.Revoke(ctx, id, time.Now())
+}
+
+// operatorService is the operator Service of a command working on the data folder's store
+// directly: its changes go to the folder's audit log as the gateway's do. close writes what
+// is pending and signs a checkpoint when the folder holds the gateway's key.
+func operatorService(cmd *cobra.Command, st store.Store, dir string, cs *consent.Service) (ops *operator.Service, close func()) {
+	l := gateway.OpenOperatorLog(st, dir, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
+	warn := func(action string, err error) { fmt.Fprintf(cmd.ErrOrStderr(), "capgate: %s: %v\n", action, err) }
+	ops = &operator.Service{Audit: l.Recorder(), Consent: cs, Tokens: storeTokens{st}, Mandates: st, Warn: warn}
+	return ops, func() {
+		if err := l.Close(); err != nil {
+			warn("audit", err)
+		}
+	}
+}
+
+// onTheCommandLine is who changes something from the command line: the person answering,
+// the operator changing the gateway.
+func onTheCommandLine(who string) operator.Actor {
+	return operator.Actor{ID: approver(), Who: who, Where: "from the command line"}
 }

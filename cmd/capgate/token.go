@@ -92,9 +92,9 @@ revokes any token directly in the data folder's store, as the operator or the pe
 			if len(id) > audit.MaxFieldBytes {
 				return &exitError{code: exitNo, err: errors.New("no such token")}
 			}
-			rec := audit.Record{Action: "token.revoke", TokenID: id, Result: "revoke requested",
-				Explanation: "the operator revoked the token, and every token derived from it, from the command line"}
-			err = operatorChange(ctx, cmd, st, dir, rec, true, "INVALID_TOKEN", func() error { return st.Revoke(ctx, id, time.Now()) })
+			ops, done := operatorService(cmd, st, dir, nil)
+			err = ops.Revoke(ctx, onTheCommandLine("the operator"), id)
+			done()
 			if err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					return &exitError{code: exitNo, err: errors.New("no such token")}
