@@ -46,6 +46,13 @@ const (
 	secretPerm    = "secret.permission"
 )
 
+// refusal is a call a store must refuse.
+type refusal struct {
+	name, want string // want: what the error says after "<backend>: "
+	conflict   bool   // the error is ErrConflict
+	call       func() error
+}
+
 // TestRefused holds both stores to the checks they share (package store): every argument the
 // contract refuses is refused by each backend, with an error that names the backend, the
 // operation and the field path, never a key's value nor a sentinel that means something else,
@@ -110,11 +117,7 @@ func TestRefused(t *testing.T) {
 			entry := func(seq int64, prev string, at time.Time) store.AuditEntry {
 				return store.AuditEntry{Seq: seq, PrevHash: prev, Hash: "h" + string(rune('0'+seq)), At: at, Body: []byte("{}")}
 			}
-			calls := []struct {
-				name, want string // want: what the error says after "<backend>: "
-				conflict   bool
-				call       func() error
-			}{
+			calls := []refusal{
 				{"PutToken IssuedAt", "put token: token.IssuedAt: ", false, func() error {
 					return s.PutToken(ctx, store.Token{ID: "tk_new", IssuedAt: far})
 				}},
@@ -200,19 +203,11 @@ func TestRefused(t *testing.T) {
 				}},
 			}
 			if seq, ok := s.(store.AuditSequencer); ok {
-				calls = append(calls, struct {
-					name, want string
-					conflict   bool
-					call       func() error
-				}{"AppendAuditSequenced At", "append audit: entries[0].At: ", false, func() error {
+				calls = append(calls, refusal{"AppendAuditSequenced At", "append audit: entries[0].At: ", false, func() error {
 					return seq.AppendAuditSequenced(ctx, func(head store.AuditEntry) ([]store.AuditEntry, error) {
 						return []store.AuditEntry{entry(head.Seq+1, head.Hash, early)}, nil
 					})
-				}}, struct {
-					name, want string
-					conflict   bool
-					call       func() error
-				}{"AppendAuditSequenced not at the head", "append audit: entries[0] does not follow the head", true, func() error {
+				}}, refusal{"AppendAuditSequenced not at the head", "append audit: entries[0] does not follow the head", true, func() error {
 					return seq.AppendAuditSequenced(ctx, func(head store.AuditEntry) ([]store.AuditEntry, error) {
 						return []store.AuditEntry{entry(head.Seq+2, head.Hash, now)}, nil
 					})

@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"errors"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/capgate/capgate/internal/store"
@@ -54,10 +52,7 @@ func (s *Store) AppByAlias(ctx context.Context, alias string) (store.App, error)
 
 func (s *Store) oneApp(ctx context.Context, where string, arg any) (store.App, error) {
 	a, err := store.ScanApp(s.pool.QueryRow(ctx, `SELECT `+store.AppColumns+` FROM apps `+where, arg), nulls{})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.App{}, errs.NotFound("app")
-	}
-	return a, errs.Wrap("get app", err)
+	return a, errs.Row("get app", "app", err)
 }
 
 // ListApps returns every app ordered by AppID.

@@ -168,10 +168,7 @@ func auditArgs(entries []store.AuditEntry) ([]any, error) {
 func (s *Store) AuditHead(ctx context.Context) (store.AuditEntry, error) {
 	e, err := store.ScanAudit(s.pool.QueryRow(ctx,
 		`SELECT `+store.AuditColumns+` FROM audit_log ORDER BY seq DESC LIMIT 1`), nulls{})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.AuditEntry{}, errs.NotFound("audit head")
-	}
-	return e, errs.Wrap("audit head", err)
+	return e, errs.Row("audit head", "audit head", err)
 }
 
 // AuditRange returns the entries with from <= Seq <= to (to 0: to the end), ordered by Seq,

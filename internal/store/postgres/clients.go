@@ -109,10 +109,7 @@ func (s *Store) ClientByUID(ctx context.Context, uid int) (store.Client, error) 
 
 func (s *Store) oneClient(ctx context.Context, where string, arg any) (store.Client, error) {
 	c, err := store.ScanClient(s.pool.QueryRow(ctx, `SELECT `+store.ClientColumns+` FROM clients `+where, arg), nulls{})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Client{}, errs.NotFound("client")
-	}
-	return c, errs.Wrap("get client", err)
+	return c, errs.Row("get client", "client", err)
 }
 
 // ListClients returns every client ordered by Name.

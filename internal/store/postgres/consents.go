@@ -2,10 +2,8 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/capgate/capgate/internal/store"
@@ -30,10 +28,7 @@ func (s *Store) PutConsent(ctx context.Context, c store.Consent) error {
 // GetConsent returns the consent request with the id.
 func (s *Store) GetConsent(ctx context.Context, id string) (store.Consent, error) {
 	c, err := store.ScanConsent(s.pool.QueryRow(ctx, `SELECT `+store.ConsentColumns+` FROM consents WHERE id = $1`, id), nulls{})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Consent{}, errs.NotFound("consent")
-	}
-	return c, errs.Wrap("get consent", err)
+	return c, errs.Row("get consent", "consent", err)
 }
 
 // AnswerConsent moves a pending request to state with one compare-and-set statement. A

@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"errors"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/capgate/capgate/internal/store"
@@ -28,10 +26,7 @@ func (s *Store) PutMandate(ctx context.Context, m store.Mandate) error {
 func (s *Store) GetMandate(ctx context.Context, permission string) (store.Mandate, error) {
 	m, err := store.ScanMandate(s.pool.QueryRow(ctx,
 		`SELECT `+store.MandateColumns+` FROM mandates WHERE permission = $1`, permission), nulls{})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Mandate{}, errs.NotFound("mandate")
-	}
-	return m, errs.Wrap("get mandate", err)
+	return m, errs.Row("get mandate", "mandate", err)
 }
 
 // ListMandates returns every mandate ordered by Permission.

@@ -105,7 +105,7 @@ func isUnique(err error) bool {
 }
 
 // errs makes this store's errors: "postgres: ...".
-const errs = store.Errors("postgres")
+var errs = store.Errors{Name: "postgres", NoRows: pgx.ErrNoRows}
 
 // nulls is pgx's side of store.NullTypes: its pgtype.Int8 and pgtype.Text have the store's
 // layouts.

@@ -2,9 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/capgate/capgate/internal/store"
 )
@@ -14,11 +11,8 @@ func (s *Store) GetState(ctx context.Context, appID, key string) ([]byte, error)
 	var v []byte
 	err := s.pool.QueryRow(ctx, `SELECT value FROM app_state WHERE app_id = $1 AND key = $2`,
 		appID, key).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errs.NotFound("state key")
-	}
 	if err != nil {
-		return nil, errs.Wrap("get state", err)
+		return nil, errs.Row("get state", "state key", err)
 	}
 	return store.StateValue(v), nil
 }

@@ -2,11 +2,9 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/capgate/capgate/internal/store"
@@ -51,10 +49,7 @@ func (s *Store) PutToken(ctx context.Context, t store.Token) error {
 // GetToken returns the token with the id.
 func (s *Store) GetToken(ctx context.Context, id string) (store.Token, error) {
 	t, err := store.ScanToken(s.pool.QueryRow(ctx, `SELECT `+store.TokenColumns+` FROM tokens WHERE id = $1`, id), nulls{})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Token{}, errs.NotFound("token")
-	}
-	return t, errs.Wrap("get token", err)
+	return t, errs.Row("get token", "token", err)
 }
 
 // CheckToken reads the token's revocation and expiry, and whether its client is disabled,
@@ -65,11 +60,8 @@ func (s *Store) CheckToken(ctx context.Context, id string, now time.Time) error 
 	err := s.pool.QueryRow(ctx, `SELECT t.revoked, t.expires_at, coalesce(c.disabled, false)
 		FROM tokens t LEFT JOIN clients c ON c.id = t.client_id WHERE t.id = $1`, id).
 		Scan(&use.Revoked, (*pgtype.Int8)(&expires), &use.ClientDisabled)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return errs.NotFound("token")
-	case err != nil:
-		return errs.Wrap("check token", err)
+	if err != nil {
+		return errs.Row("check token", "token", err)
 	}
 	use.Expired = store.Expired(expires, now)
 	return use.Err()

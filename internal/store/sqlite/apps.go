@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 
 	"github.com/capgate/capgate/internal/store"
 )
@@ -42,10 +41,7 @@ func (s *Store) AppByAlias(ctx context.Context, alias string) (store.App, error)
 
 func (s *Store) oneApp(ctx context.Context, where string, arg any) (store.App, error) {
 	a, err := store.ScanApp(s.queryRow(ctx, `SELECT `+store.AppColumns+` FROM apps `+where, arg), nulls{})
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.App{}, errs.NotFound("app")
-	}
-	return a, errs.Wrap("get app", err)
+	return a, errs.Row("get app", "app", err)
 }
 
 // ListApps returns every app ordered by AppID.

@@ -45,10 +45,7 @@ const insertAudit = `INSERT INTO audit_log (` + store.AuditColumns + `) VALUES (
 func (s *Store) AuditHead(ctx context.Context) (store.AuditEntry, error) {
 	e, err := store.ScanAudit(s.db.QueryRowContext(ctx,
 		`SELECT `+store.AuditColumns+` FROM audit_log ORDER BY seq DESC LIMIT 1`), nulls{})
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.AuditEntry{}, errs.NotFound("audit head")
-	}
-	return e, errs.Wrap("audit head", err)
+	return e, errs.Row("audit head", "audit head", err)
 }
 
 // AuditRange returns the entries with from <= Seq <= to (to 0: to the end), ordered by Seq,

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"time"
 
 	"github.com/capgate/capgate/internal/store"
@@ -111,10 +110,7 @@ func (s *Store) ClientByUID(ctx context.Context, uid int) (store.Client, error) 
 
 func (s *Store) oneClient(ctx context.Context, where string, arg any) (store.Client, error) {
 	c, err := store.ScanClient(s.queryRow(ctx, `SELECT `+store.ClientColumns+` FROM clients `+where, arg), nulls{})
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Client{}, errs.NotFound("client")
-	}
-	return c, errs.Wrap("get client", err)
+	return c, errs.Row("get client", "client", err)
 }
 
 // ListClients returns every client ordered by Name.

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"time"
 
 	"github.com/capgate/capgate/internal/store"
@@ -30,10 +29,7 @@ func (s *Store) PutConsent(ctx context.Context, c store.Consent) error {
 // GetConsent returns the consent request with the id.
 func (s *Store) GetConsent(ctx context.Context, id string) (store.Consent, error) {
 	c, err := store.ScanConsent(s.queryRow(ctx, `SELECT `+store.ConsentColumns+` FROM consents WHERE id = ?`, id), nulls{})
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Consent{}, errs.NotFound("consent")
-	}
-	return c, errs.Wrap("get consent", err)
+	return c, errs.Row("get consent", "consent", err)
 }
 
 // AnswerConsent moves a pending request to state in one immediate transaction. A request no
@@ -49,16 +45,14 @@ func (s *Store) AnswerConsent(ctx context.Context, id, state, by, wording string
 		var expires store.NullInt
 		err := s.txRow(ctx, tx, `SELECT state, expires FROM consents WHERE id = ?`, id).
 			Scan(&cur, (*sql.NullInt64)(&expires))
-		if errors.Is(err, sql.ErrNoRows) {
-			return errs.NotFound("consent")
+		if err != nil {
+			return errs.Row("answer consent", "consent", err)
 		}
-		if err == nil {
-			err = store.Answerable(cur, expires, at)
+		if err := store.Answerable(cur, expires, at); err != nil {
+			return errs.Wrap("answer consent", err)
 		}
-		if err == nil {
-			_, err = s.txExec(ctx, tx, `UPDATE consents SET state = ?, answered = ?, answered_by = ?,
-				wording = ? WHERE id = ?`, state, sql.NullInt64(atCol), by, wording, id)
-		}
+		_, err = s.txExec(ctx, tx, `UPDATE consents SET state = ?, answered = ?, answered_by = ?,
+			wording = ? WHERE id = ?`, state, sql.NullInt64(atCol), by, wording, id)
 		return errs.Wrap("answer consent", err)
 	})
 }

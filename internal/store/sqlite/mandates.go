@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 
 	"github.com/capgate/capgate/internal/store"
 )
@@ -28,10 +27,7 @@ func (s *Store) PutMandate(ctx context.Context, m store.Mandate) error {
 func (s *Store) GetMandate(ctx context.Context, permission string) (store.Mandate, error) {
 	m, err := store.ScanMandate(s.db.QueryRowContext(ctx,
 		`SELECT `+store.MandateColumns+` FROM mandates WHERE permission = ?`, permission), nulls{})
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Mandate{}, errs.NotFound("mandate")
-	}
-	return m, errs.Wrap("get mandate", err)
+	return m, errs.Row("get mandate", "mandate", err)
 }
 
 // ListMandates returns every mandate ordered by Permission.

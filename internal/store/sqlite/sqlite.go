@@ -153,7 +153,7 @@ func isUnique(err error) bool {
 }
 
 // errs makes this store's errors: "sqlite: ...".
-const errs = store.Errors("sqlite")
+var errs = store.Errors{Name: "sqlite", NoRows: sql.ErrNoRows}
 
 // nulls is database/sql's side of store.NullTypes: its NullInt64 and NullString have the
 // store's layouts.

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 
 	"github.com/capgate/capgate/internal/store"
 )
@@ -13,11 +12,8 @@ func (s *Store) GetState(ctx context.Context, appID, key string) ([]byte, error)
 	var v []byte
 	err := s.queryRow(ctx, `SELECT value FROM app_state WHERE app_id = ? AND key = ?`,
 		appID, key).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, errs.NotFound("state key")
-	}
 	if err != nil {
-		return nil, errs.Wrap("get state", err)
+		return nil, errs.Row("get state", "state key", err)
 	}
 	return store.StateValue(v), nil
 }

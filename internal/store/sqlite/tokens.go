@@ -23,11 +23,8 @@ func (s *Store) PutToken(ctx context.Context, t store.Token) error {
 			var pRevokedAt sql.NullInt64
 			err := s.txRow(ctx, tx, `SELECT revoked, revoked_at FROM tokens WHERE id = ?`,
 				r.ParentID.String).Scan(&pRevoked, &pRevokedAt)
-			if errors.Is(err, sql.ErrNoRows) {
-				return errs.NotFound("token parent")
-			}
 			if err != nil {
-				return errs.Wrap("put token", err)
+				return errs.Row("put token", "token parent", err)
 			}
 			if pRevoked && !r.Revoked {
 				r.Revoked, r.RevokedAt = true, store.NullInt(pRevokedAt)
@@ -47,10 +44,7 @@ func (s *Store) PutToken(ctx context.Context, t store.Token) error {
 // GetToken returns the token with the id.
 func (s *Store) GetToken(ctx context.Context, id string) (store.Token, error) {
 	t, err := store.ScanToken(s.queryRow(ctx, `SELECT `+store.TokenColumns+` FROM tokens WHERE id = ?`, id), nulls{})
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Token{}, errs.NotFound("token")
-	}
-	return t, errs.Wrap("get token", err)
+	return t, errs.Row("get token", "token", err)
 }
 
 // CheckToken reads the token's revocation and expiry, and whether its client is disabled,
@@ -61,11 +55,8 @@ func (s *Store) CheckToken(ctx context.Context, id string, now time.Time) error 
 	err := s.queryRow(ctx, `SELECT t.revoked, t.expires_at, coalesce(c.disabled, 0)
 		FROM tokens t LEFT JOIN clients c ON c.id = t.client_id WHERE t.id = ?`, id).
 		Scan(&use.Revoked, (*sql.NullInt64)(&expires), &use.ClientDisabled)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return errs.NotFound("token")
-	case err != nil:
-		return errs.Wrap("check token", err)
+	if err != nil {
+		return errs.Row("check token", "token", err)
 	}
 	use.Expired = store.Expired(expires, now)
 	return use.Err()
@@ -150,11 +141,8 @@ func (s *Store) Revoke(ctx context.Context, id string, at time.Time) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		var one int
 		err := s.txRow(ctx, tx, `SELECT 1 FROM tokens WHERE id = ?`, id).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return errs.NotFound("token")
-		}
 		if err != nil {
-			return errs.Wrap("revoke", err)
+			return errs.Row("revoke", "token", err)
 		}
 		_, err = s.txExec(ctx, tx, `
 			WITH RECURSIVE subtree(id) AS (
