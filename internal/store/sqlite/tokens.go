@@ -73,9 +73,11 @@ func (s *Store) TakeUse(ctx context.Context, id string, now time.Time) (int64, e
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		// The chain: the token, then each ancestor, as far as the root.
 		type link struct {
-			id       string
-			uses     int64
-			parentID sql.NullString
+			id            string
+			parentID      sql.NullString
+			expires       store.NullInt
+			maxUses, uses int64
+			revoked       bool
 		}
 		var chain []link
 		var use store.Use
@@ -84,11 +86,8 @@ func (s *Store) TakeUse(ctx context.Context, id string, now time.Time) (int64, e
 				return errs.Wrap("take use", store.ChainTooDeep())
 			}
 			l := link{id: cur}
-			var expires store.NullInt
-			var maxUses int64
-			var revoked bool
 			err := s.txRow(ctx, tx, `SELECT parent_id, expires_at, max_uses, uses, revoked
-				FROM tokens WHERE id = ?`, cur).Scan(&l.parentID, (*sql.NullInt64)(&expires), &maxUses, &l.uses, &revoked)
+				FROM tokens WHERE id = ?`, cur).Scan(&l.parentID, (*sql.NullInt64)(&l.expires), &l.maxUses, &l.uses, &l.revoked)
 			if errors.Is(err, sql.ErrNoRows) {
 				if len(chain) == 0 {
 					return errs.NotFound("token")
@@ -98,9 +97,9 @@ func (s *Store) TakeUse(ctx context.Context, id string, now time.Time) (int64, e
 			if err != nil {
 				return errs.Wrap("take use", err)
 			}
-			use.Revoked = use.Revoked || revoked
-			use.Expired = use.Expired || store.Expired(expires, now)
-			use.Exhausted = use.Exhausted || store.Exhausted(maxUses, l.uses)
+			use.Revoked = use.Revoked || l.revoked
+			use.Expired = use.Expired || store.Expired(l.expires, now)
+			use.Exhausted = use.Exhausted || store.Exhausted(l.maxUses, l.uses)
 			chain = append(chain, l)
 			if !l.parentID.Valid {
 				break
