@@ -20,13 +20,13 @@ func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) err
 		return errs.Wrap("append audit", err)
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		var head store.AuditEntry
-		err := s.txRow(ctx, tx, `SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1`).
-			Scan(&head.Seq, &head.Hash)
+		var seq int64
+		var hash string
+		err := s.txRow(ctx, tx, `SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return errs.Wrap("append audit", err)
 		}
-		if err := store.CheckHead(head, entries[0]); err != nil {
+		if err := store.CheckHead(store.AuditEntry{Seq: seq, Hash: hash}, entries[0]); err != nil {
 			return errs.Wrap("append audit", err)
 		}
 		for i, e := range entries {
