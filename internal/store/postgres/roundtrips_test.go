@@ -110,6 +110,17 @@ func BenchmarkTakeUse(b *testing.B) {
 	})
 }
 
+// fillAfter fills entries with the entries that follow head, each with body, and returns the
+// last.
+func fillAfter(entries []store.AuditEntry, head store.AuditEntry, body []byte) store.AuditEntry {
+	for i := range entries {
+		e := store.AuditEntry{Seq: head.Seq + 1, PrevHash: head.Hash, At: time.Now(), Body: body}
+		e.Hash = fmt.Sprintf("h%d", e.Seq)
+		entries[i], head = e, e
+	}
+	return head
+}
+
 func BenchmarkAppendAudit(b *testing.B) {
 	for _, batch := range []int{1, 64} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
@@ -120,11 +131,7 @@ func BenchmarkAppendAudit(b *testing.B) {
 			entries := make([]store.AuditEntry, batch)
 			before := s.RoundTrips()
 			for b.Loop() {
-				for i := range entries {
-					e := store.AuditEntry{Seq: head.Seq + 1, PrevHash: head.Hash, At: time.Now(), Body: body}
-					e.Hash = fmt.Sprintf("h%d", e.Seq)
-					entries[i], head = e, e
-				}
+				head = fillAfter(entries, head, body)
 				if err := s.AppendAudit(ctx, entries); err != nil {
 					b.Fatal(err)
 				}
@@ -174,11 +181,7 @@ func BenchmarkAppendAuditSequenced(b *testing.B) {
 			body := []byte(`{"call":"fs.read","app":"org.example.files","decision":"allow"}`)
 			entries := make([]store.AuditEntry, batch)
 			build := func(head store.AuditEntry) ([]store.AuditEntry, error) {
-				for i := range entries {
-					e := store.AuditEntry{Seq: head.Seq + 1, PrevHash: head.Hash, At: time.Now(), Body: body}
-					e.Hash = fmt.Sprintf("h%d", e.Seq)
-					entries[i], head = e, e
-				}
+				fillAfter(entries, head, body)
 				return entries, nil
 			}
 			before := s.RoundTrips()
