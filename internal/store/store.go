@@ -2,7 +2,11 @@
 // clients, tokens with their use counts and revocations, consent requests, mandates, app state,
 // and the audit log with its checkpoints. SQLite (store/sqlite, the default) and PostgreSQL
 // implement it, and both pass the same conformance suite (store/storetest), so that several
-// gateway replicas on one PostgreSQL behave as one.
+// gateway replicas on one PostgreSQL behave as one. What the backends share that is not SQL
+// lives here too, so that each backend is only its SQL and its driver's glue: the checks of
+// every argument and the rules of the state machines (a file per record: token.go, consent.go,
+// ...), times as columns (time.go), records as rows and back (column.go and those files), and
+// errors that wrap the sentinels below (errors.go).
 //
 // Contract for every implementation:
 //   - all methods are safe for concurrent use, by goroutines and by other processes sharing

@@ -2,16 +2,11 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/capgate/capgate/internal/store"
 )
-
-const appColumns = `app_id, alias, tier, reason, manifest, enabled, updated`
 
 // PutApp inserts or replaces an app by AppID, in one statement. An alias taken by another app
 // is ErrExists.
@@ -22,27 +17,24 @@ const appColumns = `app_id, alias, tier, reason, manifest, enabled, updated`
 // it, so a unique violation is tried again, up to putAppAttempts times, before it is taken to
 // mean another app's alias.
 func (s *Store) PutApp(ctx context.Context, a store.App) error {
-	updated, err := timeArg("app.Updated", a.Updated)
+	r, err := store.AppRowOf(a)
 	if err != nil {
-		return err
+		return errs.Wrap("put app", err)
 	}
 	for attempt := 1; ; attempt++ {
-		_, err = s.pool.Exec(ctx, `INSERT INTO apps (`+appColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		_, err = s.pool.Exec(ctx, `INSERT INTO apps (`+store.AppColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)
 			ON CONFLICT (app_id) DO UPDATE SET alias = excluded.alias, tier = excluded.tier,
 				reason = excluded.reason, manifest = excluded.manifest,
 				enabled = excluded.enabled, updated = excluded.updated`,
-			a.AppID, a.Alias, a.Tier, a.Reason, blobArg(a.Manifest), a.Enabled, updated)
+			r.AppID, r.Alias, r.Tier, r.Reason, r.Manifest, r.Enabled, pgtype.Int8(r.Updated))
 		if !isUnique(err) || attempt == putAppAttempts {
 			break
 		}
 	}
 	if isUnique(err) {
-		return exists("app alias")
+		return errs.Exists("app alias")
 	}
-	if err != nil {
-		return fmt.Errorf("postgres: put app: %w", err)
-	}
-	return nil
+	return errs.Wrap("put app", err)
 }
 
 // GetApp returns the app with the id.
@@ -53,51 +45,35 @@ func (s *Store) GetApp(ctx context.Context, appID string) (store.App, error) {
 // AppByAlias returns the app with the alias; the empty alias is nobody's.
 func (s *Store) AppByAlias(ctx context.Context, alias string) (store.App, error) {
 	if alias == "" {
-		return store.App{}, notFound("app")
+		return store.App{}, errs.NotFound("app")
 	}
 	return s.oneApp(ctx, `WHERE alias = $1`, alias)
 }
 
 func (s *Store) oneApp(ctx context.Context, where string, arg any) (store.App, error) {
-	a, err := scanApp(s.pool.QueryRow(ctx, `SELECT `+appColumns+` FROM apps `+where, arg))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.App{}, notFound("app")
-	}
-	if err != nil {
-		return store.App{}, fmt.Errorf("postgres: get app: %w", err)
-	}
-	return a, nil
+	a, err := store.ScanApp(s.pool.QueryRow(ctx, `SELECT `+store.AppColumns+` FROM apps `+where, arg), nulls{})
+	return a, errs.Row("get app", "app", err)
 }
 
 // ListApps returns every app ordered by AppID.
 func (s *Store) ListApps(ctx context.Context) ([]store.App, error) {
-	return list(ctx, s, "list apps", scanApp, `SELECT `+appColumns+` FROM apps ORDER BY app_id`)
+	return list(ctx, s, "list apps", store.ScanApp, `SELECT `+store.AppColumns+` FROM apps ORDER BY app_id`)
 }
 
 // SetAppEnabled enables or disables an app; a missing app is ErrNotFound.
 func (s *Store) SetAppEnabled(ctx context.Context, appID string, enabled bool) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE apps SET enabled = $1 WHERE app_id = $2`, enabled, appID)
 	if err != nil {
-		return fmt.Errorf("postgres: set app enabled: %w", err)
+		return errs.Wrap("set app enabled", err)
 	}
-	return checkAffected(tag, "app")
+	return errs.Affected(tag.RowsAffected(), "app")
 }
 
 // DeleteApp deletes an app; a missing app is ErrNotFound. The app's state is kept.
 func (s *Store) DeleteApp(ctx context.Context, appID string) error {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM apps WHERE app_id = $1`, appID)
 	if err != nil {
-		return fmt.Errorf("postgres: delete app: %w", err)
+		return errs.Wrap("delete app", err)
 	}
-	return checkAffected(tag, "app")
-}
-
-func scanApp(r scanner) (store.App, error) {
-	var a store.App
-	var updated pgtype.Int8
-	if err := r.Scan(&a.AppID, &a.Alias, &a.Tier, &a.Reason, &a.Manifest, &a.Enabled, &updated); err != nil {
-		return store.App{}, err
-	}
-	a.Updated = timeCol(updated)
-	return a, nil
+	return errs.Affected(tag.RowsAffected(), "app")
 }

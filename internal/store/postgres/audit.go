@@ -28,7 +28,7 @@ func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) err
 	if err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, `INSERT INTO audit_log (seq, prev_hash, hash, at, body)
+	tag, err := s.pool.Exec(ctx, `INSERT INTO audit_log (`+store.AuditColumns+`)
 		SELECT e.seq, e.prev_hash, e.hash, e.at, e.body
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::bytea[])
 			AS e (seq, prev_hash, hash, at, body)
@@ -36,15 +36,21 @@ func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) err
 			AND $7::text = coalesce((SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1), '')`,
 		append(args, entries[0].Seq, entries[0].PrevHash)...)
 	if isUnique(err) {
-		return fmt.Errorf("postgres: append audit: another writer appended first: %w", store.ErrConflict)
+		return errs.Wrap("append audit", appendedFirst())
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: append audit: %w", err)
+		return errs.Wrap("append audit", err)
 	}
 	if tag.RowsAffected() != int64(len(entries)) {
-		return fmt.Errorf("postgres: append audit: entries[0] does not follow the head: %w", store.ErrConflict)
+		return errs.Wrap("append audit", store.NotAtHead())
 	}
 	return nil
+}
+
+// appendedFirst is the ErrConflict of a batch the primary key refused: a writer that appended
+// first committed while the statement ran.
+func appendedFirst() error {
+	return fmt.Errorf("another writer appended first: %w", store.ErrConflict)
 }
 
 // auditLockKey names the advisory lock sequenced writers of one schema's audit log take
@@ -62,7 +68,7 @@ var _ store.AuditSequencer = (*Store)(nil)
 func (s *Store) AppendAuditSequenced(ctx context.Context, build func(head store.AuditEntry) ([]store.AuditEntry, error)) (err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres: append audit: %w", err)
+		return errs.Wrap("append audit", err)
 	}
 	defer conn.Release()
 	inTx := false
@@ -99,7 +105,7 @@ func (s *Store) AppendAuditSequenced(ctx context.Context, build func(head store.
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: append audit: lock the head: %w", err)
+		return errs.Wrap("append audit: lock the head", err)
 	}
 
 	entries, err := build(head)
@@ -115,11 +121,11 @@ func (s *Store) AppendAuditSequenced(ctx context.Context, build func(head store.
 	if err != nil {
 		return err
 	}
-	if entries[0].Seq != head.Seq+1 || entries[0].PrevHash != head.Hash {
-		return fmt.Errorf("postgres: append audit: entries[0] does not follow the head: %w", store.ErrConflict)
+	if err := store.CheckHead(head, entries[0]); err != nil {
+		return errs.Wrap("append audit", err)
 	}
 	b = pgx.Batch{}
-	b.Queue(`INSERT INTO audit_log (seq, prev_hash, hash, at, body)
+	b.Queue(`INSERT INTO audit_log (`+store.AuditColumns+`)
 		SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::bytea[])`, args...)
 	b.Queue("COMMIT")
 	br = conn.SendBatch(ctx, &b)
@@ -131,97 +137,67 @@ func (s *Store) AppendAuditSequenced(ctx context.Context, build func(head store.
 		err = cerr
 	}
 	if isUnique(err) {
-		return fmt.Errorf("postgres: append audit: another writer appended first: %w", store.ErrConflict)
+		return errs.Wrap("append audit", appendedFirst())
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: append audit: %w", err)
+		return errs.Wrap("append audit", err)
 	}
 	inTx = false
 	return nil
 }
 
-// auditArgs checks that entries follow one another and returns them as the five arrays the
-// INSERT ... unnest statements take.
+// auditArgs checks that entries follow one another (store.CheckAudit) and returns them as
+// the five arrays the INSERT ... unnest statements take.
 func auditArgs(entries []store.AuditEntry) ([]any, error) {
 	seqs := make([]int64, len(entries))
 	prevs := make([]string, len(entries))
 	hashes := make([]string, len(entries))
 	ats := make([]pgtype.Int8, len(entries))
 	bodies := make([][]byte, len(entries))
-	for i, e := range entries {
-		at, err := timeArg(fmt.Sprintf("entries[%d].At", i), e.At)
-		if err != nil {
-			return nil, err
-		}
-		if i > 0 && (e.Seq != entries[i-1].Seq+1 || e.PrevHash != entries[i-1].Hash) {
-			return nil, fmt.Errorf("postgres: append audit: entries[%d] does not follow entries[%d]: %w",
-				i, i-1, store.ErrConflict)
-		}
-		seqs[i], prevs[i], hashes[i], ats[i], bodies[i] = e.Seq, e.PrevHash, e.Hash, at, blobArg(e.Body)
+	err := store.CheckAudit(entries, func(i int, at store.NullInt) {
+		e := entries[i]
+		seqs[i], prevs[i], hashes[i], ats[i], bodies[i] = e.Seq, e.PrevHash, e.Hash, pgtype.Int8(at), store.Blob(e.Body)
+	})
+	if err != nil {
+		return nil, errs.Wrap("append audit", err)
 	}
 	return []any{seqs, prevs, hashes, ats, bodies}, nil
 }
 
 // AuditHead returns the last entry, or ErrNotFound for an empty log.
 func (s *Store) AuditHead(ctx context.Context) (store.AuditEntry, error) {
-	e, err := scanAudit(s.pool.QueryRow(ctx,
-		`SELECT seq, prev_hash, hash, at, body FROM audit_log ORDER BY seq DESC LIMIT 1`))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.AuditEntry{}, notFound("audit head")
-	}
-	if err != nil {
-		return store.AuditEntry{}, fmt.Errorf("postgres: audit head: %w", err)
-	}
-	return e, nil
+	e, err := store.ScanAudit(s.pool.QueryRow(ctx,
+		`SELECT `+store.AuditColumns+` FROM audit_log ORDER BY seq DESC LIMIT 1`), nulls{})
+	return e, errs.Row("audit head", "audit head", err)
 }
 
 // AuditRange returns the entries with from <= Seq <= to (to 0: to the end), ordered by Seq,
 // at most limit of them (0: no limit). A negative limit is an error.
 func (s *Store) AuditRange(ctx context.Context, from, to int64, limit int) ([]store.AuditEntry, error) {
-	if limit < 0 {
-		return nil, errors.New("postgres: audit range: negative limit")
+	if err := store.CheckLimit(limit); err != nil {
+		return nil, errs.Wrap("audit range", err)
 	}
 	lim := pgtype.Int8{Int64: int64(limit), Valid: limit > 0} // NULL: LIMIT ALL
-	return list(ctx, s, "audit range", scanAudit, `SELECT seq, prev_hash, hash, at, body FROM audit_log
+	return list(ctx, s, "audit range", store.ScanAudit, `SELECT `+store.AuditColumns+` FROM audit_log
 		WHERE seq >= $1::bigint AND ($2::bigint = 0 OR seq <= $2::bigint) ORDER BY seq LIMIT $3::bigint`, from, to, lim)
 }
 
 // PutCheckpoint records a checkpoint; a Seq already checkpointed is ErrExists.
 func (s *Store) PutCheckpoint(ctx context.Context, c store.Checkpoint) error {
-	at, err := timeArg("checkpoint.At", c.At)
+	r, err := store.CheckpointRowOf(c)
 	if err != nil {
-		return err
+		return errs.Wrap("put checkpoint", err)
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO audit_checkpoints (seq, head, at, body) VALUES ($1, $2, $3, $4)`,
-		c.Seq, c.Head, at, blobArg(c.Body))
+	_, err = s.pool.Exec(ctx, `INSERT INTO audit_checkpoints (`+store.CheckpointColumns+`) VALUES ($1, $2, $3, $4)`,
+		r.Seq, r.Head, pgtype.Int8(r.At), r.Body)
 	if isUnique(err) {
-		return exists("checkpoint seq")
+		return errs.Exists("checkpoint seq")
 	}
-	if err != nil {
-		return fmt.Errorf("postgres: put checkpoint: %w", err)
-	}
-	return nil
+	return errs.Wrap("put checkpoint", err)
 }
 
 // Checkpoints returns every checkpoint ordered by Seq.
 func (s *Store) Checkpoints(ctx context.Context) ([]store.Checkpoint, error) {
-	return list(ctx, s, "checkpoints", func(r scanner) (store.Checkpoint, error) {
-		var c store.Checkpoint
-		var at pgtype.Int8
-		if err := r.Scan(&c.Seq, &c.Head, &at, &c.Body); err != nil {
-			return store.Checkpoint{}, err
-		}
-		c.At = timeCol(at)
-		return c, nil
-	}, `SELECT seq, head, at, body FROM audit_checkpoints ORDER BY seq`)
-}
-
-func scanAudit(r scanner) (store.AuditEntry, error) {
-	var e store.AuditEntry
-	var at pgtype.Int8
-	if err := r.Scan(&e.Seq, &e.PrevHash, &e.Hash, &at, &e.Body); err != nil {
-		return store.AuditEntry{}, err
-	}
-	e.At = timeCol(at)
-	return e, nil
+	return list(ctx, s, "checkpoints", store.ScanCheckpoint,
+		`SELECT `+store.CheckpointColumns+` FROM audit_checkpoints ORDER BY seq`)
 }

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,51 +11,48 @@ import (
 	"github.com/capgate/capgate/internal/store"
 )
 
-const clientColumns = `id, name, key_hash, trust, never_ask, unix_uid, created, disabled, require_token`
-
 // PutClient inserts a client; a taken ID, Name, KeyHash or UnixUID is ErrExists.
 func (s *Store) PutClient(ctx context.Context, c store.Client) error {
-	created, err := timeArg("client.Created", c.Created)
+	r, err := store.ClientRowOf(c)
 	if err != nil {
-		return err
+		return errs.Wrap("put client", err)
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO clients (`+clientColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		c.ID, c.Name, c.KeyHash, c.Trust, c.NeverAsk, uidArg(c.UnixUID), created, c.Disabled, c.RequireToken)
+	_, err = s.pool.Exec(ctx, `INSERT INTO clients (`+store.ClientColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		r.ID, r.Name, r.KeyHash, r.Trust, r.NeverAsk, pgtype.Int8(r.UnixUID), pgtype.Int8(r.Created),
+		r.Disabled, r.RequireToken)
 	if isUnique(err) {
-		return exists("client id, name, key hash or uid")
+		return errs.Exists("client id, name, key hash or uid")
 	}
-	if err != nil {
-		return fmt.Errorf("postgres: put client: %w", err)
-	}
-	return nil
+	return errs.Wrap("put client", err)
 }
 
 // UpdateClient replaces every field of the client with c.ID; a missing client is
 // ErrNotFound, and a Name, KeyHash or UnixUID taken by another client is ErrExists.
 func (s *Store) UpdateClient(ctx context.Context, c store.Client) error {
-	created, err := timeArg("client.Created", c.Created)
+	r, err := store.ClientRowOf(c)
 	if err != nil {
-		return err
+		return errs.Wrap("update client", err)
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE clients SET name = $1, key_hash = $2, trust = $3,
 			never_ask = $4, unix_uid = $5, created = $6, disabled = $7, require_token = $8 WHERE id = $9`,
-		c.Name, c.KeyHash, c.Trust, c.NeverAsk, uidArg(c.UnixUID), created, c.Disabled, c.RequireToken, c.ID)
+		r.Name, r.KeyHash, r.Trust, r.NeverAsk, pgtype.Int8(r.UnixUID), pgtype.Int8(r.Created),
+		r.Disabled, r.RequireToken, r.ID)
 	if isUnique(err) {
-		return exists("client name, key hash or uid")
+		return errs.Exists("client name, key hash or uid")
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: update client: %w", err)
+		return errs.Wrap("update client", err)
 	}
-	return checkAffected(tag, "client")
+	return errs.Affected(tag.RowsAffected(), "client")
 }
 
 // SetClientDisabled disables or enables the client with the id, in one statement.
 func (s *Store) SetClientDisabled(ctx context.Context, id string, disabled bool) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE clients SET disabled = $1 WHERE id = $2`, disabled, id)
 	if err != nil {
-		return fmt.Errorf("postgres: set client disabled: %w", err)
+		return errs.Wrap("set client disabled", err)
 	}
-	return checkAffected(tag, "client")
+	return errs.Affected(tag.RowsAffected(), "client")
 }
 
 // DeleteClient removes the client and revokes its tokens and every token derived from them,
@@ -65,25 +61,25 @@ func (s *Store) SetClientDisabled(ctx context.Context, id string, disabled bool)
 // in progress and the removal queue rather than deadlock; tokens are taken oldest first, so
 // that a parent comes before the tokens derived from it.
 func (s *Store) DeleteClient(ctx context.Context, id string, at time.Time) error {
-	atArg, err := timeArg("at", at)
+	atCol, err := store.TimeCol("at", at)
 	if err != nil {
-		return err
+		return errs.Wrap("delete client", err)
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM clients WHERE id = $1`, id)
 		if err != nil {
 			return err
 		}
-		if err := checkAffected(tag, "client"); err != nil {
+		if err := errs.Affected(tag.RowsAffected(), "client"); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `SELECT capgate_revoke(k.id, $2, $3) FROM (
 				SELECT id FROM tokens WHERE client_id = $1 AND NOT revoked ORDER BY issued_at NULLS FIRST, id
-			) k`, id, atArg, maxTokenDepth)
+			) k`, id, pgtype.Int8(atCol), store.MaxTokenDepth)
 		return err
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("postgres: delete client: %w", err)
+		return errs.Wrap("delete client", err)
 	}
 	return err
 }
@@ -96,7 +92,7 @@ func (s *Store) GetClient(ctx context.Context, id string) (store.Client, error) 
 // ClientByKeyHash returns the client whose key has the hash; the empty hash is nobody's.
 func (s *Store) ClientByKeyHash(ctx context.Context, keyHash string) (store.Client, error) {
 	if keyHash == "" {
-		return store.Client{}, notFound("client")
+		return store.Client{}, errs.NotFound("client")
 	}
 	return s.oneClient(ctx, `WHERE key_hash = $1`, keyHash)
 }
@@ -112,38 +108,11 @@ func (s *Store) ClientByUID(ctx context.Context, uid int) (store.Client, error) 
 }
 
 func (s *Store) oneClient(ctx context.Context, where string, arg any) (store.Client, error) {
-	c, err := scanClient(s.pool.QueryRow(ctx, `SELECT `+clientColumns+` FROM clients `+where, arg))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Client{}, notFound("client")
-	}
-	if err != nil {
-		return store.Client{}, fmt.Errorf("postgres: get client: %w", err)
-	}
-	return c, nil
+	c, err := store.ScanClient(s.pool.QueryRow(ctx, `SELECT `+store.ClientColumns+` FROM clients `+where, arg), nulls{})
+	return c, errs.Row("get client", "client", err)
 }
 
 // ListClients returns every client ordered by Name.
 func (s *Store) ListClients(ctx context.Context) ([]store.Client, error) {
-	return list(ctx, s, "list clients", scanClient, `SELECT `+clientColumns+` FROM clients ORDER BY name`)
-}
-
-func uidArg(uid *int) pgtype.Int8 {
-	if uid == nil {
-		return pgtype.Int8{}
-	}
-	return pgtype.Int8{Int64: int64(*uid), Valid: true}
-}
-
-func scanClient(r scanner) (store.Client, error) {
-	var c store.Client
-	var uid, created pgtype.Int8
-	if err := r.Scan(&c.ID, &c.Name, &c.KeyHash, &c.Trust, &c.NeverAsk, &uid, &created, &c.Disabled, &c.RequireToken); err != nil {
-		return store.Client{}, err
-	}
-	if uid.Valid {
-		u := int(uid.Int64)
-		c.UnixUID = &u
-	}
-	c.Created = timeCol(created)
-	return c, nil
+	return list(ctx, s, "list clients", store.ScanClient, `SELECT `+store.ClientColumns+` FROM clients ORDER BY name`)
 }

@@ -2,11 +2,6 @@ package postgres
 
 import "time"
 
-// maxTokenDepth bounds the walk up a token's ancestors (TakeUse) and down its descendants
-// (Revoke): derivation chains are a few links long, and the bound turns a corrupt chain into
-// an error instead of a runaway query. It is the SQLite store's bound too.
-const maxTokenDepth = 64
-
 // putAppAttempts is how many times PutApp runs its statement when it meets a taken alias,
 // which may be the same app inserted by another process at the same moment (PutApp says why):
 // the second attempt finds that insert committed; a third covers a process deleting and

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -96,10 +94,8 @@ func (s *Store) Close() error {
 // every change to mandates, clients and apps, whichever process made it.
 func (s *Store) Revision(ctx context.Context) (int64, error) {
 	var rev int64
-	if err := s.pool.QueryRow(ctx, `SELECT rev FROM revision WHERE id = 1`).Scan(&rev); err != nil {
-		return 0, fmt.Errorf("postgres: revision: %w", err)
-	}
-	return rev, nil
+	err := s.pool.QueryRow(ctx, `SELECT rev FROM revision WHERE id = 1`).Scan(&rev)
+	return rev, errs.Wrap("revision", err)
 }
 
 // isUnique reports whether err is a unique or primary key violation.
@@ -108,87 +104,23 @@ func isUnique(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
-// Bounds of what int64 Unix nanoseconds can hold.
-var (
-	minTime = time.Unix(0, math.MinInt64)
-	maxTime = time.Unix(0, math.MaxInt64)
-)
+// errs makes this store's errors: "postgres: ...".
+var errs = store.Errors{Name: "postgres", NoRows: pgx.ErrNoRows}
 
-// timeArg is t as a column value: Unix nanoseconds, or NULL for the zero time.
-func timeArg(field string, t time.Time) (pgtype.Int8, error) {
-	if t.IsZero() {
-		return pgtype.Int8{}, nil
-	}
-	if t.Before(minTime) || t.After(maxTime) {
-		return pgtype.Int8{}, fmt.Errorf("postgres: %s: time outside the years 1678 to 2262", field)
-	}
-	return pgtype.Int8{Int64: t.UnixNano(), Valid: true}, nil
-}
+// nulls is pgx's side of store.NullTypes: its pgtype.Int8 and pgtype.Text have the store's
+// layouts.
+type nulls struct{}
 
-// timeCol is a column value read back as a time in UTC.
-func timeCol(n pgtype.Int8) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return time.Unix(0, n.Int64).UTC()
-}
+func (nulls) Int(p *store.NullInt) any   { return (*pgtype.Int8)(p) }
+func (nulls) Text(p *store.NullText) any { return (*pgtype.Text)(p) }
 
-// blobArg is b as a column value; byte columns are NOT NULL, so nil is stored as empty.
-func blobArg(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
-}
-
-// times converts several times at once, naming the first bad one.
-type times struct {
-	err error
-}
-
-func (c *times) arg(field string, t time.Time) pgtype.Int8 {
-	n, err := timeArg(field, t)
-	if err != nil && c.err == nil {
-		c.err = err
-	}
-	return n
-}
-
-// notFound wraps store.ErrNotFound with what was missing, never the key's value.
-func notFound(what string) error {
-	return fmt.Errorf("postgres: %s: %w", what, store.ErrNotFound)
-}
-
-// exists wraps store.ErrExists with the field that is taken.
-func exists(what string) error {
-	return fmt.Errorf("postgres: %s: %w", what, store.ErrExists)
-}
-
-// checkAffected turns an UPDATE or DELETE that touched no row into ErrNotFound.
-func checkAffected(tag pgconn.CommandTag, what string) error {
-	if tag.RowsAffected() == 0 {
-		return notFound(what)
-	}
-	return nil
-}
-
-// scanner is a pgx.Row or pgx.CollectableRow.
-type scanner interface {
-	Scan(dest ...any) error
-}
-
-// list runs a query and scans each row with scan, wrapping any error with what.
-func list[T any](ctx context.Context, s *Store, what string, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
+// list runs a query and reads each row with scan, wrapping any error with what.
+func list[T any](ctx context.Context, s *Store, what string, scan func(store.Scanner, store.NullTypes) (T, error), q string, args ...any) ([]T, error) {
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: %s: %w", what, err)
+		return nil, errs.Wrap(what, err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
-	if err != nil {
-		return nil, fmt.Errorf("postgres: %s: %w", what, err)
-	}
-	if len(out) == 0 {
-		return nil, nil
-	}
-	return out, nil
+	defer rows.Close()
+	out, err := store.Collect(rows, nulls{}, scan)
+	return out, errs.Wrap(what, err)
 }

@@ -110,6 +110,17 @@ func BenchmarkTakeUse(b *testing.B) {
 	})
 }
 
+// fillAfter fills entries with the entries that follow head, each with body, and returns the
+// last.
+func fillAfter(entries []store.AuditEntry, head store.AuditEntry, body []byte) store.AuditEntry {
+	for i := range entries {
+		e := store.AuditEntry{Seq: head.Seq + 1, PrevHash: head.Hash, At: time.Now(), Body: body}
+		e.Hash = fmt.Sprintf("h%d", e.Seq)
+		entries[i], head = e, e
+	}
+	return head
+}
+
 func BenchmarkAppendAudit(b *testing.B) {
 	for _, batch := range []int{1, 64} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
@@ -120,11 +131,7 @@ func BenchmarkAppendAudit(b *testing.B) {
 			entries := make([]store.AuditEntry, batch)
 			before := s.RoundTrips()
 			for b.Loop() {
-				for i := range entries {
-					e := store.AuditEntry{Seq: head.Seq + 1, PrevHash: head.Hash, At: time.Now(), Body: body}
-					e.Hash = fmt.Sprintf("h%d", e.Seq)
-					entries[i], head = e, e
-				}
+				head = fillAfter(entries, head, body)
 				if err := s.AppendAudit(ctx, entries); err != nil {
 					b.Fatal(err)
 				}
@@ -141,6 +148,7 @@ func BenchmarkReads(b *testing.B) {
 	now := time.Now()
 	must(b, s.PutToken(ctx, store.Token{ID: "tk", IssuedAt: now, ExpiresAt: now.Add(time.Hour), Body: []byte("{}")}))
 	must(b, s.PutConsent(ctx, store.Consent{ID: "cr", State: store.ConsentPending, Created: now, Payload: []byte("{}")}))
+	must(b, s.PutState(ctx, "org.example.a", "display.brightness", []byte("70")))
 	for _, r := range []struct {
 		name string
 		call func() error
@@ -148,6 +156,8 @@ func BenchmarkReads(b *testing.B) {
 		{"GetToken", func() error { _, err := s.GetToken(ctx, "tk"); return err }},
 		{"GetConsent", func() error { _, err := s.GetConsent(ctx, "cr"); return err }},
 		{"Revision", func() error { _, err := s.Revision(ctx); return err }},
+		{"CheckToken", func() error { return s.CheckToken(ctx, "tk", now) }},
+		{"GetState", func() error { _, err := s.GetState(ctx, "org.example.a", "display.brightness"); return err }},
 	} {
 		b.Run(r.name, func(b *testing.B) {
 			before := s.RoundTrips()
@@ -156,6 +166,31 @@ func BenchmarkReads(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			benchTrips(b, s, before)
+		})
+	}
+}
+
+// BenchmarkAppendAuditSequenced is the audit writer's path on PostgreSQL: the log locked, its
+// head read, the batch built on it and appended, in one transaction.
+func BenchmarkAppendAuditSequenced(b *testing.B) {
+	for _, batch := range []int{1, 64} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			s := openFresh(b)
+			ctx := b.Context()
+			body := []byte(`{"call":"fs.read","app":"org.example.files","decision":"allow"}`)
+			entries := make([]store.AuditEntry, batch)
+			build := func(head store.AuditEntry) ([]store.AuditEntry, error) {
+				fillAfter(entries, head, body)
+				return entries, nil
+			}
+			before := s.RoundTrips()
+			for b.Loop() {
+				if err := s.AppendAuditSequenced(ctx, build); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "entries/s")
 			benchTrips(b, s, before)
 		})
 	}

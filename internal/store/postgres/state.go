@@ -2,11 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/capgate/capgate/internal/store"
 )
@@ -16,16 +11,10 @@ func (s *Store) GetState(ctx context.Context, appID, key string) ([]byte, error)
 	var v []byte
 	err := s.pool.QueryRow(ctx, `SELECT value FROM app_state WHERE app_id = $1 AND key = $2`,
 		appID, key).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound("state key")
-	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get state: %w", err)
+		return nil, errs.Row("get state", "state key", err)
 	}
-	if v == nil {
-		v = []byte{}
-	}
-	return v, nil
+	return store.StateValue(v), nil
 }
 
 // PutState sets the app's key to value; a nil value deletes the key (deleting a missing key
@@ -38,24 +27,21 @@ func (s *Store) PutState(ctx context.Context, appID, key string, value []byte) e
 		_, err = s.pool.Exec(ctx, `INSERT INTO app_state (app_id, key, value) VALUES ($1, $2, $3)
 			ON CONFLICT (app_id, key) DO UPDATE SET value = excluded.value`, appID, key, value)
 	}
-	if err != nil {
-		return fmt.Errorf("postgres: put state: %w", err)
-	}
-	return nil
+	return errs.Wrap("put state", err)
 }
 
 // CreateState sets the app's key to value when it has none; ErrExists when it has.
 func (s *Store) CreateState(ctx context.Context, appID, key string, value []byte) error {
-	if value == nil {
-		return errors.New("postgres: create state: nil value")
+	if err := store.CheckCreate(value); err != nil {
+		return errs.Wrap("create state", err)
 	}
 	tag, err := s.pool.Exec(ctx, `INSERT INTO app_state (app_id, key, value) VALUES ($1, $2, $3)
 		ON CONFLICT (app_id, key) DO NOTHING`, appID, key, value)
 	if err != nil {
-		return fmt.Errorf("postgres: create state: %w", err)
+		return errs.Wrap("create state", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("state key: %w", store.ErrExists)
+		return errs.Exists("state key")
 	}
 	return nil
 }
@@ -69,26 +55,9 @@ func (s *Store) ListState(ctx context.Context, appID, prefix string) (map[string
 	rows, err := s.pool.Query(ctx, `SELECT key, value FROM app_state
 		WHERE app_id = $1 AND key >= $2 AND starts_with(key, $2)`, appID, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list state: %w", err)
+		return nil, errs.Wrap("list state", err)
 	}
 	defer rows.Close()
-	out := map[string][]byte{}
-	for rows.Next() {
-		var k string
-		var v []byte
-		if err := rows.Scan(&k, &v); err != nil {
-			return nil, fmt.Errorf("postgres: list state: %w", err)
-		}
-		if !strings.HasPrefix(k, prefix) {
-			continue // cannot happen; kept as the definition
-		}
-		if v == nil {
-			v = []byte{}
-		}
-		out[k] = v
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: list state: %w", err)
-	}
-	return out, nil
+	out, err := store.CollectState(rows, prefix)
+	return out, errs.Wrap("list state", err)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 
 	"github.com/capgate/capgate/internal/store"
 )
@@ -17,131 +16,70 @@ func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) err
 		return nil
 	}
 	ats := make([]sql.NullInt64, len(entries))
-	for i, e := range entries {
-		at, err := timeArg(fmt.Sprintf("entries[%d].At", i), e.At)
-		if err != nil {
-			return err
-		}
-		ats[i] = at
-		if i > 0 && (e.Seq != entries[i-1].Seq+1 || e.PrevHash != entries[i-1].Hash) {
-			return fmt.Errorf("sqlite: append audit: entries[%d] does not follow entries[%d]: %w",
-				i, i-1, store.ErrConflict)
-		}
+	if err := store.CheckAudit(entries, func(i int, at store.NullInt) { ats[i] = sql.NullInt64(at) }); err != nil {
+		return errs.Wrap("append audit", err)
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		var headSeq int64
-		var headHash string
-		err := s.txRow(ctx, tx, `SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1`).
-			Scan(&headSeq, &headHash)
+		var seq int64
+		var hash string
+		err := s.txRow(ctx, tx, `SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlite: append audit: %w", err)
+			return errs.Wrap("append audit", err)
 		}
-		if entries[0].Seq != headSeq+1 || entries[0].PrevHash != headHash {
-			return fmt.Errorf("sqlite: append audit: entries[0] does not follow the head: %w", store.ErrConflict)
+		if err := store.CheckHead(store.AuditEntry{Seq: seq, Hash: hash}, entries[0]); err != nil {
+			return errs.Wrap("append audit", err)
 		}
 		for i, e := range entries {
 			// The store's prepared statement, so that a commit does not parse the INSERT again.
-			if _, err := s.txExec(ctx, tx, insertAudit, e.Seq, e.PrevHash, e.Hash, ats[i], blobArg(e.Body)); err != nil {
-				return fmt.Errorf("sqlite: append audit: entries[%d]: %w", i, err)
+			if _, err := s.txExec(ctx, tx, insertAudit, e.Seq, e.PrevHash, e.Hash, ats[i], store.Blob(e.Body)); err != nil {
+				return errs.Wrap("append audit", err)
 			}
 		}
 		return nil
 	})
 }
 
-const insertAudit = `INSERT INTO audit_log (seq, prev_hash, hash, at, body) VALUES (?, ?, ?, ?, ?)`
+const insertAudit = `INSERT INTO audit_log (` + store.AuditColumns + `) VALUES (?, ?, ?, ?, ?)`
 
 // AuditHead returns the last entry, or ErrNotFound for an empty log.
 func (s *Store) AuditHead(ctx context.Context) (store.AuditEntry, error) {
-	e, err := scanAudit(s.db.QueryRowContext(ctx,
-		`SELECT seq, prev_hash, hash, at, body FROM audit_log ORDER BY seq DESC LIMIT 1`))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.AuditEntry{}, notFound("audit head")
-	}
-	if err != nil {
-		return store.AuditEntry{}, fmt.Errorf("sqlite: audit head: %w", err)
-	}
-	return e, nil
+	e, err := store.ScanAudit(s.db.QueryRowContext(ctx,
+		`SELECT `+store.AuditColumns+` FROM audit_log ORDER BY seq DESC LIMIT 1`), nulls{})
+	return e, errs.Row("audit head", "audit head", err)
 }
 
 // AuditRange returns the entries with from <= Seq <= to (to 0: to the end), ordered by Seq,
 // at most limit of them (0: no limit). A negative limit is an error.
 func (s *Store) AuditRange(ctx context.Context, from, to int64, limit int) ([]store.AuditEntry, error) {
-	if limit < 0 {
-		return nil, errors.New("sqlite: audit range: negative limit")
+	if err := store.CheckLimit(limit); err != nil {
+		return nil, errs.Wrap("audit range", err)
 	}
 	lim := int64(limit)
 	if limit == 0 {
 		lim = -1 // SQLite: no limit
 	}
-	rows, err := s.query(ctx, `SELECT seq, prev_hash, hash, at, body FROM audit_log
+	return list(ctx, s, nil, "audit range", store.ScanAudit, `SELECT `+store.AuditColumns+` FROM audit_log
 		WHERE seq >= ? AND (? = 0 OR seq <= ?) ORDER BY seq LIMIT ?`, from, to, to, lim)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: audit range: %w", err)
-	}
-	defer rows.Close()
-	var out []store.AuditEntry
-	for rows.Next() {
-		e, err := scanAudit(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: audit range: %w", err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: audit range: %w", err)
-	}
-	return out, nil
 }
 
 // PutCheckpoint records a checkpoint; a Seq already checkpointed is ErrExists.
 func (s *Store) PutCheckpoint(ctx context.Context, c store.Checkpoint) error {
-	at, err := timeArg("checkpoint.At", c.At)
+	r, err := store.CheckpointRowOf(c)
 	if err != nil {
-		return err
+		return errs.Wrap("put checkpoint", err)
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := s.txExec(ctx, tx, `INSERT INTO audit_checkpoints (seq, head, at, body) VALUES (?, ?, ?, ?)`,
-			c.Seq, c.Head, at, blobArg(c.Body))
+		_, err := s.txExec(ctx, tx, `INSERT INTO audit_checkpoints (`+store.CheckpointColumns+`) VALUES (?, ?, ?, ?)`,
+			r.Seq, r.Head, sql.NullInt64(r.At), r.Body)
 		if isUnique(err) {
-			return exists("checkpoint seq")
+			return errs.Exists("checkpoint seq")
 		}
-		if err != nil {
-			return fmt.Errorf("sqlite: put checkpoint: %w", err)
-		}
-		return nil
+		return errs.Wrap("put checkpoint", err)
 	})
 }
 
 // Checkpoints returns every checkpoint ordered by Seq.
 func (s *Store) Checkpoints(ctx context.Context) ([]store.Checkpoint, error) {
-	rows, err := s.query(ctx, `SELECT seq, head, at, body FROM audit_checkpoints ORDER BY seq`)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: checkpoints: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Checkpoint
-	for rows.Next() {
-		var c store.Checkpoint
-		var at sql.NullInt64
-		if err := rows.Scan(&c.Seq, &c.Head, &at, &c.Body); err != nil {
-			return nil, fmt.Errorf("sqlite: checkpoints: %w", err)
-		}
-		c.At = timeCol(at)
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: checkpoints: %w", err)
-	}
-	return out, nil
-}
-
-func scanAudit(r scanner) (store.AuditEntry, error) {
-	var e store.AuditEntry
-	var at sql.NullInt64
-	if err := r.Scan(&e.Seq, &e.PrevHash, &e.Hash, &at, &e.Body); err != nil {
-		return store.AuditEntry{}, err
-	}
-	e.At = timeCol(at)
-	return e, nil
+	return list(ctx, s, nil, "checkpoints", store.ScanCheckpoint,
+		`SELECT `+store.CheckpointColumns+` FROM audit_checkpoints ORDER BY seq`)
 }

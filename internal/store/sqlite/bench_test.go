@@ -47,3 +47,31 @@ func BenchmarkAppendAudit(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReads measures the reads on a call's path: CheckToken (the check at use of a root
+// token without a use limit), GetState (an app's setting) and GetToken.
+func BenchmarkReads(b *testing.B) {
+	s, _ := openTemp(b)
+	ctx := b.Context()
+	now := time.Now()
+	must(b, s.PutClient(ctx, store.Client{ID: "cl", Name: "bench", Trust: "user", Created: now}))
+	must(b, s.PutToken(ctx, store.Token{ID: "tk", ClientID: "cl", IssuedAt: now, ExpiresAt: now.Add(time.Hour), Body: []byte("{}")}))
+	must(b, s.PutState(ctx, "org.example.a", "display.brightness", []byte("70")))
+	for _, r := range []struct {
+		name string
+		call func() error
+	}{
+		{"CheckToken", func() error { return s.CheckToken(ctx, "tk", now) }},
+		{"GetState", func() error { _, err := s.GetState(ctx, "org.example.a", "display.brightness"); return err }},
+		{"GetToken", func() error { _, err := s.GetToken(ctx, "tk"); return err }},
+	} {
+		b.Run(r.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := r.call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -19,7 +19,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -36,10 +35,6 @@ import (
 // write lock before it gives up with SQLITE_BUSY. Writes are short, so a wait this long means
 // something is stuck rather than busy.
 const BusyTimeout = 5 * time.Second
-
-// maxTokenDepth bounds the walk up a token's ancestors: derivation chains are a few links
-// long, and the bound turns a corrupt (cyclic) chain into an error instead of a hang.
-const maxTokenDepth = 64
 
 // Store is a store.Store on one SQLite file. It is safe for concurrent use by goroutines and
 // by other processes opening the same file.
@@ -118,10 +113,10 @@ func (s *Store) Close() error {
 	return s.db.Close()
 }
 
-// write runs fn in one immediate transaction and commits it if fn returns nil.
 // maxIdleConns is how many open connections the pool keeps for reuse.
 const maxIdleConns = 32
 
+// write runs fn in one immediate transaction and commits it if fn returns nil.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	select {
 	case s.writeSem <- struct{}{}:
@@ -132,14 +127,14 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
+		return errs.Wrap("begin", err)
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit: %w", err)
+		return errs.Wrap("commit", err)
 	}
 	return nil
 }
@@ -157,89 +152,49 @@ func isUnique(err error) bool {
 	return false
 }
 
-// Bounds of what int64 Unix nanoseconds can hold.
-var (
-	minTime = time.Unix(0, math.MinInt64)
-	maxTime = time.Unix(0, math.MaxInt64)
-)
+// errs makes this store's errors: "sqlite: ...".
+var errs = store.Errors{Name: "sqlite", NoRows: sql.ErrNoRows}
 
-// timeArg is t as a column value: Unix nanoseconds, or NULL for the zero time.
-func timeArg(field string, t time.Time) (sql.NullInt64, error) {
-	if t.IsZero() {
-		return sql.NullInt64{}, nil
-	}
-	if t.Before(minTime) || t.After(maxTime) {
-		return sql.NullInt64{}, fmt.Errorf("sqlite: %s: time outside the years 1678 to 2262", field)
-	}
-	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}, nil
-}
+// nulls is database/sql's side of store.NullTypes: its NullInt64 and NullString have the
+// store's layouts.
+type nulls struct{}
 
-// timeCol is a column value read back as a time in UTC.
-func timeCol(n sql.NullInt64) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return time.Unix(0, n.Int64).UTC()
-}
-
-// blobArg is b as a column value; byte columns are NOT NULL, so nil is stored as empty.
-func blobArg(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
-}
-
-// times converts several times at once, naming the first bad one.
-type times struct {
-	err error
-}
-
-func (c *times) arg(field string, t time.Time) sql.NullInt64 {
-	n, err := timeArg(field, t)
-	if err != nil && c.err == nil {
-		c.err = err
-	}
-	return n
-}
-
-// notFound wraps store.ErrNotFound with what was missing, never the key's value.
-func notFound(what string) error {
-	return fmt.Errorf("sqlite: %s: %w", what, store.ErrNotFound)
-}
-
-// exists wraps store.ErrExists with the field that is taken.
-func exists(what string) error {
-	return fmt.Errorf("sqlite: %s: %w", what, store.ErrExists)
-}
+func (nulls) Int(p *store.NullInt) any   { return (*sql.NullInt64)(p) }
+func (nulls) Text(p *store.NullText) any { return (*sql.NullString)(p) }
 
 // checkAffected turns an UPDATE or DELETE that touched no row into ErrNotFound.
 func checkAffected(res sql.Result, what string) error {
 	n, err := res.RowsAffected()
 	if err != nil {
-		return fmt.Errorf("sqlite: %s: %w", what, err)
+		return errs.Wrap(what, err)
 	}
-	if n == 0 {
-		return notFound(what)
-	}
-	return nil
+	return errs.Affected(n, what)
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
+// list runs a query (in tx, unless nil) and reads each row with scan, wrapping any error
+// with what.
+func list[T any](ctx context.Context, s *Store, tx *sql.Tx, what string, scan func(store.Scanner, store.NullTypes) (T, error), q string, args ...any) ([]T, error) {
+	var rows *sql.Rows
+	var err error
+	if tx != nil {
+		rows, err = s.txQuery(ctx, tx, q, args...)
+	} else {
+		rows, err = s.query(ctx, q, args...)
 	}
-	return 0
+	if err != nil {
+		return nil, errs.Wrap(what, err)
+	}
+	defer rows.Close()
+	out, err := store.Collect(rows, nulls{}, scan)
+	return out, errs.Wrap(what, err)
 }
 
 // Revision returns the counter that triggers in the schema raise on every revocation and on
 // every change to mandates, clients and apps, whichever process made it.
 func (s *Store) Revision(ctx context.Context) (int64, error) {
 	var rev int64
-	if err := s.stmt(ctx, `SELECT rev FROM revision WHERE id = 1`).QueryRowContext(ctx).Scan(&rev); err != nil {
-		return 0, fmt.Errorf("sqlite: revision: %w", err)
-	}
-	return rev, nil
+	err := s.queryRow(ctx, `SELECT rev FROM revision WHERE id = 1`).Scan(&rev)
+	return rev, errs.Wrap("revision", err)
 }
 
 // stmt returns the statement for q, prepared once for the store: database/sql prepares it

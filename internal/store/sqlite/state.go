@@ -3,9 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
-	"strings"
 
 	"github.com/capgate/capgate/internal/store"
 )
@@ -15,16 +12,10 @@ func (s *Store) GetState(ctx context.Context, appID, key string) ([]byte, error)
 	var v []byte
 	err := s.queryRow(ctx, `SELECT value FROM app_state WHERE app_id = ? AND key = ?`,
 		appID, key).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("state key")
-	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get state: %w", err)
+		return nil, errs.Row("get state", "state key", err)
 	}
-	if v == nil {
-		v = []byte{}
-	}
-	return v, nil
+	return store.StateValue(v), nil
 }
 
 // PutState sets the app's key to value; a nil value deletes the key (deleting a missing key
@@ -38,28 +29,27 @@ func (s *Store) PutState(ctx context.Context, appID, key string, value []byte) e
 			_, err = s.txExec(ctx, tx, `INSERT INTO app_state (app_id, key, value) VALUES (?, ?, ?)
 				ON CONFLICT (app_id, key) DO UPDATE SET value = excluded.value`, appID, key, value)
 		}
-		if err != nil {
-			return fmt.Errorf("sqlite: put state: %w", err)
-		}
-		return nil
+		return errs.Wrap("put state", err)
 	})
 }
 
 // CreateState sets the app's key to value when it has none; ErrExists when it has.
 func (s *Store) CreateState(ctx context.Context, appID, key string, value []byte) error {
-	if value == nil {
-		return errors.New("sqlite: create state: nil value")
+	if err := store.CheckCreate(value); err != nil {
+		return errs.Wrap("create state", err)
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
 		res, err := s.txExec(ctx, tx, `INSERT INTO app_state (app_id, key, value) VALUES (?, ?, ?)
 			ON CONFLICT (app_id, key) DO NOTHING`, appID, key, value)
 		if err != nil {
-			return fmt.Errorf("sqlite: create state: %w", err)
+			return errs.Wrap("create state", err)
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return fmt.Errorf("sqlite: create state: %w", err)
-		} else if n == 0 {
-			return fmt.Errorf("state key: %w", store.ErrExists)
+		n, err := res.RowsAffected()
+		if err != nil {
+			return errs.Wrap("create state", err)
+		}
+		if n == 0 {
+			return errs.Exists("state key")
 		}
 		return nil
 	})
@@ -78,28 +68,11 @@ func (s *Store) ListState(ctx context.Context, appID, prefix string) (map[string
 	}
 	rows, err := s.query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list state: %w", err)
+		return nil, errs.Wrap("list state", err)
 	}
 	defer rows.Close()
-	out := map[string][]byte{}
-	for rows.Next() {
-		var k string
-		var v []byte
-		if err := rows.Scan(&k, &v); err != nil {
-			return nil, fmt.Errorf("sqlite: list state: %w", err)
-		}
-		if !strings.HasPrefix(k, prefix) {
-			continue // cannot happen with BINARY collation; kept as the definition
-		}
-		if v == nil {
-			v = []byte{}
-		}
-		out[k] = v
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list state: %w", err)
-	}
-	return out, nil
+	out, err := store.CollectState(rows, prefix)
+	return out, errs.Wrap("list state", err)
 }
 
 // prefixEnd is the least string greater than every string starting with prefix, if any:

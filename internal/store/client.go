@@ -1,0 +1,45 @@
+package store
+
+// ClientColumns are a client's columns in both schemas, in the order ScanClient reads them.
+const ClientColumns = `id, name, key_hash, trust, never_ask, unix_uid, created, disabled, require_token`
+
+// ClientRow is a Client as its columns hold it: UnixUID NULL when unset, Created as TimeCol
+// has it.
+type ClientRow struct {
+	ID, Name, KeyHash, Trust string
+	NeverAsk                 bool
+	UnixUID                  NullInt
+	Created                  NullInt
+	Disabled, RequireToken   bool
+}
+
+// ClientRowOf checks c as PutClient and UpdateClient take it and returns its columns:
+// Created a time TimeCol holds.
+func ClientRowOf(c Client) (ClientRow, error) {
+	created, err := TimeCol("client.Created", c.Created)
+	if err != nil {
+		return ClientRow{}, err
+	}
+	r := ClientRow{ID: c.ID, Name: c.Name, KeyHash: c.KeyHash, Trust: c.Trust, NeverAsk: c.NeverAsk,
+		Created: created, Disabled: c.Disabled, RequireToken: c.RequireToken}
+	if c.UnixUID != nil {
+		r.UnixUID = NullInt{Int64: int64(*c.UnixUID), Valid: true}
+	}
+	return r, nil
+}
+
+// ScanClient reads a row of ClientColumns.
+func ScanClient(sc Scanner, n NullTypes) (Client, error) {
+	var r ClientRow
+	if err := sc.Scan(&r.ID, &r.Name, &r.KeyHash, &r.Trust, &r.NeverAsk, n.Int(&r.UnixUID), n.Int(&r.Created),
+		&r.Disabled, &r.RequireToken); err != nil {
+		return Client{}, err
+	}
+	c := Client{ID: r.ID, Name: r.Name, KeyHash: r.KeyHash, Trust: r.Trust, NeverAsk: r.NeverAsk,
+		Created: r.Created.Time(), Disabled: r.Disabled, RequireToken: r.RequireToken}
+	if r.UnixUID.Valid {
+		uid := int(r.UnixUID.Int64)
+		c.UnixUID = &uid
+	}
+	return c, nil
+}
