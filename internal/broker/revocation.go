@@ -10,7 +10,7 @@ import (
 )
 
 // Work a call leaves running (a background terminal command) must not outlive a revocation
-// of the token it ran under. A handler asks to be told (sdk.InvocationContext.WatchRevocation)
+// of the token it ran under, nor its client's being disabled or removed. A handler asks to be told (sdk.InvocationContext.WatchRevocation)
 // and the broker keeps the watched tokens here: a revocation through this broker checks them
 // at once, and one made by another process (the CLI on the store, another replica) moves the
 // store's revision, which Sync notices and checks them for. Only watched tokens are checked,
@@ -85,13 +85,14 @@ func (b *Broker) checkWatchedAll(ctx context.Context) {
 	}
 }
 
-// checkWatched closes the watches of those of ids the store says are revoked. A token that
-// is gone from the store counts as revoked; a read that fails leaves the watch for the next
-// check.
+// checkWatched closes the watches of those of ids the store refuses for good or for now: a
+// token revoked, gone from the store, or whose client is disabled. An expired token is not
+// revoked: the work it started runs out its own timeout. A read that fails leaves the watch
+// for the next check.
 func (b *Broker) checkWatched(ctx context.Context, ids []string) {
 	for _, id := range ids {
-		err := b.o.Store.CheckToken(ctx, id, time.Time{})
-		if !errors.Is(err, store.ErrRevoked) && !errors.Is(err, store.ErrNotFound) {
+		err := b.o.Store.CheckToken(ctx, id, b.o.Now())
+		if !errors.Is(err, store.ErrRevoked) && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrClientDisabled) {
 			continue
 		}
 		b.watch.mu.Lock()

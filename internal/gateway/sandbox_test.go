@@ -134,14 +134,14 @@ func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
 // A background command does not outlive a revocation of the token it was started under:
 // revoked through the API, or in the store by another process (capgate token revoke --data,
-// another replica), which the gateway's sync notices.
+// another replica), which the gateway's sync notices; nor its client's being disabled.
 func TestRevocationEndsBackgroundCommands(t *testing.T) {
 	sandboxtest.Open(t)
 	e := newEnv(t, options{})
 	alice := e.addClient("alice", "user")
-	for _, how := range []string{"api", "store"} {
+	for _, how := range []string{"api", "store", "disable"} {
 		tok := e.token(alice, []string{"app.terminal.execute"}, nil)
-		marker := "60.7" + strconv.Itoa(os.Getpid()%10000) + map[string]string{"api": "1", "store": "2"}[how]
+		marker := "60.7" + strconv.Itoa(os.Getpid()%10000) + map[string]string{"api": "1", "store": "2", "disable": "3"}[how]
 		wantOK(t, how, e.callApp(alice, "terminal", "execute_command", `{"command":"setsid -f sleep `+marker+`","background":false}`, tok))
 		wantOK(t, how, e.callApp(alice, "terminal", "execute_command", `{"command":"sleep `+marker+`","background":true}`, tok))
 		waitFor(t, func() bool { return countSleepers(marker) == 1 }, how+": the background command runs, the setsid one did not outlive its call")
@@ -156,6 +156,13 @@ func TestRevocationEndsBackgroundCommands(t *testing.T) {
 				t.Fatal(err)
 			}
 			if _, err := e.g.Broker.Sync(e.ctx); err != nil { // the sweep's next tick
+				t.Fatal(err)
+			}
+		case "disable":
+			if err := e.g.Store.SetClientDisabled(e.ctx, alice.ID, true); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.g.Broker.Sync(e.ctx); err != nil {
 				t.Fatal(err)
 			}
 		}

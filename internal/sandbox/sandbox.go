@@ -97,9 +97,6 @@ func Open(ctx context.Context, mode Mode) (*Sandbox, error) {
 // Enforcing reports whether programs run confined (false for ModeOffUnsafe).
 func (s *Sandbox) Enforcing() bool { return s.bwrap != "" }
 
-// Program names the bwrap the sandbox runs, "" when it does not enforce.
-func (s *Sandbox) Program() string { return s.bwrap }
-
 // probe runs a program that does nothing in a sandbox with every namespace.
 func (s *Sandbox) probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
