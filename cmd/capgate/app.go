@@ -7,9 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/capgate/capgate/internal/audit"
-	"github.com/capgate/capgate/internal/gateway"
-	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/manifest"
 )
 
@@ -19,16 +16,14 @@ func newAppCmd(g *globals) *cobra.Command {
 	reg := &cobra.Command{
 		Use:   "register MANIFEST [--alias NAME] [--data DIR]",
 		Short: "Register an app from its manifest: Tier 1 when its signature verifies, else Tier 2",
-		Args:  exactArgs(1),
+		Long: `Register an app from its signed manifest (JSON: sign a manifest.yaml first with capgate
+manifest sign): Tier 1 when its signature verifies against a trusted key (DATA/trusted, then
+--trusted-dir), else Tier 2. With a gateway serving the data folder, the gateway registers it
+(with its own trusted keys) and serves it at once; otherwise it is registered in the folder's
+store (--data, --store), created if need be, and a gateway serves it when it starts or at its
+next look. Nothing else is started.`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := g.dataDir(data)
-			if err != nil {
-				return err
-			}
-			l, err := g.load(hostFlags{trustedDir: trusted})
-			if err != nil {
-				return err
-			}
 			if manifest.IsYAML(args[0]) {
 				// Refused before anything is opened or recorded: YAML is for authoring.
 				return &exitError{code: exitNo, err: fmt.Errorf("%s: %w", args[0], manifest.ErrYAML)}
@@ -38,28 +33,15 @@ func newAppCmd(g *globals) *cobra.Command {
 				return usageErr("%w", err)
 			}
 			ctx := context.Background()
-			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, TrustedDir: l.trustedDir})
+			ch, err := g.openChanges(ctx, cmd, changeTarget{data: data, trustedDir: trusted, create: true})
 			if err != nil {
 				return err
 			}
-			defer gw.Close()
-			register := func() (registry.App, error) {
-				return gw.Registry.Register(ctx, raw, alias)
+			defer ch.close()
+			if ch.viaGateway && cmd.Flags().Changed("trusted-dir") {
+				fmt.Fprintln(cmd.ErrOrStderr(), "capgate: --trusted-dir is not used: the gateway serving the data folder registers the app with its own trusted keys (capgate serve --trusted-dir)")
 			}
-			var app registry.App
-			// A manifest that names its app is registered with its records in the audit log,
-			// and not unrecorded; one that does not even parse is refused by Register as it is,
-			// having changed nothing.
-			if id, ok := appIDOf(raw); ok {
-				rec := audit.Record{Action: "app.register", App: id, Result: "register requested",
-					Explanation: "the operator registered the app from its manifest from the command line: Tier 1 when its signature verifies, else Tier 2"}
-				err = operatorChange(ctx, cmd, gw.Store, dir, rec, false, "INVALID_REQUEST", func() error {
-					app, err = register()
-					return err
-				})
-			} else {
-				app, err = register()
-			}
+			app, err := ch.RegisterApp(ctx, byTheOperator(), raw, alias)
 			if err != nil {
 				return &exitError{code: exitNo, err: err}
 			}
@@ -72,13 +54,4 @@ func newAppCmd(g *globals) *cobra.Command {
 	reg.Flags().StringVar(&trusted, "trusted-dir", "", "folder of trusted app keys")
 	cmd.AddCommand(reg)
 	return cmd
-}
-
-// appIDOf is the app id a manifest's JSON names, when it parses.
-func appIDOf(raw []byte) (string, bool) {
-	doc, err := manifest.Parse(raw)
-	if err != nil || doc.Manifest() == nil || len(doc.Manifest().AppID) > audit.MaxFieldBytes {
-		return "", false
-	}
-	return string(doc.Manifest().AppID), doc.Manifest().AppID != ""
 }

@@ -117,7 +117,7 @@ page on the approval page, URL/ui/requests/ID.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := context.Background()
-			st, dir, err := g.localStore(ctx, data)
+			st, _, err := g.localStore(ctx, data)
 			if err != nil {
 				return err
 			}
@@ -167,9 +167,12 @@ page on the approval page, URL/ui/requests/ID.`,
 				if _, _, err := cs.Get(ctx, args[1]); err != nil {
 					return &exitError{code: exitNo, err: err}
 				}
-				ops, done := operatorService(cmd, st, dir, cs)
-				aerr = ops.Answer(ctx, onTheCommandLine("the person"), args[1], operator.Verb(args[0]), remember)
-				done()
+				ch, err := g.openChanges(ctx, cmd, changeTarget{data: data})
+				if err != nil {
+					return err
+				}
+				aerr = ch.Answer(ctx, onTheCommandLine("the person"), args[1], operator.Verb(args[0]), remember)
+				ch.close()
 			default:
 				return usageErr("unknown approvals command %q", args[0])
 			}

@@ -503,6 +503,9 @@ func TestAuditWitness(t *testing.T) {
 	bad := capgate(t, "", env, "serve", "--listen", "127.0.0.1:0", "--audit-witness", filepath.Join(data, "w"))
 	mustCode(t, bad, 2)
 
+	// A change made on the store directly, with no gateway running, signs a checkpoint of its
+	// own: the older checkpoint offered to the witness below.
+	mustCode(t, capgate(t, "", env, "client", "add", "early"), 0)
 	r := serveWith(t, data, "--audit-witness", url)
 	callsThrough(t, r, env, 10)
 	r.stop(t)

@@ -9,55 +9,60 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/operator"
+	"github.com/capgate/capgate/internal/opsock"
+	"github.com/capgate/capgate/internal/plugin"
+	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/toolserver"
 )
 
-// operatorChange makes a change from the command line directly in the data folder's store,
-// recorded in its audit log before and after (gateway.OperatorLog.ChangeThen), by approver().
-// A change that fails because what it names does not exist is recorded with notFound.
-func operatorChange(ctx context.Context, cmd *cobra.Command, st store.Audit, dir string, rec audit.Record, narrows bool,
-	notFound string, change func() error) error {
-	return recordedChange(ctx, cmd, st, dir, rec, narrows, notFound, func(*audit.Record) error { return change() })
+// changeTarget says where an operator command makes its change: the data folder (--data),
+// the trusted keys an app is registered with, and whether a folder with no store yet gets
+// one (adding a client or registering an app before the first serve).
+type changeTarget struct {
+	data, trustedDir string
+	create           bool
 }
 
-// recordedChange is operatorChange for a change that fills in its outcome record
-// (gateway.OperatorLog.ChangeThen).
-func recordedChange(ctx context.Context, cmd *cobra.Command, st store.Audit, dir string, rec audit.Record, narrows bool,
-	notFound string, change func(out *audit.Record) error) error {
-	l := gateway.OpenOperatorLog(st, dir, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
-	warn := func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "capgate: %s: %v\n", rec.Action, err) }
-	err := l.ChangeThen(ctx, approver(), rec, narrows, change, operator.CodeOf(notFound), warn)
-	if cerr := l.Close(); cerr != nil {
-		warn(cerr)
-	}
-	return err
+// changes is where an operator command makes its changes: through the gateway serving the
+// data folder when one answers its operator socket (so that its caches and children see the
+// change at once), else on the folder's store directly, recorded in its audit log as the
+// gateway records its own.
+type changes struct {
+	opsock.Changes
+	viaGateway bool
+	close      func()
 }
 
-// pluginChange is recordedChange for a plugin command, which works on the data folder's
-// lockfile and needs no store: with a store in the folder (a gateway ran on it), the change
-// is recorded in its audit log, and a widening is not made unrecorded; with none, there is no
-// log to record in, and the change is made as it is (the gateway, once it runs, serves what
-// the lockfile holds).
-func pluginChange(cmd *cobra.Command, g *globals, hf hostFlags, rec audit.Record, narrows bool,
-	change func(out *audit.Record) error) error {
-	ctx := context.Background()
-	l, err := g.load(hf)
+// openChanges opens where the command's changes go (changes). Through a running gateway,
+// the gateway's own trusted keys register an app.
+func (g *globals) openChanges(ctx context.Context, cmd *cobra.Command, t changeTarget) (*changes, error) {
+	l, err := g.load(hostFlags{dataDir: t.data, trustedDir: t.trustedDir})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	st, err := gateway.OpenStore(ctx, l.dataDir, l.store, false)
-	if errors.Is(err, gateway.ErrNoStore) {
-		return change(&rec)
+	if l.dataDir == "" {
+		return nil, usageErr("no data folder: set --data, CAPGATE_DATA_DIR or data_dir")
 	}
+	if c, err := opsock.Dial(opsock.Path(l.dataDir)); err == nil {
+		return &changes{Changes: c, viaGateway: true, close: c.Close}, nil
+	}
+	st, dir, err := g.openStore(ctx, t.data, t.create)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer st.Close()
-	return recordedChange(ctx, cmd, st, l.dataDir, rec, narrows, "INVALID_REQUEST", change)
+	reg, err := registry.New(ctx, st, gateway.AppKeys(dir, l.trustedDir))
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	ops, done := operatorService(cmd, st, dir)
+	ops.Registry = reg
+	ops.ToolServers = &toolserver.Env{Store: st, Registry: reg, DataDir: dir, Version: version}
+	return &changes{Changes: ops, close: func() { done(); st.Close() }}, nil
 }
 
 // storeTokens revokes in the store directly, for a command that works on the data folder's
@@ -71,15 +76,42 @@ func (s storeTokens) Revoke(ctx context.Context, id string) error {
 // operatorService is the operator Service of a command working on the data folder's store
 // directly: its changes go to the folder's audit log as the gateway's do. close writes what
 // is pending and signs a checkpoint when the folder holds the gateway's key.
-func operatorService(cmd *cobra.Command, st store.Store, dir string, cs *consent.Service) (ops *operator.Service, close func()) {
+func operatorService(cmd *cobra.Command, st store.Store, dir string) (ops *operator.Service, close func()) {
 	l := gateway.OpenOperatorLog(st, dir, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
-	warn := func(action string, err error) { fmt.Fprintf(cmd.ErrOrStderr(), "capgate: %s: %v\n", action, err) }
-	ops = &operator.Service{Audit: l.Recorder(), Consent: cs, Tokens: storeTokens{st}, Mandates: st, Warn: warn}
+	ops = &operator.Service{Audit: l.Recorder(), Consent: consent.New(st, &consent.Options{Surface: true}), Tokens: storeTokens{st},
+		Mandates: st, Clients: st, Warn: warnOn(cmd)}
 	return ops, func() {
 		if err := l.Close(); err != nil {
-			warn("audit", err)
+			warnOn(cmd)("audit", err)
 		}
 	}
+}
+
+// warnOn tells the command's standard error what went wrong beside a change.
+func warnOn(cmd *cobra.Command) func(action string, err error) {
+	return func(action string, err error) { fmt.Fprintf(cmd.ErrOrStderr(), "capgate: %s: %v\n", action, err) }
+}
+
+// pluginService is the operator Service of a plugin command, which works on the data
+// folder's lockfile: with a store in the folder (a gateway ran on it), the change is recorded
+// in its audit log, and a widening is not made unrecorded; with none, there is no log to
+// record in, and the change is made as it is (the gateway, once it runs, serves what the
+// lockfile holds).
+func (g *globals) pluginService(cmd *cobra.Command, hf hostFlags, h *plugin.Host) (*operator.Service, func(), error) {
+	l, err := g.load(hf)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := gateway.OpenStore(context.Background(), l.dataDir, l.store, false)
+	if errors.Is(err, gateway.ErrNoStore) {
+		return &operator.Service{Plugins: h, NoAuditLog: true, Warn: warnOn(cmd)}, func() {}, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	ops, done := operatorService(cmd, st, l.dataDir)
+	ops.Plugins = h
+	return ops, func() { done(); st.Close() }, nil
 }
 
 // onTheCommandLine is who changes something from the command line: the person answering,
@@ -87,3 +119,6 @@ func operatorService(cmd *cobra.Command, st store.Store, dir string, cs *consent
 func onTheCommandLine(who string) operator.Actor {
 	return operator.Actor{ID: approver(), Who: who, Where: "from the command line"}
 }
+
+// byTheOperator is the operator, from the command line.
+func byTheOperator() operator.Actor { return onTheCommandLine("the operator") }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -13,14 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/capgate/capgate/internal/audit"
-	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/store"
 )
-
-// maxUID is the largest unix user id a client can be bound to: (uid_t)-1 is no user.
-const maxUID = 1<<32 - 2
 
 func newClientCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "client", Short: "Manage the agents that may call the gateway"}
@@ -48,41 +42,20 @@ agent). --require-token makes every call of the client need a token, even a low-
 			}
 			var unixUID *int
 			if cmd.Flags().Changed("uid") {
-				if uid < 0 || uid > maxUID {
-					return usageErr("--uid: must be a unix user id, 0 to %d", maxUID)
+				if uid < 0 || uid > operator.MaxUnixUID {
+					return usageErr("--uid: must be a unix user id, 0 to %d", operator.MaxUnixUID)
 				}
 				u := int(uid)
 				unixUID = &u
 			}
 			ctx := context.Background()
-			st, dir, err := g.openStore(ctx, data, true)
+			ch, err := g.openChanges(ctx, cmd, changeTarget{data: data, create: true})
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			key, hash, err := operator.NewClientKey()
-			if err != nil {
-				return err
-			}
-			id, err := operator.NewClientID()
-			if err != nil {
-				return err
-			}
-			c := store.Client{ID: id, Name: args[0], KeyHash: hash,
-				Trust: trust, NeverAsk: neverAsk, Created: time.Now(), UnixUID: unixUID, RequireToken: requireToken}
-			never := ""
-			if neverAsk {
-				never = ", never asking the person"
-			}
-			if requireToken {
-				never += ", requiring a token for every call"
-			}
-			if unixUID != nil {
-				never += fmt.Sprintf(", bound to the unix uid %d", *unixUID)
-			}
-			rec := audit.Record{Action: "client.add", Result: "add requested",
-				Explanation: fmt.Sprintf("the operator added the client %s (trust %s%s) from the command line", c.ID, trust, never)}
-			err = operatorChange(ctx, cmd, st, dir, rec, false, "INVALID_REQUEST", func() error { return st.PutClient(ctx, c) })
+			defer ch.close()
+			key, _, err := ch.AddClient(ctx, byTheOperator(), operator.NewClient{Name: args[0], Trust: trust, NeverAsk: neverAsk,
+				RequireToken: requireToken, UnixUID: unixUID})
 			if err != nil {
 				if errors.Is(err, store.ErrExists) {
 					return &exitError{code: exitNo, err: fmt.Errorf("a client named %q, or bound to that uid, exists", args[0])}
@@ -220,16 +193,16 @@ func addClientCommands(cmd *cobra.Command, g *globals) {
 			Short: a.short,
 			Long: a.short + `.
 
-The change is made directly in the data folder's store (--data, or --store for PostgreSQL),
-beside a running gateway: every replica refuses a disabled or removed client at its very next
-call. It is recorded in the audit log as the operator's (client.` + string(a.action) + `), a decision
+With a gateway serving the data folder, the gateway makes the change; otherwise it is made in
+the folder's store directly (--data, or --store for PostgreSQL): every replica refuses a
+disabled or removed client at its very next call. It is recorded in the audit log as the operator's (client.` + string(a.action) + `), a decision
 before and its outcome after; a disable or a removal is made even when the log cannot record
 it, an enable is not. With --json, prints the client as it is after (a removed one as it was,
 with "removed": true).`,
 			Args: exactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				ctx := context.Background()
-				st, dir, err := g.localStore(ctx, data)
+				st, _, err := g.localStore(ctx, data)
 				if err != nil {
 					return err
 				}
@@ -242,7 +215,13 @@ with "removed": true).`,
 				if err != nil {
 					return err
 				}
-				if err := clientChange(ctx, cmd, st, dir, cl.ID, a.action); err != nil {
+				ch, err := g.openChanges(ctx, cmd, changeTarget{data: data})
+				if err != nil {
+					return err
+				}
+				_, err = ch.ChangeClient(ctx, byTheOperator(), cl.ID, a.action)
+				ch.close()
+				if err != nil {
 					if errors.Is(err, store.ErrNotFound) {
 						return &exitError{code: exitNo, err: errors.New("no such client")}
 					}
@@ -277,19 +256,6 @@ func findClient(ctx context.Context, st store.Store, ref string) (store.Client, 
 		return c, &exitError{code: exitNo, err: errors.New("no such client")}
 	}
 	return c, err
-}
-
-// clientChange makes a change to a client from the command line, recorded in the data
-// folder's audit log as the operator's (operator.ChangeClient).
-func clientChange(ctx context.Context, cmd *cobra.Command, st store.Store, dir, id string, action operator.ClientAction) error {
-	l := gateway.OpenOperatorLog(st, dir, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
-	warn := func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "capgate: client.%s: %v\n", action, err) }
-	by := operator.Actor{ID: approver(), Who: "the operator", Where: "from the command line"}
-	err := operator.ChangeClient(ctx, st, l.Recorder(), by, id, action, time.Now(), warn)
-	if cerr := l.Close(); cerr != nil {
-		warn(cerr)
-	}
-	return err
 }
 
 // printClient prints one client on one line.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capgate/capgate/internal/archive"
-	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/delta"
 	"github.com/capgate/capgate/internal/plugin"
 )
@@ -62,21 +62,12 @@ func newPluginInstallCmd(g *globals, hf *hostFlags, upgrade bool) *cobra.Command
 				return err
 			}
 			h.AllowTier2Unsafe = tier2
-			action, how := "plugin.install", "installed"
-			if upgrade {
-				action, how = "plugin.upgrade", "upgraded"
-			}
-			rec := audit.Record{Action: action, Result: action[len("plugin."):] + " requested",
-				Explanation: "the operator " + how + " a plugin package from the command line"}
-			if approve {
-				rec.Explanation += ", approving a widening at once"
-			}
-			var out plugin.Outcome
-			err = pluginChange(cmd, g, *hf, rec, false, func(r *audit.Record) error {
-				out, err = h.Install(args[0], plugin.Options{Upgrade: upgrade, Approve: approve, Approver: approver()})
-				noteOutcome(r, out)
+			ops, done, err := g.pluginService(cmd, *hf, h)
+			if err != nil {
 				return err
-			})
+			}
+			defer done()
+			out, err := ops.InstallPlugin(context.Background(), byTheOperator(), args[0], plugin.Options{Upgrade: upgrade, Approve: approve})
 			if err != nil {
 				return installErr(err)
 			}
@@ -171,17 +162,12 @@ is locked now; a reject is still refused.`,
 			if err != nil {
 				return err
 			}
-			if len(args[0]) > audit.MaxFieldBytes {
-				return installErr(plugin.ErrNoPending)
-			}
-			rec := audit.Record{Action: "plugin.approve", App: args[0], Result: "approve requested",
-				Explanation: "the operator approved the plugin's pending widening from the command line"}
-			var out plugin.Outcome
-			err = pluginChange(cmd, g, *hf, rec, false, func(r *audit.Record) error {
-				out, err = h.Approve(args[0], approver())
-				noteOutcome(r, out)
+			ops, done, err := g.pluginService(cmd, *hf, h)
+			if err != nil {
 				return err
-			})
+			}
+			defer done()
+			out, err := ops.ApprovePlugin(context.Background(), byTheOperator(), args[0], "")
 			if err != nil {
 				return installErr(err)
 			}
@@ -256,13 +242,12 @@ func newPluginRemoveCmd(g *globals, hf *hostFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if len(args[0]) > audit.MaxFieldBytes {
-				return installErr(plugin.ErrNotInstalled)
-			}
-			rec := audit.Record{Action: "plugin.remove", App: args[0], Result: "remove requested",
-				Explanation: "the operator removed the plugin, and any widening pending for it, from the command line"}
-			err = pluginChange(cmd, g, *hf, rec, true, func(*audit.Record) error { return h.Remove(args[0]) })
+			ops, done, err := g.pluginService(cmd, *hf, h)
 			if err != nil {
+				return err
+			}
+			defer done()
+			if err := ops.RemovePlugin(context.Background(), byTheOperator(), args[0]); err != nil {
 				return installErr(err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: removed\n", args[0])
@@ -292,21 +277,5 @@ Also prints the digest of each file, for sbom_ref and provenance_ref.`,
 			}
 			return nil
 		},
-	}
-}
-
-// noteOutcome names in the outcome record the app a plugin command changed and what came of
-// it: applied to the lockfile, waiting for approval, or refused.
-func noteOutcome(r *audit.Record, out plugin.Outcome) {
-	if out.AppID != "" && len(out.AppID) <= audit.MaxFieldBytes {
-		r.App = out.AppID
-	}
-	switch {
-	case out.Refused:
-		r.Explanation += "; refused"
-	case out.Pending:
-		r.Explanation += "; the widening waits for approval"
-	case out.Applied:
-		r.Explanation += "; applied to the lockfile"
 	}
 }

@@ -19,9 +19,9 @@ import (
 
 // startServe runs `capgate serve` as a real child process on a free loopback port and returns
 // its URL; the server is stopped with SIGTERM at the end of the test, which must be graceful.
-func startServe(t *testing.T, data string) string {
+func startServe(t *testing.T, data string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(binary, "serve", "--data", data, "--listen", "127.0.0.1:0")
+	cmd := exec.Command(binary, append([]string{"serve", "--data", data, "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -70,7 +70,9 @@ func startServe(t *testing.T, data string) string {
 
 func TestServeEndToEnd(t *testing.T) {
 	data := t.TempDir()
-	url := startServe(t, data)
+	// The gateway trusts the example's key: it registers the notes app (the command goes
+	// through it) and serves it at Tier 1.
+	url := startServe(t, data, "--trusted-dir", "../../examples/trusted")
 	trusted := filepath.Join(t.TempDir(), "trusted")
 	if err := os.MkdirAll(trusted, 0o755); err != nil {
 		t.Fatal(err)

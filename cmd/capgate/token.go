@@ -80,11 +80,6 @@ revokes any token directly in the data folder's store, as the operator or the pe
 				return nil
 			}
 			ctx := context.Background()
-			st, dir, err := g.localStore(ctx, data)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
 			id := args[0]
 			if t, err := token.Parse(args[0]); err == nil {
 				id = t.ID
@@ -92,9 +87,12 @@ revokes any token directly in the data folder's store, as the operator or the pe
 			if len(id) > audit.MaxFieldBytes {
 				return &exitError{code: exitNo, err: errors.New("no such token")}
 			}
-			ops, done := operatorService(cmd, st, dir, nil)
-			err = ops.Revoke(ctx, onTheCommandLine("the operator"), id)
-			done()
+			ch, err := g.openChanges(ctx, cmd, changeTarget{data: data})
+			if err != nil {
+				return err
+			}
+			err = ch.Revoke(ctx, byTheOperator(), id)
+			ch.close()
 			if err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					return &exitError{code: exitNo, err: errors.New("no such token")}

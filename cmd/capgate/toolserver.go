@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,9 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/capgate/capgate/internal/audit"
-	"github.com/capgate/capgate/internal/registry"
-	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/toolserver"
 )
 
@@ -42,21 +38,6 @@ by --env; capgate's client keys, tokens and CAPGATE_ variables never reach it.`,
 	return cmd
 }
 
-// toolServerEnv opens the data folder's store and a registry on it, for one command.
-func (g *globals) toolServerEnv(ctx context.Context, data string) (*toolserver.Env, func(), error) {
-	st, dir, err := g.localStore(ctx, data)
-	if err != nil {
-		return nil, nil, err
-	}
-	// Tool servers are Tier 2: no key is needed to register them.
-	reg, err := registry.New(ctx, st, nil)
-	if err != nil {
-		st.Close()
-		return nil, nil, err
-	}
-	return &toolserver.Env{Store: st, Registry: reg, DataDir: dir, Version: version}, func() { st.Close() }, nil
-}
-
 func newToolServerAddCmd(g *globals) *cobra.Command {
 	var data, url string
 	var env []string
@@ -66,7 +47,9 @@ func newToolServerAddCmd(g *globals) *cobra.Command {
 		Long: `Add an MCP server as the Tier 2 app mcp.NAME (alias NAME): a command capgate starts and
 speaks to over stdio (after --), or a streamable HTTP endpoint (--url). capgate connects once,
 lists the tools and pins every one whose schema compiles: adding a server accepts the tools
-it offers now. A running gateway starts the server within a second.
+it offers now. With a gateway serving the data folder, the gateway adds it and has connected
+it when the command returns; otherwise it goes in the folder's store, and a gateway starts it
+when it runs.
 
 NAME is lowercase letters, digits and '-', starting with a letter, at most 32 bytes.`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -87,22 +70,16 @@ NAME is lowercase letters, digits and '-', starting with a letter, at most 32 by
 				return usageErr("%w", err)
 			}
 			ctx := cmd.Context()
-			e, done, err := g.toolServerEnv(ctx, data)
+			dir, err := g.dataDir(data)
 			if err != nil {
 				return err
 			}
-			defer done()
-			log, err := auditOf(e)
+			ch, err := g.openChanges(ctx, cmd, changeTarget{data: data})
 			if err != nil {
 				return err
 			}
-			rec := audit.Record{Action: "toolserver.add", App: toolserver.AppPrefix + c.Name, Result: "add requested",
-				Explanation: "the operator added the tool server from the command line: the tools it lists now are accepted and pinned"}
-			var r toolserver.Report
-			err = operatorChange(ctx, cmd, log, e.DataDir, rec, false, "INVALID_REQUEST", func() error {
-				r, err = toolserver.Add(ctx, e, c)
-				return err
-			})
+			defer ch.close()
+			r, err := ch.AddToolServer(ctx, byTheOperator(), c)
 			if err != nil {
 				return &exitError{code: exitNo, err: err}
 			}
@@ -110,8 +87,12 @@ NAME is lowercase letters, digits and '-', starting with a letter, at most 32 by
 			fmt.Fprintf(w, "added the tool server %s as the app %s (alias %s): %d tools accepted and pinned\n", c.Name, r.AppID, c.Name, len(r.Accepted))
 			printPins(w, r.AppID, r.Accepted)
 			printLeft(w, r)
-			fmt.Fprintf(w, "side effects count as system until classified in %s\n", toolserver.OverlayFile(e.DataDir, c.Name))
-			fmt.Fprintln(w, "a running gateway starts the server within a second")
+			fmt.Fprintf(w, "side effects count as system until classified in %s\n", toolserver.OverlayFile(dir, c.Name))
+			if ch.viaGateway {
+				fmt.Fprintln(w, "the running gateway has started the server")
+			} else {
+				fmt.Fprintln(w, "a running gateway starts the server within a second")
+			}
 			return nil
 		},
 	}
@@ -214,22 +195,12 @@ func newToolServerRemoveCmd(g *globals) *cobra.Command {
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			e, done, err := g.toolServerEnv(ctx, data)
+			ch, err := g.openChanges(ctx, cmd, changeTarget{data: data})
 			if err != nil {
 				return err
 			}
-			defer done()
-			log, err := auditOf(e)
-			if err != nil {
-				return err
-			}
-			if len(toolserver.AppPrefix+args[0]) > audit.MaxFieldBytes {
-				return &exitError{code: exitNo, err: toolserver.ErrNotToolServer}
-			}
-			rec := audit.Record{Action: "toolserver.remove", App: toolserver.AppPrefix + args[0], Result: "remove requested",
-				Explanation: "the operator removed the tool server, its app and its pins from the command line"}
-			err = operatorChange(ctx, cmd, log, e.DataDir, rec, true, "INVALID_REQUEST", func() error { return toolserver.Remove(ctx, e, args[0]) })
-			if err != nil {
+			defer ch.close()
+			if err := ch.RemoveToolServer(ctx, byTheOperator(), args[0]); err != nil {
 				if errors.Is(err, toolserver.ErrNotToolServer) {
 					return &exitError{code: exitNo, err: err}
 				}
@@ -262,39 +233,21 @@ changed nor new is refused (exit 1) and nothing is accepted.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			e, done, err := g.toolServerEnv(ctx, data)
+			ch, err := g.openChanges(ctx, cmd, changeTarget{data: data})
 			if err != nil {
 				return err
 			}
-			defer done()
-			var r toolserver.Report
-			accept := func() error {
-				r, err = toolserver.Accept(ctx, e, args[0], args[1:], dryRun, "operator: capgate toolserver accept")
-				return err
-			}
-			if dryRun {
-				err = accept()
-			} else {
-				// An accepted tool runs again: the acceptance is recorded before it is made, and
-				// not made unrecorded.
-				rec := audit.Record{Action: "toolserver.accept", App: toolserver.AppPrefix + args[0], Result: "accept requested",
-					Explanation: fmt.Sprintf("the operator accepted the tool server's changed and new tools from the command line (%d named)", len(args)-1)}
-				if len(rec.App) > audit.MaxFieldBytes {
-					return &exitError{code: exitNo, err: toolserver.ErrNotToolServer}
-				}
-				log, aerr := auditOf(e)
-				if aerr != nil {
-					return aerr
-				}
-				err = operatorChange(ctx, cmd, log, e.DataDir, rec, false, "INVALID_REQUEST", accept)
-			}
+			defer ch.close()
+			// An accepted tool runs again: the acceptance is recorded before it is made, and
+			// not made unrecorded (a dry run changes and records nothing).
+			r, err := ch.AcceptTools(ctx, byTheOperator(), args[0], args[1:], dryRun)
 			w := cmd.OutOrStdout()
-			for _, ch := range r.Changes {
-				if ch.Kind == toolserver.Same {
+			for _, c := range r.Changes {
+				if c.Kind == toolserver.Same {
 					continue
 				}
-				fmt.Fprintf(w, "%s: %s\n", ch.Tool, ch.Kind)
-				for _, l := range ch.Lines {
+				fmt.Fprintf(w, "%s: %s\n", c.Tool, c.Kind)
+				for _, l := range c.Lines {
 					fmt.Fprintf(w, "    %s\n", l)
 				}
 			}
@@ -321,14 +274,4 @@ changed nor new is refused (exit 1) and nothing is accepted.`,
 	cmd.Flags().StringVar(&data, "data", "", "data folder")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show the differences and accept nothing")
 	return cmd
-}
-
-// auditOf is the audit log of the tool-server environment's store, the data folder's whole
-// store.
-func auditOf(e *toolserver.Env) (store.Audit, error) {
-	log, ok := e.Store.(store.Audit)
-	if !ok {
-		return nil, errors.New("the store keeps no audit log")
-	}
-	return log, nil
 }

@@ -37,6 +37,17 @@ const (
 // keySources trusts the keys of every source.
 type keySources []manifest.KeySource
 
+// AppKeys are the keys a gateway on the data folder dataDir verifies apps' manifests with:
+// its own folder of local keys (DATA/trusted, the built-in apps' and the developer's), then
+// trustedDir's ("" for none).
+func AppKeys(dataDir, trustedDir string) manifest.KeySource {
+	ks := keySources{keys.TrustStore{Dir: filepath.Join(dataDir, LocalTrustDir)}}
+	if trustedDir != "" {
+		ks = append(ks, keys.TrustStore{Dir: trustedDir})
+	}
+	return ks
+}
+
 func (ks keySources) Keys(appID string) ([]ed25519.PublicKey, error) {
 	var out []ed25519.PublicKey
 	var errs []error

@@ -30,6 +30,7 @@ import (
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/ipc"
 	"github.com/capgate/capgate/internal/mcp"
+	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/plugin"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/sandbox"
@@ -115,6 +116,9 @@ type Gateway struct {
 	Broker   *broker.Broker
 	Consent  *consent.Service
 	Audit    *audit.Writer
+	// Operator makes the person's and the operator's changes outside a call: the approval
+	// page and the operator socket (DATA/operator.sock, package opsock) ask it.
+	Operator *operator.Service
 	Key      ed25519.PrivateKey
 	log      *slog.Logger
 	metrics  *metrics
@@ -207,11 +211,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	case !g.sandbox.Enforcing():
 		g.log.Warn("the sandbox is off (--sandbox=off-unsafe): the terminal's commands and python's scripts run with capgate's own user, files and network")
 	}
-	trust := keySources{keys.TrustStore{Dir: filepath.Join(cfg.DataDir, LocalTrustDir)}}
-	if cfg.TrustedDir != "" {
-		trust = append(trust, keys.TrustStore{Dir: cfg.TrustedDir})
-	}
-	if g.Registry, err = registry.New(ctx, st, trust); err != nil {
+	if g.Registry, err = registry.New(ctx, st, AppKeys(cfg.DataDir, cfg.TrustedDir)); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("gateway: registry: %w", err)
 	}
@@ -246,13 +246,19 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
+	tsEnv := &toolserver.Env{Store: st, Registry: g.Registry, DataDir: cfg.DataDir, Version: "capgate"}
+	// The lockfile in the data folder, as capgate plugin uses it. Approving re-diffs the
+	// pending widening against the lock; it verifies no signature, so no trust is needed.
+	plugins := &plugin.Host{DataDir: cfg.DataDir}
+	g.Operator = &operator.Service{Audit: g.Audit, Consent: g.Consent, Tokens: g.Broker, Mandates: g.Broker, Clients: st,
+		Registry: g.Registry, ToolServers: tsEnv, Plugins: plugins,
+		Warn: func(action string, err error) { g.log.Warn("an operator's change", "action", action, "err", err) }}
 	g.web = web.New(web.Options{Consent: g.Consent, Store: st, Broker: g.Broker, Registry: g.Registry, PublicKey: key.Public().(ed25519.PublicKey), Logger: g.log, AuditHeadFile: filepath.Join(cfg.DataDir, HeadFile),
 		Audit:        g.Audit,
+		Operator:     g.Operator,
 		AllowedHosts: cfg.UIHosts,
-		ToolServers:  &toolserver.Env{Store: st, Registry: g.Registry, DataDir: cfg.DataDir, Version: "capgate"},
-		// The lockfile in the data folder, as capgate plugin uses it. Approving re-diffs the
-		// pending widening against the lock; it verifies no signature, so no trust is needed.
-		Plugins: &plugin.Host{DataDir: cfg.DataDir}})
+		ToolServers:  tsEnv,
+		Plugins:      plugins})
 	if _, err := g.Broker.Sync(ctx); err != nil {
 		g.Close()
 		return nil, err
@@ -576,7 +582,8 @@ func (g *Gateway) Serve(ctx context.Context, ready func(tcp, socket string)) err
 		during(func(ctx context.Context) { g.watch(ctx, w, kick) })
 	}
 	during(func(ctx context.Context) { g.sweep(ctx, kick) })
-	g.log.Info("[OK] capgate serving", "tcp", tcpAddr, "socket", sockPath, "data", g.cfg.DataDir, "workspace", g.workspace)
+	opPath := g.serveOperator(during)
+	g.log.Info("[OK] capgate serving", "tcp", tcpAddr, "socket", sockPath, "operator", opPath, "data", g.cfg.DataDir, "workspace", g.workspace)
 	if ready != nil {
 		ready(tcpAddr, sockPath)
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/operator"
+	"github.com/capgate/capgate/internal/opsock"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/keys"
 )
@@ -60,3 +62,33 @@ func (l *OperatorLog) ChangeThen(ctx context.Context, by string, rec audit.Recor
 
 // Recorder is the log as the changes of package operator write to it.
 func (l *OperatorLog) Recorder() operator.Recorder { return l.w }
+
+// serveOperator serves the operator socket (DATA/operator.sock) for as long as the serve,
+// with during, and returns its path ("" when it is not served). A socket another live
+// gateway on this folder answers is left to it: its changes reach the shared store all the
+// same, and this replica sees them at its next look.
+func (g *Gateway) serveOperator(during func(func(context.Context))) string {
+	path := opsock.Path(g.cfg.DataDir)
+	ln, err := opsock.Listen(path)
+	switch {
+	case errors.Is(err, opsock.ErrInUse):
+		g.log.Warn("the data folder's operator socket is served by another capgate", "socket", path)
+		return ""
+	case err != nil:
+		g.log.Warn("the operator socket cannot be served: operator commands work on the store directly", "socket", path, "err", err)
+		return ""
+	}
+	// A tool server added, removed or accepted through the socket is connected, stopped or
+	// listed again before the command returns.
+	srv := opsock.New(g.Operator, func(ctx context.Context) {
+		if err := g.tools.Sync(ctx); err != nil {
+			g.log.Warn("tool server sync failed", "err", err)
+		}
+	}, g.log)
+	during(func(ctx context.Context) {
+		if err := srv.Serve(ctx, ln, DrainTimeout); err != nil && !errors.Is(err, net.ErrClosed) {
+			g.log.Warn("the operator socket stopped", "err", err)
+		}
+	})
+	return path
+}

@@ -65,6 +65,12 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return ctx
 }
 
+// PeerUIDOf is the peer uid ConnContext recorded in ctx, if the connection had one.
+func PeerUIDOf(ctx context.Context) (int, bool) {
+	uid, ok := ctx.Value(peerUIDKey).(int)
+	return uid, ok
+}
+
 func (s *Server) now() time.Time {
 	if s.Now != nil {
 		return s.Now()

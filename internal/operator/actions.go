@@ -4,27 +4,36 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/plugin"
 	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/toolserver"
 )
 
 // The audit actions of the changes, one table every front writes from.
 const (
-	ActionConsentApprove = "consent.approve"
-	ActionConsentDeny    = "consent.deny"
-	ActionConsentCancel  = "consent.cancel"
-	ActionTokenRevoke    = "token.revoke"
-	ActionMandateSet     = "mandate.set"
-	ActionMandateDelete  = "mandate.delete"
-	ActionClientAdd      = "client.add"
-	ActionClientDisable  = "client.disable"
-	ActionClientEnable   = "client.enable"
-	ActionClientRemove   = "client.remove"
-	ActionAppRegister    = "app.register"
-	ActionToolAccept     = "toolserver.accept"
-	ActionPluginApprove  = "plugin.approve"
+	ActionConsentApprove  = "consent.approve"
+	ActionConsentDeny     = "consent.deny"
+	ActionConsentCancel   = "consent.cancel"
+	ActionTokenRevoke     = "token.revoke"
+	ActionMandateSet      = "mandate.set"
+	ActionMandateDelete   = "mandate.delete"
+	ActionClientAdd       = "client.add"
+	ActionClientDisable   = "client.disable"
+	ActionClientEnable    = "client.enable"
+	ActionClientRemove    = "client.remove"
+	ActionAppRegister     = "app.register"
+	ActionToolAdd         = "toolserver.add"
+	ActionToolRemove      = "toolserver.remove"
+	ActionToolAccept      = "toolserver.accept"
+	ActionToolKeepStopped = "toolserver.keep_stopped"
+	ActionPluginInstall   = "plugin.install"
+	ActionPluginUpgrade   = "plugin.upgrade"
+	ActionPluginApprove   = "plugin.approve"
+	ActionPluginRemove    = "plugin.remove"
 )
 
 // Revoker revokes a token and every token derived from it so that the very next decision
@@ -54,6 +63,20 @@ type Service struct {
 	// Tokens revokes tokens; Mandates sets and removes mandates.
 	Tokens   Revoker
 	Mandates Mandates
+	// Clients adds and changes clients.
+	Clients store.Clients
+	// Registry registers apps from their manifests.
+	Registry Registrar
+	// ToolServers adds, removes and accepts tool servers and their tools.
+	ToolServers *toolserver.Env
+	// Plugins installs, approves and removes plugins under the data folder's lockfile.
+	Plugins *plugin.Host
+	// NoAuditLog says there is no audit log to record plugin changes in at all: a data folder
+	// no gateway has run on yet holds no store, and the lockfile is what a gateway serves once
+	// it runs. Plugin changes are then made unrecorded; every other change still needs Audit.
+	NoAuditLog bool
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
 	// Warn is told what goes wrong beside a change (a record not written); nil drops it.
 	Warn func(action string, err error)
 }

@@ -107,4 +107,6 @@ const (
 	CodeInvalidRequest  = "INVALID_REQUEST"
 	CodeInvalidToken    = "INVALID_TOKEN"
 	CodeExecutionFailed = "EXECUTION_FAILED"
+	// CodeCapabilityDenied is a plugin change the lockfile refused (a reject).
+	CodeCapabilityDenied = "CAPABILITY_DENIED"
 )

@@ -11,9 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/broker"
-	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/delta"
 	"github.com/capgate/capgate/internal/lock"
 	"github.com/capgate/capgate/internal/operator"
@@ -423,35 +421,16 @@ func (s *Server) toolAnswer(w http.ResponseWriter, r *http.Request, _ string) {
 		s.message(w, http.StatusConflict, "No longer waiting", "This tool is no longer waiting for you: it was accepted, removed, or changed again since the page was shown. Reload the apps page.")
 		return
 	}
-	appID := toolserver.AppPrefix + name
-	rec := audit.Record{App: appID, ConsentID: pr.ConsentID}
-	if p, ok := s.pinOf(ctx, name, pr.Tool); ok {
-		rec.Method, rec.Capability = p.Action, "tool."+appID+"."+p.Action
-	}
 	if verb == "keep" {
-		s.keepStopped(w, r, pr, rec)
+		s.keepStopped(w, r, name, pr)
 		return
 	}
 	if hash != pr.Hash {
 		s.message(w, http.StatusConflict, "Changed again", "The server changed this tool again since the page was shown: nothing was accepted. Reload the apps page and read the new difference.")
 		return
 	}
-	rec.Action, rec.Result = "toolserver.accept", "accept requested"
-	rec.Explanation = "the person accepted a tool's definition " + pr.Hash + " on the approval page"
-	if err := s.decided(ctx, rec); err != nil {
-		s.o.Logger.Warn("web: the accept could not be recorded; nothing accepted", "err", err)
-		s.message(w, http.StatusServiceUnavailable, "Not accepted", "capgate could not record the accept in the audit log, so it accepted nothing. Its log says why.")
-		return
-	}
-	rep, err := toolserver.AcceptSeen(ctx, s.o.ToolServers, name, pr.Tool, pr.Hash, answeredBy)
-	if err == nil && len(rep.Accepted) == 0 {
-		err = errNotValid
-	}
-	code := operator.Code(err, operator.CodeInvalidRequest)
-	if err == nil && rec.Method == "" {
-		rec.Method, rec.Capability = rep.Accepted[0].Action, "tool."+appID+"."+rep.Accepted[0].Action
-	}
-	s.done(ctx, rec, code)
+	// Recorded before it is made, and not made unrecorded (operator.Service.AcceptSeenTool).
+	_, err = s.ops.AcceptSeenTool(ctx, onThePage, name, pr)
 	switch {
 	case err == nil:
 		s.toolsAccepted()
@@ -460,7 +439,10 @@ func (s *Server) toolAnswer(w http.ResponseWriter, r *http.Request, _ string) {
 		s.message(w, http.StatusConflict, "Changed again", "The server changed this tool again since the page was shown: nothing was accepted. Its new definition waits for you on the apps page.")
 	case errors.Is(err, toolserver.ErrNothingToAccept):
 		s.message(w, http.StatusConflict, "Nothing to accept", "The server no longer lists this tool as changed or new: nothing was accepted. Reload the apps page.")
-	case errors.Is(err, errNotValid):
+	case errors.Is(err, operator.ErrNotRecorded):
+		s.o.Logger.Warn("web: the accept could not be recorded; nothing accepted", "err", err)
+		s.message(w, http.StatusServiceUnavailable, "Not accepted", "capgate could not record the accept in the audit log, so it accepted nothing. Its log says why.")
+	case errors.Is(err, operator.ErrNoValidTool):
 		s.message(w, http.StatusConflict, "Not accepted", "The tool's new definition does not make a valid capability (its schema does not compile, say): it stays stopped. capgate toolserver accept "+name+" --dry-run says why.")
 	default:
 		s.o.Logger.Warn("web: accepting a tool failed", "toolserver", name, "err", err)
@@ -468,42 +450,11 @@ func (s *Server) toolAnswer(w http.ResponseWriter, r *http.Request, _ string) {
 	}
 }
 
-// errNotValid is an accept that pinned nothing: the tool's definition does not make a valid
-// capability.
-var errNotValid = errors.New("web: the tool's definition makes no valid capability")
-
-// pinOf returns the pin of tool, if it has one.
-func (s *Server) pinOf(ctx context.Context, name, tool string) (toolserver.Pin, bool) {
-	pins, err := toolserver.LoadPins(ctx, s.o.ToolServers.Store, name)
-	if err != nil {
-		return toolserver.Pin{}, false
-	}
-	i := slices.IndexFunc(pins, func(p toolserver.Pin) bool { return p.Tool == tool })
-	if i < 0 {
-		return toolserver.Pin{}, false
-	}
-	return pins[i], true
-}
-
 // keepStopped denies the pin request pr: the tool stays stopped (a new one uncallable), and
-// the request no longer waits on the requests page. Accepting stays possible here.
-func (s *Server) keepStopped(w http.ResponseWriter, r *http.Request, pr toolserver.PinRequest, rec audit.Record) {
-	ctx := r.Context()
-	rec.Action, rec.Result = "toolserver.keep_stopped", "keep stopped"
-	rec.Explanation = "the person kept a changed or new tool stopped on the approval page"
-	recorded := s.decided(ctx, rec)
-	if recorded != nil && !errors.Is(recorded, errNoAudit) {
-		s.o.Logger.Warn("web: keeping a tool stopped could not be recorded", "err", recorded)
-	}
-	err := s.o.Consent.Deny(ctx, pr.ConsentID, answeredBy)
-	if recorded == nil {
-		code := ""
-		if !errors.Is(err, consent.ErrNotPending) { // answered already: it stays stopped all the same
-			code = operator.Code(err, operator.CodeInvalidRequest)
-		}
-		s.done(ctx, rec, code)
-	}
-	if err != nil && !errors.Is(err, consent.ErrNotPending) {
+// the request no longer waits on the requests page. Accepting stays possible here. It only
+// stops something: it is made even when it cannot be recorded (operator.Service.KeepToolStopped).
+func (s *Server) keepStopped(w http.ResponseWriter, r *http.Request, name string, pr toolserver.PinRequest) {
+	if err := s.ops.KeepToolStopped(r.Context(), onThePage, name, pr); err != nil {
 		s.fail(w, err)
 		return
 	}
@@ -526,20 +477,12 @@ func (s *Server) approvePlugin(w http.ResponseWriter, r *http.Request, _ string)
 		s.message(w, http.StatusBadRequest, "Nothing to approve", "The field seen must name the widening the page showed.")
 		return
 	}
-	rec := audit.Record{Action: "plugin.approve", App: appID, Result: "approval requested",
-		Explanation: "the person approved the plugin's pending widening (manifest " + seen + ") on the approval page"}
-	if err := s.decided(ctx, rec); err != nil {
+	// Recorded before it is made, and not made unrecorded (operator.Service.ApprovePlugin).
+	out, err := s.ops.ApprovePlugin(ctx, onThePage, appID, seen)
+	switch {
+	case errors.Is(err, operator.ErrNotRecorded):
 		s.o.Logger.Warn("web: the approval could not be recorded; nothing approved", "err", err)
 		s.message(w, http.StatusServiceUnavailable, "Not approved", "capgate could not record the approval in the audit log, so it approved nothing. Its log says why.")
-		return
-	}
-	out, err := s.o.Plugins.ApproveSeen(appID, seen, answeredBy)
-	code := operator.Code(err, operator.CodeInvalidRequest)
-	if err == nil && out.Refused {
-		code = "CAPABILITY_DENIED"
-	}
-	s.done(ctx, rec, code)
-	switch {
 	case errors.Is(err, plugin.ErrNoPending):
 		s.message(w, http.StatusConflict, "Nothing to approve", "No widening is pending for this plugin any more. Reload the apps page.")
 	case errors.Is(err, plugin.ErrPendingChanged):

@@ -75,7 +75,7 @@ func (s *Server) clients(w http.ResponseWriter, r *http.Request, csrf string) {
 }
 
 // changeClient disables, enables or removes a client, recorded in the audit log as the
-// person's (operator.ChangeClient, as `capgate client` records the operator's), then shows
+// person's (operator.Service.ChangeClient, as `capgate client` records the operator's), then shows
 // the clients page. A disable or a removal only takes away: it is made even when its record
 // cannot be written; an enable whose record cannot be written is not made.
 func (s *Server) changeClient(w http.ResponseWriter, r *http.Request, _ string) {
@@ -96,10 +96,7 @@ func (s *Server) changeClient(w http.ResponseWriter, r *http.Request, _ string) 
 		s.message(w, http.StatusNotFound, "No such client", "There is no client with this id: it may have been removed. Reload the clients page.")
 		return
 	}
-	by := operator.Actor{ID: person, Who: "the person", Where: "on the approval page"}
-	err := operator.ChangeClient(ctx, s.o.Store, s.o.Audit, by, id, action, s.o.Now(), func(err error) {
-		s.o.Logger.Warn("web: a change to a client", "action", action, "err", err)
-	})
+	_, err := s.ops.ChangeClient(ctx, onThePage, id, action)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		s.message(w, http.StatusNotFound, "No such client", "There is no client with this id: it may have been removed. Reload the clients page.")

@@ -69,6 +69,10 @@ type Options struct {
 	// (Answers to consent requests are kept by the consent service; undo records itself in
 	// the broker.) A revoke, which only takes away, is made even when its record fails.
 	Audit Recorder
+	// Operator makes the person's changes (answers, revocations, mandates, accepted tools,
+	// approved plugins, client changes), as every front does; nil: one is made of the
+	// fields here (Audit, Consent, Broker, Store, ToolServers, Plugins).
+	Operator *operator.Service
 	// ToolServers is where the apps page reads the tool servers, their pins and their pin
 	// requests, and accepts a tool, as `capgate toolserver accept` does (it starts or
 	// reaches the server to list its tools); nil: the page lists no tool server.
@@ -111,14 +115,21 @@ func New(opts Options) *Server {
 		opts.Now = time.Now
 	}
 	s := &Server{o: opts, sessions: newSessions(opts.Now), origin: http.NewCrossOriginProtection(), toolsChanged: make(chan struct{}, 1)}
-	s.ops = &operator.Service{Consent: opts.Consent, Warn: func(action string, err error) {
-		opts.Logger.Warn("web: the person's change", "action", action, "err", err)
-	}}
-	if opts.Audit != nil {
-		s.ops.Audit = opts.Audit
-	}
-	if opts.Broker != nil {
-		s.ops.Tokens, s.ops.Mandates = opts.Broker, opts.Broker
+	s.ops = opts.Operator
+	if s.ops == nil {
+		s.ops = &operator.Service{Consent: opts.Consent, ToolServers: opts.ToolServers, Plugins: opts.Plugins, Now: opts.Now,
+			Warn: func(action string, err error) {
+				opts.Logger.Warn("web: the person's change", "action", action, "err", err)
+			}}
+		if opts.Audit != nil {
+			s.ops.Audit = opts.Audit
+		}
+		if opts.Broker != nil {
+			s.ops.Tokens, s.ops.Mandates = opts.Broker, opts.Broker
+		}
+		if opts.Store != nil {
+			s.ops.Clients = opts.Store
+		}
 	}
 	var bad []int
 	s.hosts, bad = newHosts(opts.AllowedHosts)
