@@ -2,36 +2,33 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/capgate/capgate/internal/store/postgres/pgtest"
+	"github.com/capgate/capgate/internal/store/storetest"
 )
 
-// appliedMigrations returns the versions recorded in the schema s uses, and when each was
-// applied.
-func appliedMigrations(t *testing.T, s *Store) map[int]int64 {
-	t.Helper()
-	rows, err := s.pool.Query(t.Context(), `SELECT version, applied_at FROM schema_migrations`)
-	if err != nil {
-		t.Fatal(err)
+// migrationsOn is the schema checks' view of the schema dsn selects.
+func migrationsOn(t *testing.T, dsn string) storetest.Migrations[*Store] {
+	return storetest.Migrations[*Store]{
+		Steps: len(migrations),
+		Open:  func() (*Store, error) { return Open(t.Context(), dsn) },
+		Applied: func(s *Store) (map[int]int64, error) {
+			rows, err := s.pool.Query(t.Context(), `SELECT version, applied_at FROM schema_migrations`)
+			if err != nil {
+				return nil, err
+			}
+			defer rows.Close()
+			return storetest.AppliedRows(rows)
+		},
+		Record: func(s *Store, version int) error {
+			_, err := s.pool.Exec(t.Context(),
+				`INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, 'future', 0)`, version)
+			return err
+		},
 	}
-	defer rows.Close()
-	out := map[int]int64{}
-	for rows.Next() {
-		var v int
-		var at int64
-		if err := rows.Scan(&v, &at); err != nil {
-			t.Fatal(err)
-		}
-		out[v] = at
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // TestOpenConcurrently opens one new schema from several goroutines at once, each with its
@@ -75,55 +72,11 @@ func TestOpenConcurrently(t *testing.T) {
 // TestMigrationsApplyOnce opens a schema twice, one after the other: the second Open applies
 // nothing.
 func TestMigrationsApplyOnce(t *testing.T) {
-	dsn := pgtest.Schema(t)
-	read := func() map[int]int64 {
-		s, err := Open(t.Context(), dsn)
-		if err != nil {
-			t.Fatalf("Open: %v", err)
-		}
-		defer s.Close()
-		return appliedMigrations(t, s)
-	}
-	first := read()
-	if len(first) != len(migrations) {
-		t.Fatalf("first open applied %d migrations, want %d", len(first), len(migrations))
-	}
-	for i := range migrations {
-		if _, ok := first[i+1]; !ok {
-			t.Errorf("version %d not recorded", i+1)
-		}
-	}
-	second := read()
-	for v, at := range first {
-		if second[v] != at {
-			t.Errorf("version %d applied again on the second open", v)
-		}
-	}
-	if len(second) != len(first) {
-		t.Errorf("second open: %d migrations recorded, want %d", len(second), len(first))
-	}
+	migrationsOn(t, pgtest.Schema(t)).ApplyOnce(t)
 }
 
 func TestNewerSchemaRefused(t *testing.T) {
-	dsn := pgtest.Schema(t)
-	s, err := Open(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	future := len(migrations) + 1
-	if _, err := s.pool.Exec(t.Context(),
-		`INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, 'future', 0)`, future); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	s, err = Open(t.Context(), dsn)
-	if err == nil {
-		s.Close()
-		t.Fatal("Open of a database with a newer schema succeeded")
-	}
-	if want := fmt.Sprintf("database schema version %d is newer than this capgate understands", future); !strings.Contains(err.Error(), want) {
-		t.Errorf("Open: %v, want it to say %q", err, want)
-	}
+	migrationsOn(t, pgtest.Schema(t)).NewerRefused(t)
 }
 
 // TestObjectsInSchema checks that every table and function lands in the search_path's schema,

@@ -1,10 +1,10 @@
 package sqlite
 
 import (
-	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/capgate/capgate/internal/store/storetest"
 )
 
 func TestPragmas(t *testing.T) {
@@ -42,70 +42,33 @@ func TestPragmas(t *testing.T) {
 	}
 }
 
-func TestMigrationsApplyOnce(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "capgate.db")
-	read := func() map[int]int64 {
-		s, err := Open(t.Context(), path)
-		if err != nil {
-			t.Fatalf("Open: %v", err)
-		}
-		defer s.Close()
-		rows, err := s.db.QueryContext(t.Context(), `SELECT version, applied_at FROM schema_migrations`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		out := map[int]int64{}
-		for rows.Next() {
-			var v int
-			var at int64
-			if err := rows.Scan(&v, &at); err != nil {
-				t.Fatal(err)
+// migrationsIn is the schema checks' view of the database file at path.
+func migrationsIn(t *testing.T, path string) storetest.Migrations[*Store] {
+	return storetest.Migrations[*Store]{
+		Steps: len(migrations),
+		Open:  func() (*Store, error) { return Open(t.Context(), path) },
+		Applied: func(s *Store) (map[int]int64, error) {
+			rows, err := s.db.QueryContext(t.Context(), `SELECT version, applied_at FROM schema_migrations`)
+			if err != nil {
+				return nil, err
 			}
-			out[v] = at
-		}
-		return out
-	}
-	first := read()
-	if len(first) != len(migrations) {
-		t.Fatalf("first open applied %d migrations, want %d", len(first), len(migrations))
-	}
-	for i := range migrations {
-		if _, ok := first[i+1]; !ok {
-			t.Errorf("version %d not recorded", i+1)
-		}
-	}
-	second := read()
-	if len(second) != len(first) {
-		t.Fatalf("second open: %d migrations recorded, want %d", len(second), len(first))
-	}
-	for v, at := range first {
-		if second[v] != at {
-			t.Errorf("version %d applied again on the second open", v)
-		}
+			defer rows.Close()
+			return storetest.AppliedRows(rows)
+		},
+		Record: func(s *Store, version int) error {
+			_, err := s.db.ExecContext(t.Context(),
+				`INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`, version)
+			return err
+		},
 	}
 }
 
+func TestMigrationsApplyOnce(t *testing.T) {
+	migrationsIn(t, filepath.Join(t.TempDir(), "capgate.db")).ApplyOnce(t)
+}
+
 func TestNewerSchemaRefused(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "capgate.db")
-	s, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	future := len(migrations) + 1
-	if _, err := s.db.ExecContext(t.Context(),
-		`INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`, future); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	s, err = Open(t.Context(), path)
-	if err == nil {
-		s.Close()
-		t.Fatal("Open of a database with a newer schema succeeded")
-	}
-	if want := fmt.Sprintf("database schema version %d is newer than this capgate understands", future); !strings.Contains(err.Error(), want) {
-		t.Errorf("Open: %v, want it to say %q", err, want)
-	}
+	migrationsIn(t, filepath.Join(t.TempDir(), "capgate.db")).NewerRefused(t)
 }
 
 func TestPrefixEnd(t *testing.T) {
