@@ -176,64 +176,7 @@ CREATE TRIGGER consent_state AFTER UPDATE OF state ON consents
 --
 -- A token's parent_id never changes once written, so the chain can be read before it is
 -- locked; the locked rows are read afresh (READ COMMITTED re-reads a row it had to wait for).
-CREATE FUNCTION capgate_take_use(p_id text, p_now bigint, p_max_depth integer,
-	OUT outcome text, OUT taken bigint)
-	LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-DECLARE
-	chain      text[];
-	top_parent text;
-	link       record;
-	n_locked   integer := 0;
-	is_revoked   boolean := false;
-	is_expired   boolean := false;
-	is_exhausted boolean := false;
-BEGIN
-	WITH RECURSIVE up (id, parent_id, depth) AS (
-		SELECT k.id, k.parent_id, 1 FROM tokens k WHERE k.id = p_id
-		UNION ALL
-		SELECT k.id, k.parent_id, up.depth + 1 FROM tokens k JOIN up ON k.id = up.parent_id
-		WHERE up.depth < p_max_depth
-	)
-	SELECT array_agg(up.id ORDER BY up.depth DESC),
-	       (array_agg(up.parent_id ORDER BY up.depth DESC))[1]
-	INTO chain, top_parent FROM up;
-	IF chain IS NULL THEN
-		outcome := 'not_found';
-		RETURN;
-	END IF;
-	IF top_parent IS NOT NULL THEN
-		outcome := 'too_deep';
-		RETURN;
-	END IF;
-
-	FOR link IN
-		SELECT k.id, k.revoked, k.expires_at, k.max_uses, k.uses FROM tokens k
-		WHERE k.id = ANY (chain) ORDER BY array_position(chain, k.id) FOR UPDATE
-	LOOP
-		n_locked := n_locked + 1;
-		is_revoked := is_revoked OR link.revoked;
-		is_expired := is_expired OR (link.expires_at IS NOT NULL AND p_now >= link.expires_at);
-		is_exhausted := is_exhausted OR (link.max_uses > 0 AND link.uses >= link.max_uses);
-		IF link.id = p_id THEN
-			taken := link.uses + 1;
-		END IF;
-	END LOOP;
-	IF n_locked <> cardinality(chain) THEN
-		RAISE EXCEPTION 'capgate_take_use: token chain changed while locked';
-	END IF;
-	IF is_revoked THEN
-		outcome := 'revoked';
-	ELSIF is_expired THEN
-		outcome := 'expired';
-	ELSIF is_exhausted THEN
-		outcome := 'exhausted';
-	ELSE
-		UPDATE tokens k SET uses = k.uses + 1 WHERE k.id = ANY (chain);
-		outcome := 'ok';
-		RETURN;
-	END IF;
-	taken := NULL;
-END $$;
+` + takeUseFunction("CREATE FUNCTION", false) + `
 
 -- capgate_revoke revokes the token p_id and every token derived from it, transitively, at
 -- p_at; tokens already revoked keep their first revocation time. It returns false if there is
@@ -277,7 +220,24 @@ CREATE INDEX tokens_client ON tokens (client_id);
 -- token whose client row is gone is not refused for that: removing a client revokes its
 -- tokens in the same transaction. A replica of the release before this one reads the new
 -- outcome as an unknown one and refuses the call: it fails closed.
-CREATE OR REPLACE FUNCTION capgate_take_use(p_id text, p_now bigint, p_max_depth integer,
+` + takeUseFunction("CREATE OR REPLACE FUNCTION", true) + `
+`},
+}
+
+// takeUseFunction is the statement that makes capgate_take_use, as steps 3 and 4 have it:
+// create is its verb, and clientCheck adds step 4's refusal of a token whose client is
+// disabled. It is built, not written out twice, so that the one check step 4 adds is the
+// only difference to read; the text of a released step must still never change
+// (TestMigrationsUnchanged holds it).
+func takeUseFunction(create string, clientCheck bool) string {
+	decl, check, outcome := "", "", ""
+	if clientCheck {
+		decl = "\tclient_off   boolean := false;\n"
+		check = "\tSELECT coalesce(c.disabled, false) INTO client_off\n" +
+			"\t\tFROM tokens k LEFT JOIN clients c ON c.id = k.client_id WHERE k.id = p_id;\n"
+		outcome = "\tELSIF client_off THEN\n\t\toutcome := 'client_disabled';\n"
+	}
+	return create + ` capgate_take_use(p_id text, p_now bigint, p_max_depth integer,
 	OUT outcome text, OUT taken bigint)
 	LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
@@ -288,8 +248,7 @@ DECLARE
 	is_revoked   boolean := false;
 	is_expired   boolean := false;
 	is_exhausted boolean := false;
-	client_off   boolean := false;
-BEGIN
+` + decl + `BEGIN
 	WITH RECURSIVE up (id, parent_id, depth) AS (
 		SELECT k.id, k.parent_id, 1 FROM tokens k WHERE k.id = p_id
 		UNION ALL
@@ -323,13 +282,9 @@ BEGIN
 	IF n_locked <> cardinality(chain) THEN
 		RAISE EXCEPTION 'capgate_take_use: token chain changed while locked';
 	END IF;
-	SELECT coalesce(c.disabled, false) INTO client_off
-		FROM tokens k LEFT JOIN clients c ON c.id = k.client_id WHERE k.id = p_id;
-	IF is_revoked THEN
+` + check + `	IF is_revoked THEN
 		outcome := 'revoked';
-	ELSIF client_off THEN
-		outcome := 'client_disabled';
-	ELSIF is_expired THEN
+` + outcome + `	ELSIF is_expired THEN
 		outcome := 'expired';
 	ELSIF is_exhausted THEN
 		outcome := 'exhausted';
@@ -339,8 +294,7 @@ BEGIN
 		RETURN;
 	END IF;
 	taken := NULL;
-END $$;
-`},
+END $$;`
 }
 
 // migrationLockKey names the advisory lock that serialises migrations of one schema; the

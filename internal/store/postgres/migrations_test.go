@@ -171,3 +171,15 @@ func mustSearchPath(t *testing.T, dsn, schema string) string {
 	}
 	return dsn + sep + "search_path=" + schema
 }
+
+// TestMigrationsUnchanged holds every released step to the text it was released with: a
+// database that applied a step never applies it again, so an edit would leave old and new
+// databases with different schemas. A new step appends its digest here.
+func TestMigrationsUnchanged(t *testing.T) {
+	storetest.StepsUnchanged(t, []string{
+		"ee609d0a37ae5812c9142a8f072cebb9b7938f474d3e796600afc32f4780ab62",
+		"c900b58ad98ece9882c6d54e13d807d38a5aca2de3eb0a5235933822606a2674",
+		"c429c7bcc13272d6790fa889e3d692c77f0e905fec22e2c6f96c644da8085d89",
+		"d545b0d25a637ffc3cb0920f4f9dbb21ee119402203807d722c85d9afb68880a",
+	}, migrations, func(m migration) string { return m.sql })
+}

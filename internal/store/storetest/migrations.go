@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"strings"
 	"testing"
@@ -91,5 +92,18 @@ func (m Migrations[S]) NewerRefused(t *testing.T) {
 	}
 	if want := fmt.Sprintf("database schema version %d is newer than this capgate understands", future); !strings.Contains(err.Error(), want) {
 		t.Errorf("Open: %v, want it to say %q", err, want)
+	}
+}
+
+// StepsUnchanged fails the test unless the text of each of steps, as sql gives it, has the
+// SHA-256 digest (hex) at the same place in want, and there are as many of each.
+func StepsUnchanged[M any](t *testing.T, want []string, steps []M, sql func(M) string) {
+	if len(steps) != len(want) {
+		t.Errorf("%d schema steps, %d digests: a new step appends its digest", len(steps), len(want))
+	}
+	for i, m := range steps[:min(len(steps), len(want))] {
+		if got := fmt.Sprintf("%x", sha256.Sum256([]byte(sql(m)))); got != want[i] {
+			t.Errorf("step %d: text changed (SHA-256 %s, released as %s): a released step is never edited", i+1, got, want[i])
+		}
 	}
 }
