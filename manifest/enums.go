@@ -55,12 +55,7 @@ func (s SideEffect) Valid() bool { return slices.Contains(SideEffects, s) }
 // Rank orders side effects for floors and widening: none < read < write < network <
 // destructive < system. An unknown value ranks above system, so that it is never taken for
 // a lesser effect.
-func (s SideEffect) Rank() int {
-	if i := slices.Index(SideEffects, s); i >= 0 {
-		return i
-	}
-	return len(SideEffects)
-}
+func (s SideEffect) Rank() int { return rank(SideEffects, s) }
 
 // SideEffectFromPlugin reads the plugin document's side effect words (NONE, READ, WRITE,
 // DELETE, DEPLOY) as manifest side effects: DELETE is destructive and DEPLOY is system. It
@@ -99,11 +94,15 @@ var AuthLevels = []AuthLevel{AuthPublic, AuthUser, AuthPrivileged, AuthSystem}
 func (a AuthLevel) Valid() bool { return slices.Contains(AuthLevels, a) }
 
 // Rank orders auth levels; an unknown level ranks above system, so nothing satisfies it.
-func (a AuthLevel) Rank() int {
-	if i := slices.Index(AuthLevels, a); i >= 0 {
+func (a AuthLevel) Rank() int { return rank(AuthLevels, a) }
+
+// rank is v's place in order, lowest first; a value not in order ranks above all of them, so
+// that an unknown value is never taken for a lesser one.
+func rank[T comparable](order []T, v T) int {
+	if i := slices.Index(order, v); i >= 0 {
 		return i
 	}
-	return len(AuthLevels)
+	return len(order)
 }
 
 // Risk is a capability's risk class.
