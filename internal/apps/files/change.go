@@ -38,6 +38,36 @@ func (a *App) openDir(rel string) (*os.Root, error) {
 	return a.root.OpenRoot(rel)
 }
 
+// openChange takes the app's lock, which serializes changes, and opens the folder holding rel
+// for one change; done closes the folder and releases the lock.
+func (a *App) openChange(ctx context.Context, rel string) (dir *os.Root, base string, done func(), err error) {
+	if err := a.lock(ctx); err != nil {
+		return nil, "", nil, err
+	}
+	dir, base, err = a.parent(rel)
+	if err != nil {
+		a.unlock()
+		return nil, "", nil, err
+	}
+	return dir, base, func() { dir.Close(); a.unlock() }, nil
+}
+
+// apply makes a change in dir whose undo record begin made (nil: none is kept). The record is
+// committed first, so that no change is made that could not be undone; then do makes the
+// change, and the record of a change that failed is dropped. It returns the undo token, and
+// do's error as fsError reads it.
+func (a *App) apply(dir *os.Root, rec *record, do func() error) (undo string, err error) {
+	if err := a.commit(rec); err != nil {
+		return "", err
+	}
+	if err := do(); err != nil {
+		a.discard(rec)
+		return "", fsError(err)
+	}
+	syncDir(dir)
+	return tokenOf(rec), nil
+}
+
 func answer(v map[string]any, undo string) (sdk.Result, error) {
 	v["status"] = "success"
 	data, err := json.Marshal(v)
@@ -80,15 +110,11 @@ func (a *App) writeFile(ctx context.Context, id string, raw json.RawMessage) (sd
 	default:
 		return sdk.Result{}, badParam("mode", "must be overwrite or append")
 	}
-	if err := a.lock(ctx); err != nil {
-		return sdk.Result{}, err
-	}
-	defer a.unlock()
-	dir, base, err := a.parent(rel)
+	dir, base, done, err := a.openChange(ctx, rel)
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	defer dir.Close()
+	defer done()
 	var prior fs.FileInfo
 	fi, err := dir.Lstat(base)
 	switch {
@@ -113,15 +139,11 @@ func (a *App) writeFile(ctx context.Context, id string, raw json.RawMessage) (sd
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	if err := a.commit(rec); err != nil {
+	undo, err := a.apply(dir, rec, func() error { return write(ctx, dir, base, prior, mode, data) })
+	if err != nil {
 		return sdk.Result{}, err
 	}
-	if err := write(ctx, dir, base, prior, mode, data); err != nil {
-		a.discard(rec)
-		return sdk.Result{}, fsError(err)
-	}
-	syncDir(dir)
-	return answer(map[string]any{"path": a.show(rel), "bytes_written": len(data), "created": prior == nil}, tokenOf(rec))
+	return answer(map[string]any{"path": a.show(rel), "bytes_written": len(data), "created": prior == nil}, undo)
 }
 
 func write(ctx context.Context, dir *os.Root, base string, prior fs.FileInfo, mode string, data []byte) error {
@@ -131,13 +153,7 @@ func write(ctx context.Context, dir *os.Root, base string, prior fs.FileInfo, mo
 			return err
 		}
 		_, err = f.Write(data)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		return err
+		return syncClose(f, err)
 	}
 	perm, exact := fs.FileMode(0o644), false
 	if prior != nil {
@@ -166,15 +182,11 @@ func (a *App) deleteFile(ctx context.Context, id string, raw json.RawMessage) (s
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	if err := a.lock(ctx); err != nil {
-		return sdk.Result{}, err
-	}
-	defer a.unlock()
-	dir, base, err := a.parent(rel)
+	dir, base, done, err := a.openChange(ctx, rel)
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	defer dir.Close()
+	defer done()
 	fi, err := dir.Lstat(base)
 	if err != nil {
 		return sdk.Result{}, fsError(err)
@@ -192,19 +204,16 @@ func (a *App) deleteFile(ctx context.Context, id string, raw json.RawMessage) (s
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	if err := a.commit(rec); err != nil {
+	undo, err := a.apply(dir, rec, func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return dir.Remove(base)
+	})
+	if err != nil {
 		return sdk.Result{}, err
 	}
-	if err := ctx.Err(); err != nil {
-		a.discard(rec)
-		return sdk.Result{}, err
-	}
-	if err := dir.Remove(base); err != nil {
-		a.discard(rec)
-		return sdk.Result{}, fsError(err)
-	}
-	syncDir(dir)
-	return answer(map[string]any{"path": a.show(rel), "deleted": true, "type": kind}, tokenOf(rec))
+	return answer(map[string]any{"path": a.show(rel), "deleted": true, "type": kind}, undo)
 }
 
 // empty refuses a folder that has entries.
@@ -239,15 +248,11 @@ func (a *App) createFile(ctx context.Context, id string, raw json.RawMessage) (s
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	if err := a.lock(ctx); err != nil {
-		return sdk.Result{}, err
-	}
-	defer a.unlock()
-	dir, base, err := a.parent(rel)
+	dir, base, done, err := a.openChange(ctx, rel)
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	defer dir.Close()
+	defer done()
 	rec, err := a.begin(ctx, id, rel, dir, base, nil)
 	if err != nil {
 		return sdk.Result{}, err
@@ -255,28 +260,22 @@ func (a *App) createFile(ctx context.Context, id string, raw json.RawMessage) (s
 	if rec != nil {
 		rec.MadeSize, rec.MadeSHA256 = int64(len(data)), hashOf(data)
 	}
-	if err := a.commit(rec); err != nil {
+	undo, err := a.apply(dir, rec, func() error {
+		f, err := dir.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOCTTY, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = f.Write(data)
+		if err := syncClose(f, err); err != nil {
+			dir.Remove(base)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
 		return sdk.Result{}, err
 	}
-	f, err := dir.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOCTTY, 0o644)
-	if err != nil {
-		a.discard(rec)
-		return sdk.Result{}, fsError(err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		dir.Remove(base)
-		a.discard(rec)
-		return sdk.Result{}, fsError(err)
-	}
-	syncDir(dir)
-	return answer(map[string]any{"path": a.show(rel), "created": true, "bytes_written": len(data)}, tokenOf(rec))
+	return answer(map[string]any{"path": a.show(rel), "created": true, "bytes_written": len(data)}, undo)
 }
 
 // createDirectory answers create_directory: one new folder in an existing one.
@@ -285,26 +284,18 @@ func (a *App) createDirectory(ctx context.Context, id string, raw json.RawMessag
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	if err := a.lock(ctx); err != nil {
-		return sdk.Result{}, err
-	}
-	defer a.unlock()
-	dir, base, err := a.parent(rel)
+	dir, base, done, err := a.openChange(ctx, rel)
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	defer dir.Close()
+	defer done()
 	rec, err := a.begin(ctx, id, rel, dir, base, nil)
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	if err := a.commit(rec); err != nil {
+	undo, err := a.apply(dir, rec, func() error { return dir.Mkdir(base, 0o755) })
+	if err != nil {
 		return sdk.Result{}, err
 	}
-	if err := dir.Mkdir(base, 0o755); err != nil {
-		a.discard(rec)
-		return sdk.Result{}, fsError(err)
-	}
-	syncDir(dir)
-	return answer(map[string]any{"path": a.show(rel), "created": true}, tokenOf(rec))
+	return answer(map[string]any{"path": a.show(rel), "created": true}, undo)
 }

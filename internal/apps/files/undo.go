@@ -250,12 +250,7 @@ func (a *App) saveData(ctx context.Context, rec *record, src io.Reader) error {
 	}
 	h := sha256.New()
 	n, err := copyCtx(ctx, io.MultiWriter(f, h), io.LimitReader(src, a.limits.fileBytes+1))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = syncClose(f, err)
 	switch {
 	case err == nil && n > a.limits.fileBytes:
 		err = errTooLarge()
@@ -401,21 +396,39 @@ func (a *App) Undo(ctx context.Context, id, token string, ic sdk.InvocationConte
 	return nil
 }
 
+// stillThere opens the folder of rec.Path, for undoing a change that left a regular file (or,
+// with folder, a folder) at it, and checks that one is still there; since adds to the
+// refusal when nothing is. The caller closes dir.
+func (a *App) stillThere(rec *record, folder bool, since string) (dir *os.Root, base string, fi fs.FileInfo, err error) {
+	what := "file"
+	if folder {
+		what = "folder"
+	}
+	dir, base, err = a.parent(rec.Path)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	fi, err = dir.Lstat(base)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		err = sdk.ExecutionFailed("the "+what+" is no longer at its path"+since+"; nothing was undone", false)
+	case err != nil:
+	case folder && !fi.IsDir(), !folder && !fi.Mode().IsRegular():
+		err = sdk.ExecutionFailed("something other than the "+what+" is at its path now; nothing was undone", false)
+	}
+	if err != nil {
+		dir.Close()
+		return nil, "", nil, err
+	}
+	return dir, base, fi, nil
+}
+
 func (a *App) undoWrite(ctx context.Context, rec *record) error {
-	dir, base, err := a.parent(rec.Path)
+	dir, base, _, err := a.stillThere(rec, false, " (moved or deleted since)")
 	if err != nil {
 		return err
 	}
 	defer dir.Close()
-	fi, err := dir.Lstat(base)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return sdk.ExecutionFailed("the file is no longer at its path (moved or deleted since); nothing was undone", false)
-	case err != nil:
-		return err
-	case !fi.Mode().IsRegular():
-		return sdk.ExecutionFailed("something other than the file is at its path now; nothing was undone", false)
-	}
 	if rec.Prior == "" {
 		if err := dir.Remove(base); err != nil {
 			return err
@@ -475,20 +488,12 @@ func (a *App) undoDelete(ctx context.Context, rec *record) error {
 }
 
 func (a *App) undoCreateFile(ctx context.Context, rec *record) error {
-	dir, base, err := a.parent(rec.Path)
+	dir, base, fi, err := a.stillThere(rec, false, "")
 	if err != nil {
 		return err
 	}
 	defer dir.Close()
-	fi, err := dir.Lstat(base)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return sdk.ExecutionFailed("the file is no longer at its path; nothing was undone", false)
-	case err != nil:
-		return err
-	case !fi.Mode().IsRegular():
-		return sdk.ExecutionFailed("something other than the file is at its path now; nothing was undone", false)
-	case fi.Size() != rec.MadeSize:
+	if fi.Size() != rec.MadeSize {
 		return sdk.ExecutionFailed("the file changed since it was created, so it was left in place", false)
 	}
 	f, err := openSame(dir, base, fi, os.O_RDONLY)
@@ -512,20 +517,11 @@ func (a *App) undoCreateFile(ctx context.Context, rec *record) error {
 }
 
 func (a *App) undoCreateDirectory(rec *record) error {
-	dir, base, err := a.parent(rec.Path)
+	dir, base, _, err := a.stillThere(rec, true, "")
 	if err != nil {
 		return err
 	}
 	defer dir.Close()
-	fi, err := dir.Lstat(base)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return sdk.ExecutionFailed("the folder is no longer at its path; nothing was undone", false)
-	case err != nil:
-		return err
-	case !fi.IsDir():
-		return sdk.ExecutionFailed("something other than the folder is at its path now; nothing was undone", false)
-	}
 	if err := dir.Remove(base); err != nil {
 		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
 			return sdk.ExecutionFailed("the folder is no longer empty, so it was left in place", false)
@@ -572,12 +568,7 @@ func writeTemp(ctx context.Context, dir *os.Root, src io.Reader, perm fs.FileMod
 	if err == nil && exact {
 		err = f.Chmod(perm)
 	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = syncClose(f, err)
 	if err != nil {
 		dir.Remove(name)
 		return "", err
@@ -615,7 +606,15 @@ func syncFile(r *os.Root, name string) error {
 	if err != nil {
 		return err
 	}
-	err = f.Sync()
+	return syncClose(f, nil)
+}
+
+// syncClose ends a write to f that err reports on: it fsyncs f if err is nil, closes f
+// either way, and returns the first error.
+func syncClose(f *os.File, err error) error {
+	if err == nil {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
