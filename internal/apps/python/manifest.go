@@ -26,15 +26,7 @@ const Manifest = `{
         "properties": {
           "code": {"type": "string", "maxLength": 262144, "format": "text"},
           "timeout": {"type": "integer", "minimum": 1, "maximum": 60000}}},
-      "returns": {"type": "object", "additionalProperties": false,
-        "required": ["status", "output", "truncated", "error", "duration_ms", "steps"],
-        "properties": {
-          "status": {"enum": ["success", "error"]},
-          "output": {"type": "string", "maxLength": 1048576},
-          "truncated": {"type": "boolean"},
-          "error": {"type": ["string", "null"], "maxLength": 4096},
-          "duration_ms": {"type": "integer", "minimum": 0},
-          "steps": {"type": "integer", "minimum": 0}}},
+      "returns": ` + runAnswer + `,
       "side_effects": "none",
       "auth_level": "user",
       "permission": "app.python.execute",
@@ -51,15 +43,7 @@ const Manifest = `{
         "properties": {
           "path": {"type": "string", "minLength": 1, "maxLength": 4096, "format": "path"},
           "timeout": {"type": "integer", "minimum": 1, "maximum": 60000}}},
-      "returns": {"type": "object", "additionalProperties": false,
-        "required": ["status", "output", "truncated", "error", "duration_ms", "steps"],
-        "properties": {
-          "status": {"enum": ["success", "error"]},
-          "output": {"type": "string", "maxLength": 1048576},
-          "truncated": {"type": "boolean"},
-          "error": {"type": ["string", "null"], "maxLength": 4096},
-          "duration_ms": {"type": "integer", "minimum": 0},
-          "steps": {"type": "integer", "minimum": 0}}},
+      "returns": ` + runAnswer + `,
       "side_effects": "read",
       "auth_level": "user",
       "permission": "app.python.execute",
@@ -91,3 +75,15 @@ const Manifest = `{
     }
   ]
 }`
+
+// runAnswer is the answer of execute_script and execute_file, which is one: a script's run
+// answers the same whichever way the script came.
+const runAnswer = `{"type": "object", "additionalProperties": false,
+        "required": ["status", "output", "truncated", "error", "duration_ms", "steps"],
+        "properties": {
+          "status": {"enum": ["success", "error"]},
+          "output": {"type": "string", "maxLength": 1048576},
+          "truncated": {"type": "boolean"},
+          "error": {"type": ["string", "null"], "maxLength": 4096},
+          "duration_ms": {"type": "integer", "minimum": 0},
+          "steps": {"type": "integer", "minimum": 0}}}`
