@@ -31,10 +31,7 @@ func testApps(t *testing.T, open func(t *testing.T) store.Store) {
 		wantErr(t, "SetAppEnabled", s.SetAppEnabled(ctx, "org.example.none", true), store.ErrNotFound)
 		wantErr(t, "DeleteApp", s.DeleteApp(ctx, "org.example.none"), store.ErrNotFound)
 		list, err := s.ListApps(ctx)
-		must(t, "ListApps", err)
-		if len(list) != 0 {
-			t.Errorf("ListApps on empty store: %d apps", len(list))
-		}
+		wantEmpty(t, "ListApps", list, err)
 	})
 
 	t.Run("RoundTrip", func(t *testing.T) {

@@ -60,10 +60,7 @@ func testAudit(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Errorf("AuditRange on empty log: %d entries", len(es))
 		}
 		cs, err := s.Checkpoints(ctx)
-		must(t, "Checkpoints", err)
-		if len(cs) != 0 {
-			t.Errorf("Checkpoints on empty store: %d", len(cs))
-		}
+		wantEmpty(t, "Checkpoints", cs, err)
 		must(t, "AppendAudit of nothing", s.AppendAudit(ctx, nil))
 	})
 

@@ -32,10 +32,7 @@ func testClients(t *testing.T, open func(t *testing.T) store.Store) {
 		wantErr(t, "SetClientDisabled", s.SetClientDisabled(ctx, "cl_none", true), store.ErrNotFound)
 		wantErr(t, "DeleteClient", s.DeleteClient(ctx, "cl_none", at(0)), store.ErrNotFound)
 		list, err := s.ListClients(ctx)
-		must(t, "ListClients", err)
-		if len(list) != 0 {
-			t.Errorf("ListClients on empty store: %d clients", len(list))
-		}
+		wantEmpty(t, "ListClients", list, err)
 	})
 
 	t.Run("RoundTrip", func(t *testing.T) {

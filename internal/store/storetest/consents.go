@@ -44,15 +44,9 @@ func testConsents(t *testing.T, open func(t *testing.T) store.Store) {
 		wantErr(t, "GetConsent", err, store.ErrNotFound)
 		wantErr(t, "AnswerConsent", s.AnswerConsent(ctx, "cr_none", store.ConsentApproved, "me", "", now), store.ErrNotFound)
 		list, err := s.ListConsents(ctx, "")
-		must(t, "ListConsents", err)
-		if len(list) != 0 {
-			t.Errorf("ListConsents on empty store: %d", len(list))
-		}
+		wantEmpty(t, "ListConsents", list, err)
 		ids, err := s.ExpireConsents(ctx, now)
-		must(t, "ExpireConsents", err)
-		if len(ids) != 0 {
-			t.Errorf("ExpireConsents on empty store: %v", ids)
-		}
+		wantEmpty(t, "ExpireConsents", ids, err)
 	})
 
 	t.Run("RoundTrip", func(t *testing.T) {

@@ -19,10 +19,7 @@ func testMandates(t *testing.T, open func(t *testing.T) store.Store) {
 		wantErr(t, "GetMandate", err, store.ErrNotFound)
 		wantErr(t, "DeleteMandate", s.DeleteMandate(ctx, "fs.read"), store.ErrNotFound)
 		list, err := s.ListMandates(ctx)
-		must(t, "ListMandates", err)
-		if len(list) != 0 {
-			t.Errorf("ListMandates on empty store: %d", len(list))
-		}
+		wantEmpty(t, "ListMandates", list, err)
 	})
 
 	t.Run("CRUD", func(t *testing.T) {

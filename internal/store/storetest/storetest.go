@@ -77,6 +77,15 @@ func wantErr(t *testing.T, what string, err, target error) {
 	}
 }
 
+// wantEmpty fails the test unless a read of an empty store, list and err, found nothing.
+func wantEmpty[T any](t *testing.T, what string, list []T, err error) {
+	t.Helper()
+	must(t, what, err)
+	if len(list) != 0 {
+		t.Errorf("%s on empty store: %d entries, want none", what, len(list))
+	}
+}
+
 // must fails the test now on err.
 func must(t *testing.T, what string, err error) {
 	t.Helper()
