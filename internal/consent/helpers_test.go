@@ -111,6 +111,17 @@ func waitAsync(ctx context.Context, svc *consent.Service, id string) <-chan wait
 	return ch
 }
 
+// askWaiting asks svc for callRequest and starts a Wait on it, settled, so that the answer
+// the test gives next wakes it.
+func askWaiting(t *testing.T, ctx context.Context, svc *consent.Service) (store.Consent, <-chan waitResult) {
+	t.Helper()
+	c, err := svc.Ask(ctx, callRequest())
+	must(t, err)
+	got := waitAsync(ctx, svc, c.ID)
+	settle()
+	return c, got
+}
+
 // receive returns the result of a waitAsync, failing the test if none comes in time. The
 // bound is generous: it catches a Wait that never wakes, it does not measure one.
 func receive(t *testing.T, ch <-chan waitResult) waitResult {

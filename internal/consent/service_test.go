@@ -55,10 +55,7 @@ func TestDeny(t *testing.T) {
 	ctx := t.Context()
 	st, _ := openDB(t)
 	svc := quietService(st, newClock())
-	c, err := svc.Ask(ctx, callRequest())
-	must(t, err)
-	got := waitAsync(ctx, svc, c.ID)
-	settle()
+	c, got := askWaiting(t, ctx, svc)
 	must(t, svc.Deny(ctx, c.ID, "ada"))
 	r := receive(t, got)
 	must(t, r.err)
@@ -169,10 +166,7 @@ func TestAnswerFromAnotherProcess(t *testing.T) {
 
 	for _, answer := range []string{store.ConsentApproved, store.ConsentDenied, store.ConsentCancelled} {
 		t.Run(answer, func(t *testing.T) {
-			c, err := svc.Ask(ctx, callRequest())
-			must(t, err)
-			got := waitAsync(ctx, svc, c.ID)
-			settle()
+			c, got := askWaiting(t, ctx, svc)
 			switch answer {
 			case store.ConsentApproved:
 				must(t, cli.Approve(ctx, c.ID, "ada", false))
@@ -341,10 +335,7 @@ func TestCancel(t *testing.T) {
 	ctx := t.Context()
 	st, _ := openDB(t)
 	svc := quietService(st, newClock())
-	c, err := svc.Ask(ctx, callRequest())
-	must(t, err)
-	got := waitAsync(ctx, svc, c.ID)
-	settle()
+	c, got := askWaiting(t, ctx, svc)
 	must(t, svc.Cancel(ctx, c.ID, "ada"))
 	if r := receive(t, got); r.err != nil || r.c.State != store.ConsentCancelled {
 		t.Errorf("Wait = %q, %v; want cancelled", r.c.State, r.err)
