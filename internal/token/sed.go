@@ -25,6 +25,9 @@ var sedOpts = optTable{
 		"posix", "regexp-extended", "sandbox", "separate", "unbuffered", "binary", "help", "version"},
 }
 
+// sedLongOf names sed's short options that take an argument by their long forms.
+var sedLongOf = map[byte]string{'e': "expression", 'f': "file", 'l': "line-length"}
+
 // errSedScript is any script capgate refuses.
 var errSedScript = errors.New("sed script writes, reads or runs, or cannot be read")
 
@@ -32,6 +35,29 @@ var errSedScript = errors.New("sed script writes, reads or runs, or cannot be re
 func sedRule(args []string, _ bool) string {
 	var scripts, operands []string
 	hasExpr := false
+	// value is an option's argument: val if it came in the same word (inline), else the
+	// next argument, which the loop then skips; false when there is none.
+	value := func(i *int, val string, inline bool) (string, bool) {
+		if inline {
+			return val, true
+		}
+		if *i+1 >= len(args) {
+			return "", false
+		}
+		*i++
+		return args[*i], true
+	}
+	// script takes the option named (long form) with its argument: a script read from a file
+	// is refused, an expression kept.
+	script := func(name, val string) bool {
+		switch name {
+		case "file":
+			return false
+		case "expression":
+			scripts, hasExpr = append(scripts, val), true
+		}
+		return true
+	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -44,18 +70,13 @@ func sedRule(args []string, _ bool) string {
 			if !ok {
 				return RuleRunsByOpt
 			}
-			if takesArg && !hasVal {
-				if i+1 >= len(args) {
+			if takesArg {
+				if val, ok = value(&i, val, hasVal); !ok {
 					return RuleRunsByOpt
 				}
-				i++
-				val = args[i]
 			}
-			switch full {
-			case "file":
+			if !script(full, val) {
 				return RuleRunsByOpt
-			case "expression":
-				scripts, hasExpr = append(scripts, val), true
 			}
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 			for j := 1; j < len(a); j++ {
@@ -65,19 +86,9 @@ func sedRule(args []string, _ bool) string {
 				case c == 'i':
 					j = len(a) // -iSUFFIX
 				case strings.IndexByte(sedOpts.shortArg, c) >= 0:
-					val := a[j+1:]
-					if val == "" {
-						if i+1 >= len(args) {
-							return RuleRunsByOpt
-						}
-						i++
-						val = args[i]
-					}
-					switch c {
-					case 'f':
+					val, ok := value(&i, a[j+1:], j+1 < len(a))
+					if !ok || !script(sedLongOf[c], val) {
 						return RuleRunsByOpt
-					case 'e':
-						scripts, hasExpr = append(scripts, val), true
 					}
 					j = len(a)
 				default:
