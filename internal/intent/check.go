@@ -30,70 +30,66 @@ func Check(m *manifest.Manifest, h Host) []manifest.Problem {
 		c := &m.Capabilities[i]
 		base := "capabilities[" + strconv.Itoa(i) + "]"
 
-		type hostPort struct {
-			host string
-			port int
-		}
-		seenNet := map[hostPort]int{}
-		for j, ni := range c.NetworkIntents {
-			p := base + ".network_intents[" + strconv.Itoa(j) + "]"
-			if rule := HostRule(ni.Host, h); rule != "" {
-				add(p+".host", rule)
-			}
-			if rule := PortRule(ni.Port); rule != "" {
-				add(p+".port", rule)
-			}
-			key := hostPort{ni.Host, ni.Port}
-			if k, dup := seenNet[key]; dup {
-				add(p, duplicateRule(k, "the same host and port"))
-			} else {
-				seenNet[key] = j
-			}
-		}
-
-		seenPath := map[string]int{}
-		for j, fi := range c.FilesystemIntents {
-			p := base + ".filesystem_intents[" + strconv.Itoa(j) + "]"
-			if rule := PathRule(fi.Path, h); rule != "" {
-				add(p+".path", rule)
-			}
-			if k, dup := seenPath[fi.Path]; dup {
-				add(p, duplicateRule(k, "the same path"))
-			} else {
-				seenPath[fi.Path] = j
-			}
-		}
-
-		seenCred := map[string]int{}
-		for j, name := range c.CredentialIntents {
-			p := base + ".credential_intents[" + strconv.Itoa(j) + "]"
-			if rule := CredentialRule(name, h); rule != "" {
-				add(p, rule)
-			}
-			if k, dup := seenCred[name]; dup {
-				add(p, duplicateRule(k, "the same credential"))
-			} else {
-				seenCred[name] = j
-			}
-		}
-
+		eachOnce(add, base+".network_intents", c.NetworkIntents, "the same host and port",
+			func(ni manifest.NetworkIntent) hostPort { return hostPort{ni.Host, ni.Port} },
+			func(p string, ni manifest.NetworkIntent) {
+				if rule := HostRule(ni.Host, h); rule != "" {
+					add(p+".host", rule)
+				}
+				if rule := PortRule(ni.Port); rule != "" {
+					add(p+".port", rule)
+				}
+			})
+		eachOnce(add, base+".filesystem_intents", c.FilesystemIntents, "the same path",
+			func(fi manifest.FilesystemIntent) string { return fi.Path },
+			func(p string, fi manifest.FilesystemIntent) {
+				if rule := PathRule(fi.Path, h); rule != "" {
+					add(p+".path", rule)
+				}
+			})
+		eachOnce(add, base+".credential_intents", c.CredentialIntents, "the same credential", itself,
+			func(p, name string) {
+				if rule := CredentialRule(name, h); rule != "" {
+					add(p, rule)
+				}
+			})
 		if c.EnvironmentScope != nil && len(c.EnvironmentScope) == 0 {
 			add(base+".environment_scope", ruleScopeEmpty)
 		}
-		seenEnv := map[string]int{}
-		for j, name := range c.EnvironmentScope {
-			p := base + ".environment_scope[" + strconv.Itoa(j) + "]"
-			if rule := EnvironmentRule(name, h); rule != "" {
-				add(p, rule)
-			}
-			if k, dup := seenEnv[name]; dup {
-				add(p, duplicateRule(k, "the same environment"))
-			} else {
-				seenEnv[name] = j
-			}
-		}
+		eachOnce(add, base+".environment_scope", c.EnvironmentScope, "the same environment", itself,
+			func(p, name string) {
+				if rule := EnvironmentRule(name, h); rule != "" {
+					add(p, rule)
+				}
+			})
 	}
 	return ps
+}
+
+// hostPort is what makes network intents the same.
+type hostPort struct {
+	host string
+	port int
+}
+
+// itself is a string list's key: its entries are the same when they are equal.
+func itself(s string) string { return s }
+
+// eachOnce checks each entry of list, at path list[j], with check, and adds a problem at an
+// entry whose key repeats an earlier entry's, naming the earlier one; what says what
+// repeats.
+func eachOnce[T any, K comparable](add func(path, rule string), list string, entries []T, what string,
+	key func(T) K, check func(path string, entry T)) {
+	seen := map[K]int{}
+	for j, e := range entries {
+		p := list + "[" + strconv.Itoa(j) + "]"
+		check(p, e)
+		if earlier, dup := seen[key(e)]; dup {
+			add(p, duplicateRule(earlier, what))
+		} else {
+			seen[key(e)] = j
+		}
+	}
 }
 
 // duplicateRule says which earlier entry of the same list an entry repeats.
