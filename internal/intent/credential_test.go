@@ -11,6 +11,19 @@ var environmentRules = map[string]bool{
 	ruleEnvEmpty: true, ruleEnvLength: true, ruleEnvChars: true, ruleEnvEvery: true, ruleEnvUnknown: true,
 }
 
+// assertRule checks rule against want: "" wants value accepted, anything else refused as
+// assertRefusal checks.
+func assertRule(t *testing.T, value, rule, want string, known map[string]bool) {
+	t.Helper()
+	if want == "" {
+		if rule != "" {
+			t.Fatalf("refused: %s", rule)
+		}
+		return
+	}
+	assertRefusal(t, value, rule, want, "", known)
+}
+
 func TestCredentialRule(t *testing.T) {
 	catalog := Host{Credentials: map[string]bool{"scm.github.api": true, "revoked.token": false}}
 	for _, tc := range []struct {
@@ -39,14 +52,7 @@ func TestCredentialRule(t *testing.T) {
 		{"grammar before catalog", "Scm.Gitlab", catalog, ruleCredentialGrammar},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rule := CredentialRule(tc.cred, tc.h)
-			if tc.want == "" {
-				if rule != "" {
-					t.Fatalf("refused: %s", rule)
-				}
-				return
-			}
-			assertRefusal(t, tc.cred, rule, tc.want, "", credentialRules)
+			assertRule(t, tc.cred, CredentialRule(tc.cred, tc.h), tc.want, credentialRules)
 		})
 	}
 }
@@ -77,18 +83,11 @@ func TestEnvironmentRule(t *testing.T) {
 		{"false", "retired", known, ruleEnvUnknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rule := EnvironmentRule(tc.env, tc.h)
-			if tc.want == "" {
-				if rule != "" {
-					t.Fatalf("refused: %s", rule)
-				}
-				return
-			}
 			value := tc.env
 			if len(value) < 3 { // "*" appears in no rule, but keep the echo check meaningful
 				value = ""
 			}
-			assertRefusal(t, value, rule, tc.want, "", environmentRules)
+			assertRule(t, value, EnvironmentRule(tc.env, tc.h), tc.want, environmentRules)
 		})
 	}
 }
