@@ -11,6 +11,7 @@ import (
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/store/postgres"
 	"github.com/capgate/capgate/internal/store/postgres/pgtest"
+	"github.com/capgate/capgate/internal/store/storetest"
 )
 
 // replicas opens two stores, two pools, on one fresh schema: two gateway replicas.
@@ -143,7 +144,7 @@ func TestReplicasAppendAudit(t *testing.T) {
 	ctx := t.Context()
 	var head store.AuditEntry
 	for round := range 40 {
-		batches := [2][]store.AuditEntry{entriesAfter(head, 1+round%3, "a"), entriesAfter(head, 2, "b")}
+		batches := [2][]store.AuditEntry{storetest.EntriesAfter(head, 1+round%3, "a"), storetest.EntriesAfter(head, 2, "b")}
 		var errs [2]error
 		start := make(chan struct{})
 		var wg sync.WaitGroup
@@ -183,24 +184,8 @@ func TestReplicasAppendAudit(t *testing.T) {
 	for w, s := range []*postgres.Store{a, b, a, b} {
 		wg.Go(func() {
 			for i := range each {
-				for attempt := 0; ; attempt++ {
-					if attempt == 1000 {
-						t.Errorf("writer %d: no append after %d attempts", w, attempt)
-						return
-					}
-					h, err := s.AuditHead(ctx)
-					if err != nil {
-						t.Errorf("AuditHead: %v", err)
-						return
-					}
-					err = s.AppendAudit(ctx, entriesAfter(h, 1, fmt.Sprintf("w%d-%d", w, i)))
-					if err == nil {
-						break
-					}
-					if !errors.Is(err, store.ErrConflict) {
-						t.Errorf("AppendAudit: %v", err)
-						return
-					}
+				if !storetest.AppendAfterHead(t, s, fmt.Sprintf("w%d-%d", w, i)) {
+					return
 				}
 			}
 		})
@@ -218,19 +203,6 @@ func TestReplicasAppendAudit(t *testing.T) {
 		}
 		prev = e.Hash
 	}
-}
-
-// entriesAfter builds n entries that follow head (the zero entry for an empty log); tag makes
-// their hashes differ from any other writer's.
-func entriesAfter(head store.AuditEntry, n int, tag string) []store.AuditEntry {
-	out := make([]store.AuditEntry, n)
-	for i := range out {
-		e := store.AuditEntry{Seq: head.Seq + 1, PrevHash: head.Hash, At: time.Now()}
-		e.Body = fmt.Appendf(nil, `{"seq":%d,"tag":%q}`, e.Seq, tag)
-		e.Hash = fmt.Sprintf("%s-%d", tag, e.Seq)
-		out[i], head = e, e
-	}
-	return out
 }
 
 // TestReplicasPutSameApp puts one new app, alias and all, from both replicas at once, as

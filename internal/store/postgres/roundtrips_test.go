@@ -10,6 +10,7 @@ import (
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/store/postgres"
 	"github.com/capgate/capgate/internal/store/postgres/pgtest"
+	"github.com/capgate/capgate/internal/store/storetest"
 )
 
 // openOneConn opens a store whose pool holds one connection, so that every statement, once
@@ -48,7 +49,7 @@ func TestRoundTrips(t *testing.T) {
 		{"GetConsent", func() error { _, err := s.GetConsent(ctx, "cr_1"); return err }},
 		{"Revision", func() error { _, err := s.Revision(ctx); return err }},
 		{"AppendAudit", func() error {
-			es := entriesAfter(head, 3, "rt")
+			es := storetest.EntriesAfter(head, 3, "rt")
 			head = es[2]
 			return s.AppendAudit(ctx, es)
 		}},

@@ -23,7 +23,7 @@ func normCheckpoint(c store.Checkpoint) store.Checkpoint {
 }
 
 // entriesAfter builds n entries that follow head (the zero entry for an empty log).
-func entriesAfter(head store.AuditEntry, n int, tag string) []store.AuditEntry {
+func EntriesAfter(head store.AuditEntry, n int, tag string) []store.AuditEntry {
 	out := make([]store.AuditEntry, n)
 	for i := range out {
 		e := store.AuditEntry{Seq: head.Seq + 1, PrevHash: head.Hash,
@@ -33,6 +33,29 @@ func entriesAfter(head store.AuditEntry, n int, tag string) []store.AuditEntry {
 		out[i], head = e, e
 	}
 	return out
+}
+
+// AppendAfterHead appends one entry, tagged tag, after the head it reads, and reads the head
+// again on ErrConflict, as a writer racing others must. It reports false, having failed the
+// test, on any other error or when 1000 attempts in a row lose the race.
+func AppendAfterHead(t *testing.T, s store.Store, tag string) bool {
+	for range 1000 {
+		h, err := s.AuditHead(t.Context())
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("AuditHead: %v", err)
+			return false
+		}
+		err = s.AppendAudit(t.Context(), EntriesAfter(h, 1, tag))
+		if err == nil {
+			return true
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			t.Errorf("AppendAudit: %v", err)
+			return false
+		}
+	}
+	t.Errorf("%s: no append after 1000 attempts", tag)
+	return false
 }
 
 func testAudit(t *testing.T, open func(t *testing.T) store.Store) {
@@ -66,7 +89,7 @@ func testAudit(t *testing.T, open func(t *testing.T) store.Store) {
 
 	t.Run("Chain", func(t *testing.T) {
 		s, ctx := open(t), t.Context()
-		first := entriesAfter(store.AuditEntry{}, 1, "a")
+		first := EntriesAfter(store.AuditEntry{}, 1, "a")
 		bad := first[0]
 		bad.Seq = 2
 		wantErr(t, "first entry with Seq 2", s.AppendAudit(ctx, []store.AuditEntry{bad}), store.ErrConflict)
@@ -77,7 +100,7 @@ func testAudit(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Fatalf("refused appends wrote %d entries", len(es))
 		}
 
-		batch := entriesAfter(store.AuditEntry{}, 3, "a")
+		batch := EntriesAfter(store.AuditEntry{}, 3, "a")
 		must(t, "AppendAudit 1..3", s.AppendAudit(ctx, batch))
 		h := head(t, s)
 		same(t, "AuditHead", h, batch[2], normAudit)
@@ -90,19 +113,19 @@ func testAudit(t *testing.T, open func(t *testing.T) store.Store) {
 		})
 
 		// A writer that read the head before the append above now conflicts.
-		stale := entriesAfter(batch[1], 1, "stale")
+		stale := EntriesAfter(batch[1], 1, "stale")
 		wantErr(t, "stale append", s.AppendAudit(ctx, stale), store.ErrConflict)
-		wrongPrev := entriesAfter(h, 1, "b")
+		wrongPrev := EntriesAfter(h, 1, "b")
 		wrongPrev[0].PrevHash = batch[1].Hash
 		wantErr(t, "append with the wrong PrevHash", s.AppendAudit(ctx, wrongPrev), store.ErrConflict)
-		gap := entriesAfter(h, 2, "gap")[1:]
+		gap := EntriesAfter(h, 2, "gap")[1:]
 		wantErr(t, "append with a gap", s.AppendAudit(ctx, gap), store.ErrConflict)
 
 		// All or none: a bad third entry leaves the first two unwritten.
-		next := entriesAfter(h, 3, "c")
+		next := EntriesAfter(h, 3, "c")
 		next[2].PrevHash = "broken"
 		wantErr(t, "batch with a bad third entry", s.AppendAudit(ctx, next), store.ErrConflict)
-		next = entriesAfter(h, 3, "c")
+		next = EntriesAfter(h, 3, "c")
 		next[2].Seq++
 		wantErr(t, "batch with a gap before the third entry", s.AppendAudit(ctx, next), store.ErrConflict)
 		if got := head(t, s); got.Seq != 3 {
@@ -111,7 +134,7 @@ func testAudit(t *testing.T, open func(t *testing.T) store.Store) {
 		if n := len(all(t, s)); n != 3 {
 			t.Errorf("after refused batches the log has %d entries, want 3", n)
 		}
-		must(t, "AppendAudit 4..6", s.AppendAudit(ctx, entriesAfter(h, 3, "c")))
+		must(t, "AppendAudit 4..6", s.AppendAudit(ctx, EntriesAfter(h, 3, "c")))
 		if got := head(t, s); got.Seq != 6 {
 			t.Errorf("head %d, want 6", got.Seq)
 		}
@@ -119,7 +142,7 @@ func testAudit(t *testing.T, open func(t *testing.T) store.Store) {
 
 	t.Run("Range", func(t *testing.T) {
 		s, ctx := open(t), t.Context()
-		must(t, "AppendAudit", s.AppendAudit(ctx, entriesAfter(store.AuditEntry{}, 10, "r")))
+		must(t, "AppendAudit", s.AppendAudit(ctx, EntriesAfter(store.AuditEntry{}, 10, "r")))
 		seqs := func(from, to int64, limit int) []int64 {
 			t.Helper()
 			es, err := s.AuditRange(ctx, from, to, limit)
@@ -152,30 +175,14 @@ func testAudit(t *testing.T, open func(t *testing.T) store.Store) {
 	})
 
 	t.Run("ConcurrentAppend", func(t *testing.T) {
-		s, ctx := open(t), t.Context()
+		s := open(t)
 		const writers, each = 8, 10
 		var wg sync.WaitGroup
 		for w := range writers {
 			wg.Go(func() {
 				for i := 0; i < each; i++ {
-					for attempt := 0; ; attempt++ {
-						if attempt == 1000 {
-							t.Errorf("writer %d: no append after %d attempts", w, attempt)
-							return
-						}
-						h, err := s.AuditHead(ctx)
-						if err != nil && !errors.Is(err, store.ErrNotFound) {
-							t.Errorf("AuditHead: %v", err)
-							return
-						}
-						err = s.AppendAudit(ctx, entriesAfter(h, 1, fmt.Sprintf("w%d-%d", w, i)))
-						if err == nil {
-							break
-						}
-						if !errors.Is(err, store.ErrConflict) {
-							t.Errorf("AppendAudit: %v", err)
-							return
-						}
+					if !AppendAfterHead(t, s, fmt.Sprintf("w%d-%d", w, i)) {
+						return
 					}
 				}
 			})

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -105,27 +104,17 @@ func TakeUses(t *testing.T, s store.Store, workers, perWorker int, ids ...string
 		}
 		time.Sleep(time.Millisecond)
 	}
-	var mu sync.Mutex
-	ok, exhausted := 0, 0
+	var n useCount
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
 			for i := range perWorker {
 				id := ids[(w+i)%len(ids)]
 				_, err := s.TakeUse(t.Context(), id, time.Now())
-				mu.Lock()
-				switch {
-				case err == nil:
-					ok++
-				case errors.Is(err, store.ErrExhausted):
-					exhausted++
-				default:
-					t.Errorf("TakeUse %s: %v", id, err)
-				}
-				mu.Unlock()
+				n.add(t, id, err)
 			}
 		})
 	}
 	wg.Wait()
-	fmt.Printf("RESULT ok=%d exhausted=%d\n", ok, exhausted)
+	fmt.Printf("RESULT ok=%d exhausted=%d\n", n.ok, n.exhausted)
 }

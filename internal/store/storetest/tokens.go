@@ -18,6 +18,27 @@ func normToken(t store.Token) store.Token {
 	return t
 }
 
+// useCount tallies the results of TakeUse calls made at once: the uses taken and the
+// ErrExhausted met. Any other error fails the test.
+type useCount struct {
+	mu            sync.Mutex
+	ok, exhausted int
+}
+
+// add counts the result err of a TakeUse of id.
+func (n *useCount) add(t *testing.T, id string, err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case err == nil:
+		n.ok++
+	case errors.Is(err, store.ErrExhausted):
+		n.exhausted++
+	default:
+		t.Errorf("TakeUse %s: %v", id, err)
+	}
+}
+
 func testTokens(t *testing.T, open func(t *testing.T) store.Store) {
 	// token is a token issued at t0+issued (seconds), valid for an hour.
 	token := func(id, parent string, maxUses int64, issued int) store.Token {
@@ -282,28 +303,18 @@ func testTokens(t *testing.T, open func(t *testing.T) store.Store) {
 		put(t, s, token("p", "", 3, 0))
 		put(t, s, token("c1", "p", 5, 1))
 		put(t, s, token("c2", "p", 5, 2))
-		var ok, exhausted int
-		var mu sync.Mutex
+		var n useCount
 		var wg sync.WaitGroup
 		for i := range 32 {
 			id := []string{"c1", "c2"}[i%2]
 			wg.Go(func() {
 				_, err := s.TakeUse(ctx, id, now)
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil:
-					ok++
-				case errors.Is(err, store.ErrExhausted):
-					exhausted++
-				default:
-					t.Errorf("TakeUse %s: %v", id, err)
-				}
+				n.add(t, id, err)
 			})
 		}
 		wg.Wait()
-		if ok != 3 || exhausted != 29 {
-			t.Errorf("%d successes and %d ErrExhausted, want 3 and 29", ok, exhausted)
+		if n.ok != 3 || n.exhausted != 29 {
+			t.Errorf("%d successes and %d ErrExhausted, want 3 and 29", n.ok, n.exhausted)
 		}
 	})
 
