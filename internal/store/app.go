@@ -13,6 +13,11 @@ type AppRow struct {
 	Updated      NullInt
 }
 
+// Args is r's columns in AppColumns order, as the arguments of a statement of n's driver.
+func (r AppRow) Args(n NullTypes) []any {
+	return []any{r.AppID, r.Alias, r.Tier, r.Reason, r.Manifest, r.Enabled, n.IntArg(r.Updated)}
+}
+
 // AppRowOf checks a as PutApp takes it and returns its columns: Updated a time TimeCol
 // holds.
 func AppRowOf(a App) (AppRow, error) {

@@ -76,6 +76,12 @@ type CheckpointRow struct {
 	Body []byte
 }
 
+// Args is r's columns in CheckpointColumns order, as the arguments of a statement of n's
+// driver.
+func (r CheckpointRow) Args(n NullTypes) []any {
+	return []any{r.Seq, r.Head, n.IntArg(r.At), r.Body}
+}
+
 // CheckpointRowOf checks c as PutCheckpoint takes it and returns its columns: At a time
 // TimeCol holds.
 func CheckpointRowOf(c Checkpoint) (CheckpointRow, error) {

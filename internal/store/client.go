@@ -13,6 +13,19 @@ type ClientRow struct {
 	Disabled, RequireToken   bool
 }
 
+// Args is r's columns in ClientColumns order, as the arguments of a statement of n's driver.
+func (r ClientRow) Args(n NullTypes) []any {
+	return []any{r.ID, r.Name, r.KeyHash, r.Trust, r.NeverAsk, n.IntArg(r.UnixUID), n.IntArg(r.Created),
+		r.Disabled, r.RequireToken}
+}
+
+// UpdateArgs is r's columns after the id, in ClientColumns order, then the id: the arguments
+// of an UPDATE that sets every other column of the client with the id.
+func (r ClientRow) UpdateArgs(n NullTypes) []any {
+	args := r.Args(n)
+	return append(args[1:], args[0])
+}
+
 // ClientRowOf checks c as PutClient and UpdateClient take it and returns its columns:
 // Created a time TimeCol holds.
 func ClientRowOf(c Client) (ClientRow, error) {

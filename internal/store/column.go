@@ -31,13 +31,15 @@ func Blob(b []byte) []byte {
 	return b
 }
 
-// NullTypes gives the driver's own destination for a nullable column, so that the scans here
-// serve every driver: a backend implements it with pointer conversions (NullInt's comment
-// says why they are free) on a type with no fields, which goes into the interface without an
-// allocation.
+// NullTypes gives the driver's own destination for a nullable column, and its own value for
+// one in a statement's arguments, so that the scans and the argument lists here serve every
+// driver: a backend implements it with conversions (NullInt's comment says why they are free)
+// on a type with no fields, which goes into the interface without an allocation.
 type NullTypes interface {
 	Int(*NullInt) any
 	Text(*NullText) any
+	// IntArg is n as an argument of a statement.
+	IntArg(n NullInt) any
 }
 
 // Scanner is one row of a query's result: *sql.Row and *sql.Rows, pgx.Row and pgx.Rows.

@@ -20,6 +20,12 @@ type ConsentRow struct {
 	AnsweredBy, Wording        string
 }
 
+// Args is r's columns in ConsentColumns order, as the arguments of a statement of n's driver.
+func (r ConsentRow) Args(n NullTypes) []any {
+	return []any{r.ID, r.ClientID, r.Kind, r.Payload, r.State, n.IntArg(r.Created), n.IntArg(r.Expires),
+		n.IntArg(r.Answered), r.AnsweredBy, r.Wording}
+}
+
 // ConsentRowOf checks c as PutConsent takes it and returns its columns: State one of the
 // Consent* states, every time one TimeCol holds.
 func ConsentRowOf(c Consent) (ConsentRow, error) {

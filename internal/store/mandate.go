@@ -10,6 +10,11 @@ type MandateRow struct {
 	AgreedAt, Updated                       NullInt
 }
 
+// Args is r's columns in MandateColumns order, as the arguments of a statement of n's driver.
+func (r MandateRow) Args(n NullTypes) []any {
+	return []any{r.Permission, r.Autonomy, r.AgreedID, r.Wording, n.IntArg(r.AgreedAt), n.IntArg(r.Updated)}
+}
+
 // MandateRowOf checks m as PutMandate takes it and returns its columns: every time one
 // TimeCol holds.
 func MandateRowOf(m Mandate) (MandateRow, error) {

@@ -3,8 +3,6 @@ package postgres
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5/pgtype"
-
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -26,7 +24,7 @@ func (s *Store) PutApp(ctx context.Context, a store.App) error {
 			ON CONFLICT (app_id) DO UPDATE SET alias = excluded.alias, tier = excluded.tier,
 				reason = excluded.reason, manifest = excluded.manifest,
 				enabled = excluded.enabled, updated = excluded.updated`,
-			r.AppID, r.Alias, r.Tier, r.Reason, r.Manifest, r.Enabled, pgtype.Int8(r.Updated))
+			r.Args(nulls{})...)
 		if !isUnique(err) || attempt == putAppAttempts {
 			break
 		}

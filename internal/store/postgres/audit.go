@@ -189,7 +189,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, c store.Checkpoint) error {
 		return errs.Wrap("put checkpoint", err)
 	}
 	_, err = s.pool.Exec(ctx, `INSERT INTO audit_checkpoints (`+store.CheckpointColumns+`) VALUES ($1, $2, $3, $4)`,
-		r.Seq, r.Head, pgtype.Int8(r.At), r.Body)
+		r.Args(nulls{})...)
 	if isUnique(err) {
 		return errs.Exists("checkpoint seq")
 	}

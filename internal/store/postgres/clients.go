@@ -18,8 +18,7 @@ func (s *Store) PutClient(ctx context.Context, c store.Client) error {
 		return errs.Wrap("put client", err)
 	}
 	_, err = s.pool.Exec(ctx, `INSERT INTO clients (`+store.ClientColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		r.ID, r.Name, r.KeyHash, r.Trust, r.NeverAsk, pgtype.Int8(r.UnixUID), pgtype.Int8(r.Created),
-		r.Disabled, r.RequireToken)
+		r.Args(nulls{})...)
 	if isUnique(err) {
 		return errs.Exists("client id, name, key hash or uid")
 	}
@@ -35,8 +34,7 @@ func (s *Store) UpdateClient(ctx context.Context, c store.Client) error {
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE clients SET name = $1, key_hash = $2, trust = $3,
 			never_ask = $4, unix_uid = $5, created = $6, disabled = $7, require_token = $8 WHERE id = $9`,
-		r.Name, r.KeyHash, r.Trust, r.NeverAsk, pgtype.Int8(r.UnixUID), pgtype.Int8(r.Created),
-		r.Disabled, r.RequireToken, r.ID)
+		r.UpdateArgs(nulls{})...)
 	if isUnique(err) {
 		return errs.Exists("client name, key hash or uid")
 	}

@@ -17,8 +17,7 @@ func (s *Store) PutConsent(ctx context.Context, c store.Consent) error {
 	}
 	_, err = s.pool.Exec(ctx, `INSERT INTO consents (`+store.ConsentColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		r.ID, r.ClientID, r.Kind, r.Payload, r.State, pgtype.Int8(r.Created), pgtype.Int8(r.Expires),
-		pgtype.Int8(r.Answered), r.AnsweredBy, r.Wording)
+		r.Args(nulls{})...)
 	if isUnique(err) {
 		return errs.Exists("consent id")
 	}

@@ -3,8 +3,6 @@ package postgres
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5/pgtype"
-
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -18,7 +16,7 @@ func (s *Store) PutMandate(ctx context.Context, m store.Mandate) error {
 		ON CONFLICT (permission) DO UPDATE SET autonomy = excluded.autonomy,
 			agreed_id = excluded.agreed_id, wording = excluded.wording,
 			agreed_at = excluded.agreed_at, updated = excluded.updated`,
-		r.Permission, r.Autonomy, r.AgreedID, r.Wording, pgtype.Int8(r.AgreedAt), pgtype.Int8(r.Updated))
+		r.Args(nulls{})...)
 	return errs.Wrap("put mandate", err)
 }
 

@@ -113,6 +113,7 @@ type nulls struct{}
 
 func (nulls) Int(p *store.NullInt) any   { return (*pgtype.Int8)(p) }
 func (nulls) Text(p *store.NullText) any { return (*pgtype.Text)(p) }
+func (nulls) IntArg(n store.NullInt) any { return pgtype.Int8(n) }
 
 // list runs a query and reads each row with scan, wrapping any error with what.
 func list[T any](ctx context.Context, s *Store, what string, scan func(store.Scanner, store.NullTypes) (T, error), q string, args ...any) ([]T, error) {

@@ -18,7 +18,7 @@ func (s *Store) PutApp(ctx context.Context, a store.App) error {
 			ON CONFLICT (app_id) DO UPDATE SET alias = excluded.alias, tier = excluded.tier,
 				reason = excluded.reason, manifest = excluded.manifest,
 				enabled = excluded.enabled, updated = excluded.updated`,
-			r.AppID, r.Alias, r.Tier, r.Reason, r.Manifest, r.Enabled, sql.NullInt64(r.Updated))
+			r.Args(nulls{})...)
 		if isUnique(err) {
 			return errs.Exists("app alias")
 		}

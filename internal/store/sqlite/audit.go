@@ -70,7 +70,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, c store.Checkpoint) error {
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
 		_, err := s.txExec(ctx, tx, `INSERT INTO audit_checkpoints (`+store.CheckpointColumns+`) VALUES (?, ?, ?, ?)`,
-			r.Seq, r.Head, sql.NullInt64(r.At), r.Body)
+			r.Args(nulls{})...)
 		if isUnique(err) {
 			return errs.Exists("checkpoint seq")
 		}

@@ -16,8 +16,7 @@ func (s *Store) PutClient(ctx context.Context, c store.Client) error {
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
 		_, err := s.txExec(ctx, tx, `INSERT INTO clients (`+store.ClientColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.ID, r.Name, r.KeyHash, r.Trust, r.NeverAsk, sql.NullInt64(r.UnixUID), sql.NullInt64(r.Created),
-			r.Disabled, r.RequireToken)
+			r.Args(nulls{})...)
 		if isUnique(err) {
 			return errs.Exists("client id, name, key hash or uid")
 		}
@@ -35,8 +34,7 @@ func (s *Store) UpdateClient(ctx context.Context, c store.Client) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		res, err := s.txExec(ctx, tx, `UPDATE clients SET name = ?, key_hash = ?, trust = ?,
 				never_ask = ?, unix_uid = ?, created = ?, disabled = ?, require_token = ? WHERE id = ?`,
-			r.Name, r.KeyHash, r.Trust, r.NeverAsk, sql.NullInt64(r.UnixUID), sql.NullInt64(r.Created),
-			r.Disabled, r.RequireToken, r.ID)
+			r.UpdateArgs(nulls{})...)
 		if isUnique(err) {
 			return errs.Exists("client name, key hash or uid")
 		}

@@ -17,8 +17,7 @@ func (s *Store) PutConsent(ctx context.Context, c store.Consent) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		_, err := s.txExec(ctx, tx, `INSERT INTO consents (`+store.ConsentColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.ID, r.ClientID, r.Kind, r.Payload, r.State, sql.NullInt64(r.Created), sql.NullInt64(r.Expires),
-			sql.NullInt64(r.Answered), r.AnsweredBy, r.Wording)
+			r.Args(nulls{})...)
 		if isUnique(err) {
 			return errs.Exists("consent id")
 		}

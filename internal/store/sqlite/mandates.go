@@ -18,7 +18,7 @@ func (s *Store) PutMandate(ctx context.Context, m store.Mandate) error {
 			ON CONFLICT (permission) DO UPDATE SET autonomy = excluded.autonomy,
 				agreed_id = excluded.agreed_id, wording = excluded.wording,
 				agreed_at = excluded.agreed_at, updated = excluded.updated`,
-			r.Permission, r.Autonomy, r.AgreedID, r.Wording, sql.NullInt64(r.AgreedAt), sql.NullInt64(r.Updated))
+			r.Args(nulls{})...)
 		return errs.Wrap("put mandate", err)
 	})
 }

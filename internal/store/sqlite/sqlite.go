@@ -161,6 +161,7 @@ type nulls struct{}
 
 func (nulls) Int(p *store.NullInt) any   { return (*sql.NullInt64)(p) }
 func (nulls) Text(p *store.NullText) any { return (*sql.NullString)(p) }
+func (nulls) IntArg(n store.NullInt) any { return sql.NullInt64(n) }
 
 // checkAffected turns an UPDATE or DELETE that touched no row into ErrNotFound.
 func checkAffected(res sql.Result, what string) error {
