@@ -210,14 +210,7 @@ func (p *sedParser) parse() error {
 			}
 			continue
 		case 'y':
-			delim, err := p.delimiter()
-			if err != nil {
-				return err
-			}
-			if err := p.until(delim); err != nil {
-				return err
-			}
-			if err := p.until(delim); err != nil {
+			if err := p.twoParts(); err != nil {
 				return err
 			}
 		default:
@@ -362,8 +355,9 @@ func (p *sedParser) until(delim byte) error {
 	return errSedScript
 }
 
-// subst reads s's regex, replacement and flags; the flags w and e are refused.
-func (p *sedParser) subst() error {
+// twoParts reads a delimiter and the two parts it ends: s's regex and replacement, y's source
+// and destination characters.
+func (p *sedParser) twoParts() error {
 	delim, err := p.delimiter()
 	if err != nil {
 		return err
@@ -371,7 +365,12 @@ func (p *sedParser) subst() error {
 	if err := p.until(delim); err != nil {
 		return err
 	}
-	if err := p.until(delim); err != nil {
+	return p.until(delim)
+}
+
+// subst reads s's regex, replacement and flags; the flags w and e are refused.
+func (p *sedParser) subst() error {
+	if err := p.twoParts(); err != nil {
 		return err
 	}
 	for !p.eof() {
