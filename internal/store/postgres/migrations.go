@@ -6,31 +6,22 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/capgate/capgate/internal/store"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// migration is one step of the schema. Steps are applied in order, each once, each in its
-// own transaction, and recorded in schema_migrations.
-//
-// Evolution rule: a released step is never edited; a change is a new step at the end. A
-// replica running older code refuses a schema newer than it knows, so a rolling upgrade adds
-// steps that the old code can run beside (new tables, new columns with defaults) and removes
-// things only in a later release.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations is the schema, step by step. Version i+1 is migrations[i].
+// migrations is the schema, step by step (store.Migration). A replica running older code
+// refuses a schema newer than it knows, so a rolling upgrade adds steps that the old code can
+// run beside (new tables, new columns with defaults) and removes things only in a later
+// release.
 //
 // Names are unqualified: each step runs with search_path pinned to the one schema the
 // connection's search_path selected (migrateStep), so that tables, triggers and functions are
 // made there, and functions capture that search_path (SET search_path FROM CURRENT) so that
 // they find their tables whatever the caller's search_path. Text keys are COLLATE "C", so that
 // lists come out in byte order. Times are bigint Unix nanoseconds, NULL for the zero time.
-var migrations = []migration{
-	{1, "initial schema", `
+var migrations = []store.Migration{
+	{Version: 1, Name: "initial schema", SQL: `
 CREATE TABLE apps (
 	app_id   text COLLATE "C" PRIMARY KEY,
 	alias    text COLLATE "C" NOT NULL,
@@ -119,7 +110,7 @@ CREATE TABLE audit_checkpoints (
 	body bytea NOT NULL
 );
 `},
-	{2, "revision counter and notifications", `
+	{Version: 2, Name: "revision counter and notifications", SQL: `
 CREATE TABLE revision (
 	id  integer PRIMARY KEY CHECK (id = 1),
 	rev bigint NOT NULL
@@ -166,7 +157,7 @@ CREATE TRIGGER consent_put AFTER INSERT ON consents
 CREATE TRIGGER consent_state AFTER UPDATE OF state ON consents
 	FOR EACH ROW WHEN (NEW.state IS DISTINCT FROM OLD.state) EXECUTE FUNCTION capgate_consent_notify();
 `},
-	{3, "token functions", `
+	{Version: 3, Name: "token functions", SQL: `
 -- capgate_take_use takes one use of the token p_id and of each of its ancestors at p_now, in
 -- one call. It locks the chain's rows root first, the order every caller uses, so that two
 -- uses of tokens sharing an ancestor queue on it instead of deadlocking, then checks the
@@ -211,7 +202,7 @@ BEGIN
 	RETURN true;
 END $$;
 `},
-	{4, "clients that require a token, and a token refused while its client is disabled", `
+	{Version: 4, Name: "clients that require a token, and a token refused while its client is disabled", SQL: `
 ALTER TABLE clients ADD COLUMN require_token boolean NOT NULL DEFAULT false;
 CREATE INDEX tokens_client ON tokens (client_id);
 
@@ -306,11 +297,6 @@ const migrationLockKey = "capgate schema migration "
 // advisory lock before it reads the version, so the first applies the step and the others,
 // waiting on the lock, find it applied.
 func (s *Store) migrate(ctx context.Context) error {
-	for i, m := range migrations {
-		if m.version != i+1 {
-			panic(fmt.Sprintf("postgres: migration %d has version %d", i+1, m.version))
-		}
-	}
 	for {
 		applied, err := s.migrateStep(ctx)
 		if err != nil {
@@ -363,22 +349,22 @@ func (s *Store) migrateStep(ctx context.Context) (applied bool, err error) {
 	if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
 		return false, err
 	}
-	if v > len(migrations) {
-		return false, fmt.Errorf("database schema version %d is newer than this capgate understands (%d)", v, len(migrations))
+	m, ok, err := store.NextMigration(migrations, v)
+	if err != nil {
+		return false, err
 	}
-	if v == len(migrations) {
+	if !ok {
 		return false, tx.Commit(ctx)
 	}
-	m := migrations[v]
-	if _, err := tx.Exec(ctx, m.sql); err != nil {
-		return false, fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+	if _, err := tx.Exec(ctx, m.SQL); err != nil {
+		return false, fmt.Errorf("%s: %w", m, err)
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
-		m.version, m.name, time.Now().UnixNano()); err != nil {
-		return false, fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+		m.Version, m.Name, time.Now().UnixNano()); err != nil {
+		return false, fmt.Errorf("%s: %w", m, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return false, fmt.Errorf("migration %d (%s): commit: %w", m.version, m.name, err)
+		return false, fmt.Errorf("%s: commit: %w", m, err)
 	}
 	return true, nil
 }

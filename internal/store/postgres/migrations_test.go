@@ -181,5 +181,5 @@ func TestMigrationsUnchanged(t *testing.T) {
 		"c900b58ad98ece9882c6d54e13d807d38a5aca2de3eb0a5235933822606a2674",
 		"c429c7bcc13272d6790fa889e3d692c77f0e905fec22e2c6f96c644da8085d89",
 		"d545b0d25a637ffc3cb0920f4f9dbb21ee119402203807d722c85d9afb68880a",
-	}, migrations, func(m migration) string { return m.sql })
+	}, migrations)
 }

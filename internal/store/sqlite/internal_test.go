@@ -98,5 +98,5 @@ func TestMigrationsUnchanged(t *testing.T) {
 		"1556e7fa68d05df5447bea50a925f0c4e6030687cf61e9a4bfec7944f3f0b05b",
 		"654e5553a04fb6da480c7a09741cfed337eeda5c1e1970601ef629e45db51e7c",
 		"6f175172402d9644a9ec0cb9b8770c1790a0f171c197c9aa55b7a8fb35e0166e",
-	}, migrations, func(m migration) string { return m.sql })
+	}, migrations)
 }

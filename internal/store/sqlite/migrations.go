@@ -6,21 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/capgate/capgate/internal/store"
 )
 
-// migration is one step of the schema. Steps are applied in order, each once, each in its
-// own transaction, and recorded in schema_migrations.
-//
-// Evolution rule: a released step is never edited; a change is a new step at the end.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations is the schema, step by step. Version i+1 is migrations[i].
-var migrations = []migration{
-	{1, "initial schema", `
+// migrations is the schema, step by step (store.Migration).
+var migrations = []store.Migration{
+	{Version: 1, Name: "initial schema", SQL: `
 CREATE TABLE apps (
 	app_id   TEXT PRIMARY KEY,
 	alias    TEXT NOT NULL,
@@ -108,7 +100,7 @@ CREATE TABLE audit_checkpoints (
 	body BLOB NOT NULL
 ) STRICT;
 `},
-	{2, "revision counter for caches", `
+	{Version: 2, Name: "revision counter for caches", SQL: `
 CREATE TABLE revision (
 	id  INTEGER PRIMARY KEY CHECK (id = 1),
 	rev INTEGER NOT NULL
@@ -117,7 +109,7 @@ INSERT INTO revision (id, rev) VALUES (1, 0);
 CREATE TRIGGER revision_token_revoked AFTER UPDATE OF revoked ON tokens WHEN NEW.revoked <> OLD.revoked
 	BEGIN UPDATE revision SET rev = rev + 1 WHERE id = 1; END;
 ` + revisionTriggers("mandate", "mandates", "client", "clients", "app", "apps")},
-	{3, "clients that require a token for every call", `
+	{Version: 3, Name: "clients that require a token for every call", SQL: `
 ALTER TABLE clients ADD COLUMN require_token INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX tokens_client ON tokens(client_id);
 `},
@@ -142,11 +134,6 @@ func revisionTriggers(rowTable ...string) string {
 // processes opening a new file at once are safe: each step re-reads the version under the
 // write lock.
 func (s *Store) migrate(ctx context.Context) error {
-	for i, m := range migrations {
-		if m.version != i+1 {
-			panic(fmt.Sprintf("sqlite: migration %d has version %d", i+1, m.version))
-		}
-	}
 	for {
 		applied := false
 		err := s.write(ctx, func(tx *sql.Tx) error {
@@ -161,20 +148,17 @@ func (s *Store) migrate(ctx context.Context) error {
 				`SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
 				return err
 			}
-			if v > len(migrations) {
-				return fmt.Errorf("database schema version %d is newer than this capgate understands (%d)", v, len(migrations))
+			m, ok, err := store.NextMigration(migrations, v)
+			if !ok || err != nil {
+				return err
 			}
-			if v == len(migrations) {
-				return nil
-			}
-			m := migrations[v]
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-				return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+				return fmt.Errorf("%s: %w", m, err)
 			}
 			if _, err := tx.ExecContext(ctx,
 				`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
-				m.version, time.Now().UnixNano()); err != nil {
-				return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+				m.Version, time.Now().UnixNano()); err != nil {
+				return fmt.Errorf("%s: %w", m, err)
 			}
 			applied = true
 			return nil

@@ -95,14 +95,14 @@ func (m Migrations[S]) NewerRefused(t *testing.T) {
 	}
 }
 
-// StepsUnchanged fails the test unless the text of each of steps, as sql gives it, has the
-// SHA-256 digest (hex) at the same place in want, and there are as many of each.
-func StepsUnchanged[M any](t *testing.T, want []string, steps []M, sql func(M) string) {
+// StepsUnchanged fails the test unless the SQL of each of steps has the SHA-256 digest (hex)
+// at the same place in want, and there are as many of each.
+func StepsUnchanged(t *testing.T, want []string, steps []store.Migration) {
 	if len(steps) != len(want) {
 		t.Errorf("%d schema steps, %d digests: a new step appends its digest", len(steps), len(want))
 	}
 	for i, m := range steps[:min(len(steps), len(want))] {
-		if got := fmt.Sprintf("%x", sha256.Sum256([]byte(sql(m)))); got != want[i] {
+		if got := fmt.Sprintf("%x", sha256.Sum256([]byte(m.SQL))); got != want[i] {
 			t.Errorf("step %d: text changed (SHA-256 %s, released as %s): a released step is never edited", i+1, got, want[i])
 		}
 	}
