@@ -1,6 +1,12 @@
 // Package storetest is the conformance suite every store.Store implementation passes. It
 // uses the interface only, so that SQLite and PostgreSQL are held to the same contract.
 //
+// Run is the suite. Beside it are the checks a backend runs with what only it can provide,
+// so that those too are written once: Reopen (the same database opened twice), ExactTimes,
+// UseProcesses and TakeUses (processes sharing one database), Migrations and StepsUnchanged
+// (the backend's schema steps and their bookkeeping), and AppendAfterHead and EntriesAfter
+// for a backend's own audit tests.
+//
 // Times are compared at millisecond precision: a store may keep more (SQLite keeps
 // nanoseconds, PostgreSQL microseconds) but never less. The zero time must come back as the
 // zero time. Byte fields are compared by content: a store need not tell nil from empty.
