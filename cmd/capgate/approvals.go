@@ -116,79 +116,75 @@ page on the approval page, URL/ui/requests/ID.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := context.Background()
-			st, _, err := g.localStore(ctx, data)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			cs := consent.New(st, &consent.Options{Surface: true})
-			pages, err := newApprovalPages(server)
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			var aerr error
-			switch args[0] {
-			case "list":
-				list, err := cs.List(ctx, store.ConsentPending)
+			return g.onStore(data, func(ctx context.Context, st store.Store) error {
+				cs := consent.New(st, &consent.Options{Surface: true})
+				pages, err := newApprovalPages(server)
 				if err != nil {
 					return err
+				}
+				w := cmd.OutOrStdout()
+				var aerr error
+				switch args[0] {
+				case "list":
+					list, err := cs.List(ctx, store.ConsentPending)
+					if err != nil {
+						return err
+					}
+					if asJSON {
+						out := make([]consentView, 0, len(list))
+						for _, c := range list {
+							_, r, err := cs.Get(ctx, c.ID)
+							if err != nil {
+								return err
+							}
+							out = append(out, newConsentView(c, r, pages.of(c.ID)))
+						}
+						return writeJSON(w, out)
+					}
+					for _, c := range list {
+						_, r, _ := cs.Get(ctx, c.ID)
+						fmt.Fprint(w, consentLines(c, r, time.Now()))
+						if u := pages.of(c.ID); u != "" {
+							fmt.Fprintf(w, "  answer at %s\n", u)
+						}
+					}
+					if len(list) == 0 {
+						fmt.Fprintln(w, "no pending requests")
+					}
+					return nil
+				case "show":
+					c, r, err := cs.Get(ctx, args[1])
+					if err != nil {
+						return &exitError{code: exitNo, err: err}
+					}
+					return writeJSON(w, newConsentView(c, r, pages.of(c.ID)))
+				case "approve", "deny", "cancel":
+					if _, _, err := cs.Get(ctx, args[1]); err != nil {
+						return &exitError{code: exitNo, err: err}
+					}
+					ch, err := g.openChanges(ctx, cmd, changeTarget{data: data})
+					if err != nil {
+						return err
+					}
+					aerr = ch.Answer(ctx, onTheCommandLine("the person"), args[1], operator.Verb(args[0]), remember)
+					ch.close()
+				default:
+					return usageErr("unknown approvals command %q", args[0])
+				}
+				if aerr != nil {
+					return &exitError{code: exitNo, err: aerr}
 				}
 				if asJSON {
-					out := make([]consentView, 0, len(list))
-					for _, c := range list {
-						_, r, err := cs.Get(ctx, c.ID)
-						if err != nil {
-							return err
-						}
-						out = append(out, newConsentView(c, r, pages.of(c.ID)))
+					// The request as it stands now, answered.
+					c, r, err := cs.Get(ctx, args[1])
+					if err != nil {
+						return err
 					}
-					return writeJSON(w, out)
+					return writeJSON(w, newConsentView(c, r, pages.of(c.ID)))
 				}
-				for _, c := range list {
-					_, r, _ := cs.Get(ctx, c.ID)
-					fmt.Fprint(w, consentLines(c, r, time.Now()))
-					if u := pages.of(c.ID); u != "" {
-						fmt.Fprintf(w, "  answer at %s\n", u)
-					}
-				}
-				if len(list) == 0 {
-					fmt.Fprintln(w, "no pending requests")
-				}
+				fmt.Fprintf(w, "%s: %s\n", args[1], map[string]string{"approve": "approved", "deny": "denied", "cancel": "cancelled"}[args[0]])
 				return nil
-			case "show":
-				c, r, err := cs.Get(ctx, args[1])
-				if err != nil {
-					return &exitError{code: exitNo, err: err}
-				}
-				return writeJSON(w, newConsentView(c, r, pages.of(c.ID)))
-			case "approve", "deny", "cancel":
-				if _, _, err := cs.Get(ctx, args[1]); err != nil {
-					return &exitError{code: exitNo, err: err}
-				}
-				ch, err := g.openChanges(ctx, cmd, changeTarget{data: data})
-				if err != nil {
-					return err
-				}
-				aerr = ch.Answer(ctx, onTheCommandLine("the person"), args[1], operator.Verb(args[0]), remember)
-				ch.close()
-			default:
-				return usageErr("unknown approvals command %q", args[0])
-			}
-			if aerr != nil {
-				return &exitError{code: exitNo, err: aerr}
-			}
-			if asJSON {
-				// The request as it stands now, answered.
-				c, r, err := cs.Get(ctx, args[1])
-				if err != nil {
-					return err
-				}
-				return writeJSON(w, newConsentView(c, r, pages.of(c.ID)))
-			}
-			fmt.Fprintf(w, "%s: %s\n", args[1], map[string]string{"approve": "approved", "deny": "denied", "cancel": "cancelled"}[args[0]])
-			return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", "", "data folder")

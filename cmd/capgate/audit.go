@@ -21,6 +21,7 @@ import (
 
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/keys"
 )
 
@@ -312,26 +313,22 @@ func newAuditCmd(g *globals) *cobra.Command {
 		Short: "Print the last records of the audit log",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := context.Background()
-			st, _, err := g.localStore(ctx, data)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			entries, err := audit.Tail(ctx, st, n)
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(w, entries)
-			}
-			for _, e := range entries {
-				r := e.Record
-				fmt.Fprintf(w, "%d  %s  %-8s %-7s %-18s client %s  %s %s/%s  %s\n", e.Seq, time.Unix(r.Timestamp, 0).UTC().Format(time.RFC3339),
-					r.Kind, r.Decision, orNone(r.Code), orNone(r.ClientID), r.Action, orNone(r.App), orNone(r.Method), r.Result)
-			}
-			return nil
+			return g.onStore(data, func(ctx context.Context, st store.Store) error {
+				entries, err := audit.Tail(ctx, st, n)
+				if err != nil {
+					return err
+				}
+				w := cmd.OutOrStdout()
+				if asJSON {
+					return writeJSON(w, entries)
+				}
+				for _, e := range entries {
+					r := e.Record
+					fmt.Fprintf(w, "%d  %s  %-8s %-7s %-18s client %s  %s %s/%s  %s\n", e.Seq, time.Unix(r.Timestamp, 0).UTC().Format(time.RFC3339),
+						r.Kind, r.Decision, orNone(r.Code), orNone(r.ClientID), r.Action, orNone(r.App), orNone(r.Method), r.Result)
+				}
+				return nil
+			})
 		},
 	}
 	tail.Flags().IntVarP(&n, "lines", "n", 20, "how many records")
@@ -344,13 +341,9 @@ func newAuditCmd(g *globals) *cobra.Command {
 		Short: "Write the audit log as JSON lines (seq, prev_hash, hash, at, record), each checkpoint on a line of its own (verify --export checks the file)",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := context.Background()
-			st, _, err := g.localStore(ctx, data)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			return audit.Export(ctx, st, cmd.OutOrStdout(), from, to)
+			return g.onStore(data, func(ctx context.Context, st store.Store) error {
+				return audit.Export(ctx, st, cmd.OutOrStdout(), from, to)
+			})
 		},
 	}
 	export.Flags().Int64Var(&from, "from", 1, "first record")

@@ -122,35 +122,31 @@ func addClientCommands(cmd *cobra.Command, g *globals) {
 		Short: "List the clients: id, name, trust, enabled or disabled, live tokens",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := context.Background()
-			st, _, err := g.localStore(ctx, data)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			cs, err := st.ListClients(ctx)
-			if err != nil {
-				return err
-			}
-			live, err := liveTokens(ctx, st)
-			if err != nil {
-				return err
-			}
-			out := make([]clientView, 0, len(cs))
-			for _, c := range cs {
-				out = append(out, newClientView(c, live[c.ID]))
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(w, out)
-			}
-			if len(out) == 0 {
-				fmt.Fprintln(w, "no clients: add one with capgate client add NAME")
-			}
-			for _, v := range out {
-				printClient(w, v)
-			}
-			return nil
+			return g.onStore(data, func(ctx context.Context, st store.Store) error {
+				cs, err := st.ListClients(ctx)
+				if err != nil {
+					return err
+				}
+				live, err := liveTokens(ctx, st)
+				if err != nil {
+					return err
+				}
+				out := make([]clientView, 0, len(cs))
+				for _, c := range cs {
+					out = append(out, newClientView(c, live[c.ID]))
+				}
+				w := cmd.OutOrStdout()
+				if asJSON {
+					return writeJSON(w, out)
+				}
+				if len(out) == 0 {
+					fmt.Fprintln(w, "no clients: add one with capgate client add NAME")
+				}
+				for _, v := range out {
+					printClient(w, v)
+				}
+				return nil
+			})
 		},
 	}
 	flags(list)
@@ -159,21 +155,17 @@ func addClientCommands(cmd *cobra.Command, g *globals) {
 		Short: "Show one client (by id or name) as JSON",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := context.Background()
-			st, _, err := g.localStore(ctx, data)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			c, err := findClient(ctx, st, args[0])
-			if err != nil {
-				return err
-			}
-			live, err := liveTokens(ctx, st)
-			if err != nil {
-				return err
-			}
-			return writeJSON(cmd.OutOrStdout(), newClientView(c, live[c.ID]))
+			return g.onStore(data, func(ctx context.Context, st store.Store) error {
+				c, err := findClient(ctx, st, args[0])
+				if err != nil {
+					return err
+				}
+				live, err := liveTokens(ctx, st)
+				if err != nil {
+					return err
+				}
+				return writeJSON(cmd.OutOrStdout(), newClientView(c, live[c.ID]))
+			})
 		},
 	}
 	show.Flags().StringVar(&data, "data", "", "data folder (default $CAPGATE_DATA_DIR, else as configured)")
@@ -201,47 +193,43 @@ it, an enable is not. With --json, prints the client as it is after (a removed o
 with "removed": true).`,
 			Args: exactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				ctx := context.Background()
-				st, _, err := g.localStore(ctx, data)
-				if err != nil {
-					return err
-				}
-				defer st.Close()
-				cl, err := findClient(ctx, st, args[0])
-				if err != nil {
-					return err
-				}
-				live, err := liveTokens(ctx, st)
-				if err != nil {
-					return err
-				}
-				ch, err := g.openChanges(ctx, cmd, changeTarget{data: data})
-				if err != nil {
-					return err
-				}
-				_, err = ch.ChangeClient(ctx, byTheOperator(), cl.ID, a.action)
-				ch.close()
-				if err != nil {
-					if errors.Is(err, store.ErrNotFound) {
-						return &exitError{code: exitNo, err: errors.New("no such client")}
+				return g.onStore(data, func(ctx context.Context, st store.Store) error {
+					cl, err := findClient(ctx, st, args[0])
+					if err != nil {
+						return err
 					}
-					return &exitError{code: exitNo, err: err}
-				}
-				v := newClientView(cl, live[cl.ID])
-				if a.action == operator.ClientRemove {
-					v.Removed = true
-				} else if now, err := st.GetClient(ctx, cl.ID); err == nil {
-					v = newClientView(now, live[cl.ID])
-				}
-				w := cmd.OutOrStdout()
-				if asJSON {
-					return writeJSON(w, v)
-				}
-				fmt.Fprintf(w, "%s (%s) %s\n", cl.ID, printable(cl.Name), a.done)
-				if a.action == operator.ClientRemove && live[cl.ID] > 0 {
-					fmt.Fprintf(w, "revoked its %d live token(s)\n", live[cl.ID])
-				}
-				return nil
+					live, err := liveTokens(ctx, st)
+					if err != nil {
+						return err
+					}
+					ch, err := g.openChanges(ctx, cmd, changeTarget{data: data})
+					if err != nil {
+						return err
+					}
+					_, err = ch.ChangeClient(ctx, byTheOperator(), cl.ID, a.action)
+					ch.close()
+					if err != nil {
+						if errors.Is(err, store.ErrNotFound) {
+							return &exitError{code: exitNo, err: errors.New("no such client")}
+						}
+						return &exitError{code: exitNo, err: err}
+					}
+					v := newClientView(cl, live[cl.ID])
+					if a.action == operator.ClientRemove {
+						v.Removed = true
+					} else if now, err := st.GetClient(ctx, cl.ID); err == nil {
+						v = newClientView(now, live[cl.ID])
+					}
+					w := cmd.OutOrStdout()
+					if asJSON {
+						return writeJSON(w, v)
+					}
+					fmt.Fprintf(w, "%s (%s) %s\n", cl.ID, printable(cl.Name), a.done)
+					if a.action == operator.ClientRemove && live[cl.ID] > 0 {
+						fmt.Fprintf(w, "revoked its %d live token(s)\n", live[cl.ID])
+					}
+					return nil
+				})
 			},
 		}
 		flags(c)

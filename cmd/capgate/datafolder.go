@@ -44,3 +44,15 @@ func (g *globals) openStore(ctx context.Context, flag string, create bool) (stor
 	}
 	return st, dir, nil
 }
+
+// onStore runs fn on the data folder's store (localStore: --data and --store, beside a
+// running gateway), closing it after.
+func (g *globals) onStore(data string, fn func(ctx context.Context, st store.Store) error) error {
+	ctx := context.Background()
+	st, _, err := g.localStore(ctx, data)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(ctx, st)
+}

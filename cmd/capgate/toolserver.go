@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/toolserver"
 )
 
@@ -138,48 +140,44 @@ func newToolServerListCmd(g *globals) *cobra.Command {
 		Short: "List the tool servers and their pinned tools",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			st, _, err := g.localStore(ctx, data)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			cfgs, err := toolserver.ListConfigs(ctx, st)
-			if err != nil {
-				return err
-			}
-			out := []toolServerJSON{}
-			for _, c := range cfgs {
-				pins, err := toolserver.LoadPins(ctx, st, c.Name)
+			return g.onStore(data, func(ctx context.Context, st store.Store) error {
+				cfgs, err := toolserver.ListConfigs(ctx, st)
 				if err != nil {
 					return err
 				}
-				s := toolServerJSON{Config: c, AppID: c.AppID(), Tools: []toolJSON{}}
-				for _, p := range pins {
-					s.Tools = append(s.Tools, toolJSON{Tool: p.Tool, Capability: "tool." + c.AppID() + "." + p.Action, Hash: p.Hash})
+				out := []toolServerJSON{}
+				for _, c := range cfgs {
+					pins, err := toolserver.LoadPins(ctx, st, c.Name)
+					if err != nil {
+						return err
+					}
+					s := toolServerJSON{Config: c, AppID: c.AppID(), Tools: []toolJSON{}}
+					for _, p := range pins {
+						s.Tools = append(s.Tools, toolJSON{Tool: p.Tool, Capability: "tool." + c.AppID() + "." + p.Action, Hash: p.Hash})
+					}
+					out = append(out, s)
 				}
-				out = append(out, s)
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(out)
-			}
-			if len(out) == 0 {
-				fmt.Fprintln(w, "no tool servers")
-			}
-			for _, s := range out {
-				where := s.URL
-				if where == "" {
-					where = strings.Join(append([]string{s.Command}, s.Args...), " ")
+				w := cmd.OutOrStdout()
+				if asJSON {
+					enc := json.NewEncoder(w)
+					enc.SetIndent("", "  ")
+					return enc.Encode(out)
 				}
-				fmt.Fprintf(w, "%s  %s  %s  (%d tools pinned)\n", s.Name, s.AppID, where, len(s.Tools))
-				for _, t := range s.Tools {
-					fmt.Fprintf(w, "  %-24s %s  %s\n", t.Tool, t.Capability, t.Hash)
+				if len(out) == 0 {
+					fmt.Fprintln(w, "no tool servers")
 				}
-			}
-			return nil
+				for _, s := range out {
+					where := s.URL
+					if where == "" {
+						where = strings.Join(append([]string{s.Command}, s.Args...), " ")
+					}
+					fmt.Fprintf(w, "%s  %s  %s  (%d tools pinned)\n", s.Name, s.AppID, where, len(s.Tools))
+					for _, t := range s.Tools {
+						fmt.Fprintf(w, "  %-24s %s  %s\n", t.Tool, t.Capability, t.Hash)
+					}
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", "", "data folder")
