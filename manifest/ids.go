@@ -35,11 +35,14 @@ func appIDRule(s string) string {
 	if len(s) > MaxAppIDBytes {
 		return fmt.Sprintf("longer than %d bytes", MaxAppIDBytes)
 	}
-	labels := strings.Split(s, ".")
-	if len(labels) < 2 {
+	if !strings.Contains(s, ".") {
 		return "needs at least two dot-separated labels"
 	}
-	for _, l := range labels {
+	// Label by label with Cut rather than Split: a capability id's app id is checked on
+	// every parse of one, which then allocates nothing.
+	for rest, more := s, true; more; {
+		var l string
+		l, rest, more = strings.Cut(rest, ".")
 		if !isDNSLabel(l) {
 			return "each label is lowercase letters, digits and hyphens, starts with a letter and ends with a letter or digit"
 		}
@@ -160,6 +163,11 @@ func (id CapabilityID) Action() string {
 	}
 	return id.s[id.action+1:]
 }
+
+// Permission returns the id as a permission, the default permission of a capability that
+// declares none: every capability id is also a permission (see Permission). The zero
+// CapabilityID gives the zero Permission. It allocates nothing.
+func (id CapabilityID) Permission() Permission { return Permission{id.s} }
 
 // MarshalText implements encoding.TextMarshaler.
 func (id CapabilityID) MarshalText() ([]byte, error) { return []byte(id.s), nil }
