@@ -28,6 +28,17 @@ func ParseAppID(s string) (AppID, error) {
 	return AppID{s}, nil
 }
 
+// MustParseAppID is ParseAppID for an id the program itself spells (a constant, a test's
+// literal): it panics when s is no AppID, as netip.MustParseAddr does.
+func MustParseAppID(s string) AppID { return must(ParseAppID(s)) }
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic("manifest: " + err.Error())
+	}
+	return v
+}
+
 func appIDRule(s string) string {
 	if s == "" {
 		return "must not be empty"
@@ -120,6 +131,10 @@ func ParseCapabilityID(s string) (CapabilityID, error) {
 	return CapabilityID{s: s, domain: first, action: last}, nil
 }
 
+// MustParseCapabilityID is ParseCapabilityID for an id the program itself spells: it panics
+// when s is no CapabilityID.
+func MustParseCapabilityID(s string) CapabilityID { return must(ParseCapabilityID(s)) }
+
 // isWord reports whether s matches [a-z][a-z0-9]* (or [a-z][a-z0-9_]* with underscore).
 func isWord(s string, underscore bool) bool {
 	if s == "" || !isLower(s[0]) {
@@ -203,6 +218,10 @@ func ParsePermission(s string) (Permission, error) {
 	}
 	return Permission{s}, nil
 }
+
+// MustParsePermission is ParsePermission for a permission the program itself spells: it
+// panics when s is no Permission.
+func MustParsePermission(s string) Permission { return must(ParsePermission(s)) }
 
 // IsPermissionPrefix reports whether s is one or more dot-separated permission segments (a
 // permission, or what a grant pattern such as "fs.*" holds before its ".*"). It allocates

@@ -72,3 +72,25 @@ func TestParsedAccessorsAllocateNothing(t *testing.T) {
 		t.Errorf("%v allocations a call", n)
 	}
 }
+
+func TestMustParse(t *testing.T) {
+	if MustParseAppID("org.example.notes").String() != "org.example.notes" ||
+		MustParseCapabilityID("notes.org.example.notes.read").Action() != "read" ||
+		MustParsePermission("notes.read").String() != "notes.read" {
+		t.Error("a MustParse function changed its input")
+	}
+	for name, f := range map[string]func(){
+		"app id":        func() { MustParseAppID("Notes") },
+		"capability id": func() { MustParseCapabilityID("notes.read") },
+		"permission":    func() { MustParsePermission("notes") },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}
