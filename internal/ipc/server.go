@@ -21,7 +21,6 @@ import (
 	"github.com/capgate/capgate/internal/revcache"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
-	"github.com/capgate/capgate/manifest"
 )
 
 // Server is the IPC API over HTTP. The same handler serves a TCP listener and the unix socket;
@@ -129,7 +128,7 @@ func (s *Server) authenticate(r *http.Request) (broker.Caller, bool) {
 	if err != nil || c.Disabled {
 		return broker.Caller{}, false
 	}
-	return broker.Caller{ClientID: c.ID, Name: c.Name, Trust: manifest.AuthLevel(c.Trust), NeverAsk: c.NeverAsk, RequireToken: c.RequireToken}, true
+	return broker.Caller{ClientID: c.ID, Name: c.Name, Trust: c.Trust, NeverAsk: c.NeverAsk, RequireToken: c.RequireToken}, true
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
