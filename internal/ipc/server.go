@@ -333,9 +333,9 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 	for _, u := range s.Broker.UsableBy(caller) {
 		c := u.Cap
 		tools = append(tools, Tool{
-			ID: c.ID, App: u.App.Alias, Method: u.Method, Name: c.Name, Description: c.Description,
+			ID: u.ID.String(), App: u.App.Alias, Method: u.Method, Name: c.Name, Description: c.Description,
 			Parameters: c.Parameters, Returns: c.Returns, SideEffects: string(c.SideEffects), Risk: string(c.Risk),
-			Permission: c.Permission, Reversibility: string(c.Reversibility), Tier: int(u.App.Tier), NeedsConsent: u.NeedsConsent,
+			Permission: u.Permission.String(), Reversibility: string(c.Reversibility), Tier: int(u.App.Tier), NeedsConsent: u.NeedsConsent,
 		})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"capabilities": tools})
