@@ -305,6 +305,11 @@ func TestMethod(t *testing.T) {
 		got := ""
 		if ok {
 			got = c.Cap.ID
+			// The parsed values are the manifest's text, the permission defaulting to the id.
+			if c.ID.String() != c.Cap.ID || c.Permission.String() != c.Cap.Permission || c.ID.AppID() != c.App.ID {
+				t.Errorf("Method(%q, %q): parsed id %q permission %q app %q, manifest says %q %q %q",
+					tt.app, tt.method, c.ID, c.Permission, c.ID.AppID(), c.Cap.ID, c.Cap.Permission, c.App.ID)
+			}
 		}
 		if got != tt.want {
 			t.Errorf("Method(%q, %q) = %q, %v; want %q", tt.app, tt.method, got, ok, tt.want)
