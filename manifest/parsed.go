@@ -12,20 +12,14 @@ package manifest
 // ParsedAppID returns the manifest's app_id as an AppID, the zero AppID when it breaks the
 // grammar (Validate reports it).
 func (m *Manifest) ParsedAppID() AppID {
-	id, err := ParseAppID(m.AppID)
-	if err != nil {
-		return AppID{}
-	}
+	id, _ := ParseAppID(m.AppID) // the zero AppID on error
 	return id
 }
 
 // ParsedVersion returns the manifest's version, the zero Version when it is not SemVer 2.0.0
 // (Validate reports it).
 func (m *Manifest) ParsedVersion() Version {
-	v, err := ParseVersion(m.Version)
-	if err != nil {
-		return Version{}
-	}
+	v, _ := ParseVersion(m.Version) // the zero Version on error
 	return v
 }
 
@@ -33,10 +27,7 @@ func (m *Manifest) ParsedVersion() Version {
 // the grammar (Validate reports it). That its app id is the manifest's own is a rule of
 // Validate, not of this accessor.
 func (c *Capability) ParsedID() CapabilityID {
-	id, err := ParseCapabilityID(c.ID)
-	if err != nil {
-		return CapabilityID{}
-	}
+	id, _ := ParseCapabilityID(c.ID) // the zero CapabilityID on error
 	return id
 }
 
@@ -48,9 +39,6 @@ func (c *Capability) ParsedPermission() Permission {
 	if c.Permission == "" {
 		return c.ParsedID().Permission()
 	}
-	p, err := ParsePermission(c.Permission)
-	if err != nil {
-		return Permission{}
-	}
+	p, _ := ParsePermission(c.Permission) // the zero Permission on error
 	return p
 }
