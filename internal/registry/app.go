@@ -49,7 +49,7 @@ type Capability struct {
 // which (a *manifest.SyntaxError, manifest.Problems, or ErrStoredAppMismatch); like every
 // error of a manifest it names field paths, never values.
 type Skipped struct {
-	AppID string
+	AppID string // the record's key as the store holds it: text, for the record may be what is wrong
 	Err   error
 }
 
