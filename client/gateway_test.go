@@ -225,7 +225,7 @@ func newServed(t *testing.T, o serveOptions) *served {
 // clientSpec is a client to add.
 type clientSpec struct {
 	name     string
-	trust    string // "" is user
+	trust    manifest.AuthLevel // "" is user
 	uid      *int
 	neverAsk bool
 }

@@ -28,6 +28,17 @@ func ParseAppID(s string) (AppID, error) {
 	return AppID{s}, nil
 }
 
+// MustParseAppID is ParseAppID for an id the program itself spells (a constant, a test's
+// literal): it panics when s is no AppID, as netip.MustParseAddr does.
+func MustParseAppID(s string) AppID { return must(ParseAppID(s)) }
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic("manifest: " + err.Error())
+	}
+	return v
+}
+
 func appIDRule(s string) string {
 	if s == "" {
 		return "must not be empty"
@@ -35,11 +46,14 @@ func appIDRule(s string) string {
 	if len(s) > MaxAppIDBytes {
 		return fmt.Sprintf("longer than %d bytes", MaxAppIDBytes)
 	}
-	labels := strings.Split(s, ".")
-	if len(labels) < 2 {
+	if !strings.Contains(s, ".") {
 		return "needs at least two dot-separated labels"
 	}
-	for _, l := range labels {
+	// Label by label with Cut rather than Split: a capability id's app id is checked on
+	// every parse of one, which then allocates nothing.
+	for rest, more := s, true; more; {
+		var l string
+		l, rest, more = strings.Cut(rest, ".")
 		if !isDNSLabel(l) {
 			return "each label is lowercase letters, digits and hyphens, starts with a letter and ends with a letter or digit"
 		}
@@ -117,6 +131,10 @@ func ParseCapabilityID(s string) (CapabilityID, error) {
 	return CapabilityID{s: s, domain: first, action: last}, nil
 }
 
+// MustParseCapabilityID is ParseCapabilityID for an id the program itself spells: it panics
+// when s is no CapabilityID.
+func MustParseCapabilityID(s string) CapabilityID { return must(ParseCapabilityID(s)) }
+
 // isWord reports whether s matches [a-z][a-z0-9]* (or [a-z][a-z0-9_]* with underscore).
 func isWord(s string, underscore bool) bool {
 	if s == "" || !isLower(s[0]) {
@@ -161,6 +179,11 @@ func (id CapabilityID) Action() string {
 	return id.s[id.action+1:]
 }
 
+// Permission returns the id as a permission, the default permission of a capability that
+// declares none: every capability id is also a permission (see Permission). The zero
+// CapabilityID gives the zero Permission. It allocates nothing.
+func (id CapabilityID) Permission() Permission { return Permission{id.s} }
+
 // MarshalText implements encoding.TextMarshaler.
 func (id CapabilityID) MarshalText() ([]byte, error) { return []byte(id.s), nil }
 
@@ -195,6 +218,10 @@ func ParsePermission(s string) (Permission, error) {
 	}
 	return Permission{s}, nil
 }
+
+// MustParsePermission is ParsePermission for a permission the program itself spells: it
+// panics when s is no Permission.
+func MustParsePermission(s string) Permission { return must(ParsePermission(s)) }
 
 // IsPermissionPrefix reports whether s is one or more dot-separated permission segments (a
 // permission, or what a grant pattern such as "fs.*" holds before its ".*"). It allocates

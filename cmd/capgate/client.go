@@ -92,7 +92,7 @@ type clientView struct {
 }
 
 func newClientView(c store.Client, live int) clientView {
-	return clientView{ID: c.ID, Name: c.Name, Trust: c.Trust, Disabled: c.Disabled, NeverAsk: c.NeverAsk,
+	return clientView{ID: c.ID, Name: c.Name, Trust: string(c.Trust), Disabled: c.Disabled, NeverAsk: c.NeverAsk,
 		RequireToken: c.RequireToken, UnixUID: c.UnixUID, Created: c.Created.UTC(), LiveTokens: live}
 }
 

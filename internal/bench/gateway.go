@@ -345,7 +345,7 @@ func addClient(ctx context.Context, st store.Clients) (string, broker.Caller, er
 	if err != nil {
 		return "", broker.Caller{}, err
 	}
-	c := store.Client{ID: id, Name: "bench", KeyHash: hash, Trust: string(manifest.AuthUser), Created: time.Now()}
+	c := store.Client{ID: id, Name: "bench", KeyHash: hash, Trust: manifest.AuthUser, Created: time.Now()}
 	if err := st.PutClient(ctx, c); err != nil {
 		return "", broker.Caller{}, fmt.Errorf("bench: add the client: %w", err)
 	}

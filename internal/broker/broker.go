@@ -45,7 +45,8 @@ type Options struct {
 	// TokenKey is capgate's own key: it signs the tokens it issues (Tokens verifies them with
 	// its public half). Required to issue tokens.
 	TokenKey ed25519.PrivateKey
-	// Handlers are the in-process providers, by app id: always working.
+	// Handlers are the in-process providers, by the text of their app id (the built-in apps'
+	// ids are constants of their packages): always working.
 	Handlers map[string]sdk.Handler
 	// Providers, when set, finds the provider of an app Handlers does not hold, and says
 	// whether it is working (the tool servers, the built-in apps that could not start).
@@ -60,7 +61,7 @@ type Options struct {
 	ConsentWait time.Duration
 	Now         func() time.Time
 	// AlsoNeeds are permissions a capability needs besides its own, by capability id: a token
-	// must cover them too.
+	// must cover them too. New parses them once, and refuses one that is no permission.
 	AlsoNeeds map[string][]string
 	// PathDir is the folder a relative path param (and the words of a command that names no
 	// cwd) is resolved against when a token's allowed_paths are checked: the workspace the
@@ -80,6 +81,8 @@ type Broker struct {
 	o     Options
 	cache *cache
 	watch watches // tokens whose revocation handlers watch
+	// alsoNeeds is Options.AlsoNeeds parsed, by capability id.
+	alsoNeeds map[manifest.CapabilityID][]manifest.Permission
 }
 
 // New returns a Broker.
@@ -99,7 +102,31 @@ func New(o Options) (*Broker, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Broker{o: o, cache: newCache()}, nil
+	also, err := parseAlsoNeeds(o.AlsoNeeds)
+	if err != nil {
+		return nil, err
+	}
+	return &Broker{o: o, cache: newCache(), alsoNeeds: also}, nil
+}
+
+// parseAlsoNeeds parses Options.AlsoNeeds: the capability ids and permissions of the
+// configuration become values once, here, and the call path looks them up by value.
+func parseAlsoNeeds(m map[string][]string) (map[manifest.CapabilityID][]manifest.Permission, error) {
+	out := make(map[manifest.CapabilityID][]manifest.Permission, len(m))
+	for id, perms := range m {
+		cid, err := manifest.ParseCapabilityID(id)
+		if err != nil {
+			return nil, fmt.Errorf("broker: AlsoNeeds: %w", err)
+		}
+		for _, p := range perms {
+			pp, err := manifest.ParsePermission(p)
+			if err != nil {
+				return nil, fmt.Errorf("broker: AlsoNeeds[%s]: %w", id, err)
+			}
+			out[cid] = append(out[cid], pp)
+		}
+	}
+	return out, nil
 }
 
 // Caller is the authenticated client making the call.
@@ -156,7 +183,7 @@ type facts struct {
 	cap      registry.Capability
 	tok      token.Token
 	hasToken bool
-	perm     string
+	perm     manifest.Permission // the capability's, the zero Permission when none was found
 	// resolved are the path params the token's allowed_paths checked, each as the absolute,
 	// link-resolved path it matched: the provider gets these in place of what the agent sent.
 	resolved []token.Value
@@ -186,11 +213,12 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 		if state == Working {
 			f.h = h
 		}
-		f.call.CapabilityFound, f.call.Enabled, f.call.Pinned, f.call.Working = true, cap.App.Enabled, b.o.Registry.Pinned(cap.Cap.ID), state != NotWorking
+		f.call.CapabilityFound, f.call.Enabled, f.call.Pinned, f.call.Working = true, cap.App.Enabled, b.o.Registry.Pinned(cap.ID.String()), state != NotWorking
+		f.call.CapabilityID, f.call.Permission = cap.ID, cap.Permission
 		f.call.Capability = *cap.Cap
 		f.call.Tier = int(cap.App.Tier)
-		f.perm = cap.Cap.Permission
-		f.call.AlsoNeeds = b.o.AlsoNeeds[cap.Cap.ID]
+		f.perm = cap.Permission
+		f.call.AlsoNeeds = b.alsoNeeds[cap.ID]
 	} else if app, found := b.o.Registry.App(req.App); found && !app.Enabled {
 		f.call.CapabilityFound = true // disabled: step 1 refuses as METHOD_NOT_FOUND
 	}
@@ -244,7 +272,7 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 			// The app's own rules, after the schema and never instead of it, and only for a
 			// call steps 1 and 2 let through: the app sees no params of a call that its
 			// token already refuses.
-			f.call.ParamsProblems = appParamProblems(v, cap.Cap.ID, req.Params)
+			f.call.ParamsProblems = appParamProblems(v, cap.ID.String(), req.Params)
 		}
 		if f.hasToken {
 			// A token that constrains no param (the usual case) has nothing to check here,
@@ -311,7 +339,7 @@ func appParamProblems(v sdk.ParamValidator, capID string, params json.RawMessage
 // classes, see manifest.ParamClass), wherever they sit in the params; a capability whose
 // params are not all classified, or params that hold a value its schema does not classify,
 // are refused by a token with path or command constraints.
-func tokenConstraints(t token.Token, cap registry.Capability, perm string, raw json.RawMessage, dir string, now time.Time) token.Verdict {
+func tokenConstraints(t token.Token, cap registry.Capability, perm manifest.Permission, raw json.RawMessage, dir string, now time.Time) token.Verdict {
 	var decoded any
 	if err := json.Unmarshal(raw, &decoded); err != nil {
 		// Params that passed the schema always decode; what cannot be read is not let
@@ -321,7 +349,7 @@ func tokenConstraints(t token.Token, cap registry.Capability, perm string, raw j
 	params, _ := decoded.(map[string]any)
 	found := cap.Classes.Find(decoded)
 	in := token.Input{
-		Permission:   perm,
+		Permission:   perm.String(),
 		Params:       params,
 		CommandInput: len(found.Inputs) > 0,
 		Unclassified: !cap.Classes.Complete() || len(found.Unclassified) > 0 || len(found.Ambiguous) > 0,
@@ -341,13 +369,15 @@ func tokenConstraints(t token.Token, cap registry.Capability, perm string, raw j
 	return t.Constraints.Check(in)
 }
 
-// mandate finds the person's standing choice for perm: an exact mandate, else the most
-// specific pattern mandate that covers it.
-func (b *Broker) mandate(ctx context.Context, perm string) (*policy.Mandate, error) {
+// mandate finds the person's standing choice for permission: an exact mandate, else the most
+// specific pattern mandate that covers it. Mandates are the store's rows, their permission a
+// grant's text (a pattern such as "fs.*" is one), so they are compared as text.
+func (b *Broker) mandate(ctx context.Context, permission manifest.Permission) (*policy.Mandate, error) {
 	ms, err := b.mandates(ctx)
 	if err != nil {
 		return nil, err
 	}
+	perm := permission.String()
 	var best *store.Mandate
 	for i := range ms {
 		m := &ms[i]
@@ -427,11 +457,11 @@ func (b *Broker) auditRecord(f facts, caller Caller, req Request, callID, kind, 
 	rec := audit.Record{
 		TokenID: f.tok.ID, Action: req.Action, App: req.App, Method: req.Method, ParamsHash: ph,
 		Result: result, AuditTag: f.tok.AuditTag, Decision: decision, Code: code, Explanation: clip(expl),
-		ClientID: caller.ClientID, Permission: f.perm, CallID: callID, ConsentID: consentID,
+		ClientID: caller.ClientID, Permission: f.perm.String(), CallID: callID, ConsentID: consentID,
 		DurationMS: dur.Milliseconds(), Kind: kind,
 	}
 	if f.cap.Cap != nil {
-		rec.Capability = f.cap.Cap.ID
+		rec.Capability = f.cap.ID.String()
 	}
 	return rec
 }
@@ -456,7 +486,7 @@ func (b *Broker) readsOnly(f facts) bool {
 	if f.cap.App.Tier == manifest.Tier1 {
 		return true
 	}
-	return b.o.Providers != nil && b.o.Providers.TrustedRead(f.cap.App.ID, c.ID)
+	return b.o.Providers != nil && b.o.Providers.TrustedRead(f.cap.App.ID, f.cap.ID)
 }
 
 // recordingCtx is the context a refusal or an outcome is recorded on: ctx, or, once ctx has
@@ -683,8 +713,9 @@ func denyDecision() policy.Decision { return policy.Decision{Outcome: policy.Den
 
 func (b *Broker) consentRequest(f facts, caller Caller, req Request, kind string) consent.Request {
 	c := f.call.Capability
+	// The request is a stored and shown payload: its ids are text, as the audit record's.
 	r := consent.Request{
-		ClientID: caller.ClientID, ClientName: caller.Name, Kind: kind, CapabilityID: c.ID, Permission: c.Permission,
+		ClientID: caller.ClientID, ClientName: caller.Name, Kind: kind, CapabilityID: f.cap.ID.String(), Permission: f.perm.String(),
 		Summary: c.Name, Params: req.Params, Risk: string(c.Risk), SideEffects: string(c.SideEffects),
 		Reversibility: string(c.Reversibility), AuditTag: f.tok.AuditTag,
 	}
@@ -773,7 +804,7 @@ func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, r
 	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ic := sdk.InvocationContext{Source: sdk.SourceAgent, Timestamp: b.o.Now(), AppID: f.cap.App.ID, ClientID: caller.ClientID, CallID: res.CallID}
+	ic := sdk.InvocationContext{Source: sdk.SourceAgent, Timestamp: b.o.Now(), AppID: f.cap.App.ID.String(), ClientID: caller.ClientID, CallID: res.CallID}
 	if f.hasToken {
 		ic.WatchRevocation = b.watchRevocation(f.tok.ID)
 	}
@@ -785,13 +816,13 @@ func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, r
 		}
 	}
 	start := time.Now()
-	out, err := invoke(rctx, h, c.ID, params, ic)
+	out, err := invoke(rctx, h, f.cap.ID.String(), params, ic)
 	dur := time.Since(start)
 	if err == nil && rctx.Err() != nil {
 		err = rctx.Err()
 	}
 	if err != nil {
-		e := sdk.AsError(err, c.ID)
+		e := sdk.AsError(err, f.cap.ID.String())
 		code := e.Code.GatewayCode()
 		msg := "the capability failed"
 		if e.Code == sdk.CodeTimeout || errors.Is(err, context.DeadlineExceeded) {
@@ -823,7 +854,7 @@ func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, r
 	}
 	if out.UndoToken != "" && c.UndoWindowMS != nil && *c.UndoWindowMS > 0 {
 		until := b.o.Now().Add(time.Duration(*c.UndoWindowMS) * time.Millisecond)
-		tok, err := b.saveUndo(ctx, undoRecord{AppID: f.cap.App.ID, Capability: c.ID, ClientID: caller.ClientID, HandlerToken: out.UndoToken, Until: until.UnixMilli(), CallID: res.CallID})
+		tok, err := b.saveUndo(ctx, undoRecord{AppID: f.cap.App.ID.String(), Capability: f.cap.ID.String(), ClientID: caller.ClientID, HandlerToken: out.UndoToken, Until: until.UnixMilli(), CallID: res.CallID})
 		if err != nil {
 			// The call ran; only its undo is lost. Say so, in the answer and the record.
 			return b.outcome(ctx, f, caller, req, res, decided, dur, "", errUndoLost)

@@ -317,8 +317,10 @@ func (p *probe) Invoke(ctx context.Context, id string, params json.RawMessage, i
 // readsOf is Providers with no provider of its own that classifies reads as trusted says.
 type readsOf func(appID, capID string) bool
 
-func (readsOf) Provider(string) (sdk.Handler, State)   { return nil, NoProvider }
-func (r readsOf) TrustedRead(appID, capID string) bool { return r(appID, capID) }
+func (readsOf) Provider(manifest.AppID) (sdk.Handler, State) { return nil, NoProvider }
+func (r readsOf) TrustedRead(appID manifest.AppID, capID manifest.CapabilityID) bool {
+	return r(appID.String(), capID.String())
+}
 
 // A Tier 2 app's own claim that a capability only reads is not trusted: its call runs only
 // once its decision record is durable, unless Providers.TrustedRead (an operator's

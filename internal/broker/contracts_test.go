@@ -124,14 +124,14 @@ type switchable struct {
 	state atomic.Uint32
 }
 
-func (s *switchable) Provider(appID string) (sdk.Handler, State) {
-	if appID != s.appID {
+func (s *switchable) Provider(appID manifest.AppID) (sdk.Handler, State) {
+	if appID.String() != s.appID {
 		return nil, NoProvider
 	}
 	return s.h, State(s.state.Load())
 }
 
-func (s *switchable) TrustedRead(string, string) bool { return false }
+func (s *switchable) TrustedRead(manifest.AppID, manifest.CapabilityID) bool { return false }
 
 // Issue 16: Working was hard-coded true. A provider that is down is not working right now:
 // its calls are refused at step 1 (nothing asked, nothing run) and no list shows it, while
@@ -164,7 +164,7 @@ func TestNotWorkingProvider(t *testing.T) {
 	write := Request{Action: "execute", App: "memo", Method: "write", Params: json.RawMessage(`{"id":"2","text":"x"}`)}
 	listed := func() bool {
 		for _, u := range b.UsableBy(alice) {
-			if u.App.ID == "org.example.memo" {
+			if u.App.ID.String() == "org.example.memo" {
 				return true
 			}
 		}
@@ -201,8 +201,9 @@ func TestNotWorkingProvider(t *testing.T) {
 	if r := b.Call(ctx, alice, search); r.Code != policy.CodeAppNotFound || !strings.Contains(r.Message, "not running") || !listed() {
 		t.Errorf("no provider: %+v, listed %v", r, listed())
 	}
-	if b.ProviderState("org.example.memo") != NoProvider || b.ProviderState(notesID) != Working {
-		t.Errorf("states: memo %v, notes %v", b.ProviderState("org.example.memo"), b.ProviderState(notesID))
+	memoApp, notesApp := manifest.MustParseAppID("org.example.memo"), manifest.MustParseAppID(notesID)
+	if b.ProviderState(memoApp) != NoProvider || b.ProviderState(notesApp) != Working {
+		t.Errorf("states: memo %v, notes %v", b.ProviderState(memoApp), b.ProviderState(notesApp))
 	}
 }
 

@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"strings"
-
 	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/manifest"
@@ -11,9 +9,13 @@ import (
 // Usable is one capability a caller may use, as the fronts list it (the IPC API's
 // /v1/capabilities and MCP's tools/list): never one the caller would be refused outright.
 type Usable struct {
-	App    *registry.App
-	Cap    *manifest.Capability
-	Method string // the last part of the capability's id, the IPC "method"
+	App *registry.App
+	Cap *manifest.Capability
+	// ID and Permission are the capability's id and the permission a token must grant for
+	// it, parsed (registry.Capability's).
+	ID         manifest.CapabilityID
+	Permission manifest.Permission
+	Method     string // the last part of the capability's id, the IPC "method"
 	// NeedsConsent: the capability does not run at once without a token; it waits for a
 	// token (request_capability) or for the person's consent to the call.
 	NeedsConsent bool
@@ -59,7 +61,8 @@ func (b *Broker) UsableBy(caller Caller) []Usable {
 			// waits for the person (a token request or a consent for the call), and says so.
 			needs := !policy.RunsWithoutToken(*c, int(app.Tier), requireToken) || c.ConfirmationRequired ||
 				(app.Tier != manifest.Tier1 && c.SideEffects.Rank() > manifest.SideEffectRead.Rank())
-			out = append(out, Usable{App: app, Cap: c, Method: c.ID[strings.LastIndexByte(c.ID, '.')+1:], NeedsConsent: needs})
+			id := c.ParsedID() // valid: the registry holds only manifests that passed Validate
+			out = append(out, Usable{App: app, Cap: c, ID: id, Permission: c.ParsedPermission(), Method: id.Action(), NeedsConsent: needs})
 		}
 	}
 	return out

@@ -3,6 +3,7 @@ package broker
 import (
 	"time"
 
+	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
 )
 
@@ -44,13 +45,13 @@ func (s State) String() string {
 type Providers interface {
 	// Provider returns the provider of appID and its state. The handler is used only when
 	// the state is Working; NoProvider is the answer for an app it knows nothing of.
-	Provider(appID string) (sdk.Handler, State)
+	Provider(appID manifest.AppID) (sdk.Handler, State)
 	// TrustedRead reports whether the Tier 2 capability capabilityID of appID was
 	// classified as changing nothing (side effects none or read) by someone capgate trusts
 	// rather than by the app: the operator's overlay of a tool server. Such a call runs
 	// before its decision record is durable, as a Tier 1 read does, so that its answer
 	// waits for one commit instead of two. false for anything it does not know.
-	TrustedRead(appID, capabilityID string) bool
+	TrustedRead(appID manifest.AppID, capabilityID manifest.CapabilityID) bool
 }
 
 // Meter is told of every finished call, to count it: its outcome (allow, deny, ask,
@@ -62,8 +63,8 @@ type Meter interface {
 
 // provider returns the handler of appID and its state: Options.Handlers first (always
 // working), then Options.Providers.
-func (b *Broker) provider(appID string) (sdk.Handler, State) {
-	if h, ok := b.o.Handlers[appID]; ok {
+func (b *Broker) provider(appID manifest.AppID) (sdk.Handler, State) {
+	if h, ok := b.o.Handlers[appID.String()]; ok {
 		return h, Working
 	}
 	if b.o.Providers == nil {
@@ -78,7 +79,7 @@ func (b *Broker) provider(appID string) (sdk.Handler, State) {
 
 // ProviderState returns the state of appID's provider, as a call would find it now: the
 // approval page shows an app that is not working.
-func (b *Broker) ProviderState(appID string) State {
+func (b *Broker) ProviderState(appID manifest.AppID) State {
 	_, st := b.provider(appID)
 	return st
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/manifest"
 )
 
 // pausing is the env's real store, with a read that can be held after it has read: the
@@ -78,7 +79,7 @@ func TestMandateFillRacingASync(t *testing.T) {
 	close(p.release)
 	<-done
 	for i := range 3 {
-		m, err := e.b.mandate(ctx, "app.notes.write")
+		m, err := e.b.mandate(ctx, manifest.MustParsePermission("app.notes.write"))
 		if err != nil || m == nil || m.Autonomy != "handoff" {
 			t.Fatalf("decision %d after the sync: mandate %+v %v", i, m, err)
 		}

@@ -39,6 +39,7 @@ import (
 	"github.com/capgate/capgate/internal/toolserver"
 	"github.com/capgate/capgate/internal/web"
 	"github.com/capgate/capgate/keys"
+	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
 )
 
@@ -300,7 +301,10 @@ type providers struct {
 
 var _ broker.Providers = providers{}
 
-func (p providers) Provider(appID string) (sdk.Handler, broker.State) {
+// Provider and TrustedRead look the ids up as text: the built-in apps' ids are constants of
+// their packages, and the tool server manager keys its servers by their app id's text.
+func (p providers) Provider(id manifest.AppID) (sdk.Handler, broker.State) {
+	appID := id.String()
 	if p.notStarted[appID] {
 		return nil, broker.NotWorking
 	}
@@ -319,8 +323,8 @@ func (p providers) Provider(appID string) (sdk.Handler, broker.State) {
 	return h, broker.Working
 }
 
-func (p providers) TrustedRead(appID, capabilityID string) bool {
-	return p.tools.OperatorRead(appID, capabilityID)
+func (p providers) TrustedRead(appID manifest.AppID, capabilityID manifest.CapabilityID) bool {
+	return p.tools.OperatorRead(appID.String(), capabilityID.String())
 }
 
 // DefaultWorkspace is the workspace of a gateway with the data folder dataDir when none is

@@ -343,7 +343,7 @@ type agent struct {
 }
 
 // addClient adds a client through the store, as `capgate client add` does.
-func (e *env) addClient(name, trust string) agent {
+func (e *env) addClient(name string, trust manifest.AuthLevel) agent {
 	e.t.Helper()
 	var b [16]byte
 	rand.Read(b[:])
@@ -352,7 +352,7 @@ func (e *env) addClient(name, trust string) agent {
 	return a
 }
 
-func (e *env) putClient(a agent, trust string) {
+func (e *env) putClient(a agent, trust manifest.AuthLevel) {
 	e.t.Helper()
 	if err := e.g.Store.PutClient(e.ctx, store.Client{ID: a.ID, Name: a.Name, KeyHash: ipc.KeyHash(a.Key), Trust: trust, Created: time.Now()}); err != nil {
 		e.t.Fatal(err)

@@ -21,7 +21,6 @@ import (
 	"github.com/capgate/capgate/internal/revcache"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
-	"github.com/capgate/capgate/manifest"
 )
 
 // Server is the IPC API over HTTP. The same handler serves a TCP listener and the unix socket;
@@ -129,7 +128,7 @@ func (s *Server) authenticate(r *http.Request) (broker.Caller, bool) {
 	if err != nil || c.Disabled {
 		return broker.Caller{}, false
 	}
-	return broker.Caller{ClientID: c.ID, Name: c.Name, Trust: manifest.AuthLevel(c.Trust), NeverAsk: c.NeverAsk, RequireToken: c.RequireToken}, true
+	return broker.Caller{ClientID: c.ID, Name: c.Name, Trust: c.Trust, NeverAsk: c.NeverAsk, RequireToken: c.RequireToken}, true
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -334,9 +333,9 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 	for _, u := range s.Broker.UsableBy(caller) {
 		c := u.Cap
 		tools = append(tools, Tool{
-			ID: c.ID, App: u.App.Alias, Method: u.Method, Name: c.Name, Description: c.Description,
+			ID: u.ID.String(), App: u.App.Alias, Method: u.Method, Name: c.Name, Description: c.Description,
 			Parameters: c.Parameters, Returns: c.Returns, SideEffects: string(c.SideEffects), Risk: string(c.Risk),
-			Permission: c.Permission, Reversibility: string(c.Reversibility), Tier: int(u.App.Tier), NeedsConsent: u.NeedsConsent,
+			Permission: u.Permission.String(), Reversibility: string(c.Reversibility), Tier: int(u.App.Tier), NeedsConsent: u.NeedsConsent,
 		})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"capabilities": tools})

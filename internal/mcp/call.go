@@ -10,6 +10,7 @@ import (
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/jcs"
 	"github.com/capgate/capgate/internal/policy"
+	"github.com/capgate/capgate/manifest"
 )
 
 // Codes of refusals the MCP front makes itself, before the broker.
@@ -83,8 +84,8 @@ func (s *session) consentRef(id string, el *elicitation) map[string]any {
 // permission and whose constraints admit the params (broker.Explain, which has no side
 // effect); when none admits them, the narrowest, so that the refusal names the reason; ""
 // when none covers the permission.
-func (s *session) pickToken(ctx context.Context, caller broker.Caller, req broker.Request, perm string) (string, string) {
-	cands := s.tokens.covering(perm, time.Now())
+func (s *session) pickToken(ctx context.Context, caller broker.Caller, req broker.Request, perm manifest.Permission) (string, string) {
+	cands := s.tokens.covering(perm.String(), time.Now())
 	switch len(cands) {
 	case 0:
 		return "", ""

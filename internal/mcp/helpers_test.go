@@ -162,7 +162,7 @@ func (e *env) register(doc, alias string, signed bool) {
 }
 
 // addClient adds a client through the store, as `capgate client add` does, and returns its key.
-func (e *env) addClient(name, trust string, neverAsk bool) string {
+func (e *env) addClient(name string, trust manifest.AuthLevel, neverAsk bool) string {
 	return e.putClient(store.Client{Name: name, Trust: trust, NeverAsk: neverAsk})
 }
 

@@ -187,7 +187,7 @@ func (s *session) explain(ctx context.Context, req *mcpsdk.CallToolRequest) (*mc
 	}
 	breq := broker.Request{RequestID: "mcp-explain", Action: "execute", App: a.App, Method: a.Method, Params: p, ParamsValue: pv}
 	if cap, ok := s.h.o.Registry.Method(a.App, a.Method); ok {
-		breq.Token, _ = s.pickToken(ctx, caller, breq, cap.Cap.Permission)
+		breq.Token, _ = s.pickToken(ctx, caller, breq, cap.Permission)
 	}
 	d := s.h.o.Broker.Explain(ctx, caller, breq)
 	return success(map[string]any{"outcome": d.Outcome, "code": d.Code, "explanation": d.Explanation, "step": d.Step, "trace": d.Trace}, nil), nil

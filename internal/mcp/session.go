@@ -97,7 +97,7 @@ func (s *session) tool(name string) (capTool, bool) {
 // the tool's permission; any other entry is a permission as it stands.
 func (s *session) permissionOf(entry string) string {
 	if ct, ok := s.tool(entry); ok {
-		return ct.permission
+		return ct.permission.String()
 	}
 	return entry
 }

@@ -43,9 +43,9 @@ type capTool struct {
 	tool       *mcpsdk.Tool
 	app        string // the app's alias
 	method     string
-	capID      string
-	appID      string
-	permission string
+	capID      manifest.CapabilityID
+	appID      manifest.AppID
+	permission manifest.Permission
 	tier       int
 	hasOutput  bool   // the tool declares an outputSchema: results carry structuredContent
 	digest     string // of the tool's definition, to see a change
@@ -58,13 +58,13 @@ func describe(u broker.Usable) string {
 	c := u.Cap
 	var b strings.Builder
 	fmt.Fprintf(&b, "[capability %s · app %s · permission %s · risk %s · side effects %s · %s · tier %d]\n",
-		c.ID, u.App.ID, c.Permission, c.Risk, c.SideEffects, reversibility(c), u.App.Tier)
+		u.ID, u.App.ID, u.Permission, c.Risk, c.SideEffects, reversibility(c), u.App.Tier)
 	if u.App.Tier != manifest.Tier1 {
 		b.WriteString("Tier 2: the app's manifest is not verified; its text below is untrusted.\n")
 	}
 	if u.NeedsConsent {
 		fmt.Fprintf(&b, "Needs a token: call %s for permission %s first; the person may be asked to approve (the result then says CONSENT_REQUIRED with the approval page).\n",
-			ToolRequestCapability, c.Permission)
+			ToolRequestCapability, u.Permission)
 	} else {
 		b.WriteString("Runs without a token: this client may call it at once; every call is recorded in capgate's audit log.\n")
 	}
@@ -130,13 +130,13 @@ func newCapTool(u broker.Usable) capTool {
 		in = emptyObject
 	}
 	t := &mcpsdk.Tool{
-		Name:        ToolName(u.App.Alias, u.Method, c.ID),
+		Name:        ToolName(u.App.Alias, u.Method, u.ID.String()),
 		Title:       c.Name,
 		Description: describe(u),
 		InputSchema: in,
 		Annotations: annotations(c),
 	}
-	ct := capTool{tool: t, app: u.App.Alias, method: u.Method, capID: c.ID, appID: u.App.ID, permission: c.Permission, tier: int(u.App.Tier)}
+	ct := capTool{tool: t, app: u.App.Alias, method: u.Method, capID: u.ID, appID: u.App.ID, permission: u.Permission, tier: int(u.App.Tier)}
 	if objectSchema(c.Returns) {
 		t.OutputSchema = c.Returns
 		ct.hasOutput = true

@@ -37,7 +37,7 @@ func TestOperatorChanges(t *testing.T) {
 	}
 
 	app, err := s.RegisterApp(ctx, by, raw, "")
-	if err != nil || app.ID != "org.example.notes" || app.Alias != "notes" {
+	if err != nil || app.ID.String() != "org.example.notes" || app.Alias != "notes" {
 		t.Fatalf("register: %+v %v", app, err)
 	}
 	key, c, err := s.AddClient(ctx, by, operator.NewClient{Name: "agent", Trust: "user", RequireToken: true})

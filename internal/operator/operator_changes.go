@@ -111,7 +111,7 @@ func (s *Service) AddClient(ctx context.Context, by Actor, n NewClient) (key str
 	if err != nil {
 		return "", store.Client{}, err
 	}
-	c = store.Client{ID: id, Name: n.Name, KeyHash: hash, Trust: n.Trust, NeverAsk: n.NeverAsk, Created: s.now(),
+	c = store.Client{ID: id, Name: n.Name, KeyHash: hash, Trust: manifest.AuthLevel(n.Trust), NeverAsk: n.NeverAsk, Created: s.now(),
 		UnixUID: n.UnixUID, RequireToken: n.RequireToken}
 	var how []string
 	if n.NeverAsk {

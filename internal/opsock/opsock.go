@@ -80,7 +80,7 @@ type registerApp struct {
 
 // app is a registered app as the socket returns it: registry.App without its document.
 type app struct {
-	ID     string          `json:"id"`
+	ID     manifest.AppID  `json:"id"` // parsed when the client decodes the answer
 	Alias  string          `json:"alias"`
 	Tier   manifest.Tier   `json:"tier"`
 	Reason manifest.Reason `json:"reason"`

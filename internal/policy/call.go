@@ -28,12 +28,21 @@ type Call struct {
 	// Working: the capability passed its last evaluation and its provider is up.
 	Working bool
 
-	// Capability is the capability called. Decide fills in the manifest defaults of the
-	// fields it reads when they are empty (side effects system, auth level user, permission
-	// its id, risk derived from side effects, autonomy ceiling act, reversibility irreversible
-	// unless an undo window makes it reversible), so a view with defaults already applied and
-	// one without decide alike. An enumerated value Decide does not know is read as its most
-	// cautious meaning.
+	// CapabilityID is the capability called, parsed where it was indexed
+	// (registry.Capability.ID); the explanation names it. A zero CapabilityID is named by a
+	// placeholder.
+	CapabilityID manifest.CapabilityID
+	// Permission is the permission a token must grant for the call
+	// (registry.Capability.Permission); a zero Permission is the capability's id, the
+	// manifest default. A zero Permission with a zero CapabilityID is covered by no grant.
+	Permission manifest.Permission
+	// Capability is the capability called. Decide reads its enumerated fields and flags, and
+	// not its ID and Permission text (CapabilityID and Permission say those, parsed once). It
+	// fills in the manifest defaults of the fields it reads when they are empty (side effects
+	// system, auth level user, risk derived from side effects, autonomy ceiling act,
+	// reversibility irreversible unless an undo window makes it reversible), so a view with
+	// defaults already applied and one without decide alike. An enumerated value Decide does
+	// not know is read as its most cautious meaning.
 	Capability manifest.Capability
 	// Tier is 1 for a capability from a manifest whose signature verified against the app's
 	// trusted key, 2 for anything else. Any value other than 1 is read as 2.
@@ -61,7 +70,7 @@ type Call struct {
 
 	// Step 5: AlsoNeeds are permissions the call needs besides the capability's own, which a
 	// token must cover as well (the python app's execute_file reads a file: fs.read).
-	AlsoNeeds []string
+	AlsoNeeds []manifest.Permission
 
 	// Step 5: the result of the token's constraints (token.Constraints.Check) on these
 	// params. Read only when a token is present; false (the zero value) refuses, so the broker

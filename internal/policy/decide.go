@@ -46,7 +46,11 @@ import (
 //     (Decision.UseToken).
 func Decide(c Call) Decision {
 	cp := withDefaults(c.Capability)
-	id, perm := capabilityName(cp.ID), permissionName(cp.Permission)
+	permission := c.Permission
+	if !permission.IsValid() {
+		permission = c.CapabilityID.Permission()
+	}
+	id, perm := capabilityName(c.CapabilityID), permissionName(permission)
 	t := tracer{off: c.NoTrace}
 
 	// Step 1.
@@ -104,11 +108,11 @@ func Decide(c Call) Decision {
 	noTokenAsks, consentToken := false, false
 	switch {
 	case tok.Present:
-		if !token.Covers(tok.Grants, cp.Permission) {
+		if !token.Covers(tok.Grants, permission.String()) {
 			return t.deny(5, CodeCapabilityDenied, "no grant of the token covers the permission "+perm)
 		}
 		for _, p := range c.AlsoNeeds {
-			if !token.Covers(tok.Grants, p) {
+			if !token.Covers(tok.Grants, p.String()) {
 				return t.deny(5, CodeCapabilityDenied, "the call also needs the permission "+permissionName(p)+", and no grant of the token covers it")
 			}
 		}
@@ -298,16 +302,14 @@ func sideEffectWord(s manifest.SideEffect) string {
 }
 
 // withDefaults fills in the manifest defaults of the fields Decide reads, as the manifest
-// decoder does. Unknown values are left as they are; each reader reads them cautiously.
+// decoder does (the permission's is Decide's own, on Call.Permission). Unknown values are
+// left as they are; each reader reads them cautiously.
 func withDefaults(c manifest.Capability) manifest.Capability {
 	if c.SideEffects == "" {
 		c.SideEffects = manifest.SideEffectSystem
 	}
 	if c.AuthLevel == "" {
 		c.AuthLevel = manifest.AuthUser
-	}
-	if c.Permission == "" {
-		c.Permission = c.ID
 	}
 	if c.Risk == "" {
 		c.Risk = manifest.RiskFor(c.SideEffects)

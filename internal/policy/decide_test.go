@@ -22,11 +22,11 @@ var agreedAt = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 // base is a call that is allowed: a Tier 1 read capability of a user-level app, called by a
 // user client with a valid token that covers it.
 func base() Call {
-	return Call{
+	c := Call{
 		AppFound: true, CapabilityFound: true, Enabled: true, Pinned: true, Working: true,
 		Capability: manifest.Capability{
-			ID: readID, Permission: "notes.read", SideEffects: manifest.SideEffectRead,
-			AuthLevel: manifest.AuthUser, Risk: manifest.RiskLow,
+			SideEffects: manifest.SideEffectRead,
+			AuthLevel:   manifest.AuthUser, Risk: manifest.RiskLow,
 			AutonomyCeiling: manifest.AutonomyAct, Reversibility: manifest.Reversible,
 		},
 		Tier:                 1,
@@ -35,6 +35,24 @@ func base() Call {
 		ConstraintOK:         true,
 		DelayedCommitDefault: 5 * time.Second,
 	}
+	ids(&c, readID, "notes.read")
+	return c
+}
+
+// ids sets the capability's id and permission as the registry hands them to the broker:
+// parsed, the zero value for text that does not parse.
+func ids(c *Call, id, perm string) {
+	c.CapabilityID, _ = manifest.ParseCapabilityID(id)
+	c.Permission, _ = manifest.ParsePermission(perm)
+}
+
+// permissions parses each of ps, as the broker's options are.
+func permissions(ps ...string) []manifest.Permission {
+	out := make([]manifest.Permission, len(ps))
+	for i, p := range ps {
+		out[i], _ = manifest.ParsePermission(p)
+	}
+	return out
 }
 
 // noToken is base without a token.
@@ -48,14 +66,14 @@ func requireToken(c *Call) { c.ClientRequiresToken = true }
 
 // write makes the capability a write (medium risk) covered by the token.
 func write(c *Call) {
-	c.Capability.ID, c.Capability.Permission = writeID, "notes.write"
+	ids(c, writeID, "notes.write")
 	c.Capability.SideEffects, c.Capability.Risk = manifest.SideEffectWrite, manifest.RiskMedium
 	c.Token.Grants = []string{"notes.write"}
 }
 
 // destructive makes the capability destructive (high risk) and covered by the token.
 func destructive(c *Call) {
-	c.Capability.ID, c.Capability.Permission = "notes.org.example.notes.purge", "notes.delete"
+	ids(c, "notes.org.example.notes.purge", "notes.delete")
 	c.Capability.SideEffects, c.Capability.Risk = manifest.SideEffectDestructive, manifest.RiskHigh
 	c.Token.Grants = []string{"notes.*"}
 }
@@ -438,6 +456,7 @@ func TestDecideDecodedManifest(t *testing.T) {
 	call := func(id string, mods ...func(*Call)) Call {
 		c := base()
 		c.Capability = *m.Capability(id)
+		c.CapabilityID, c.Permission = c.Capability.ParsedID(), c.Capability.ParsedPermission()
 		c.Token.Grants = []string{"notes.*"}
 		for _, f := range mods {
 			f(&c)
@@ -451,7 +470,7 @@ func TestDecideDecodedManifest(t *testing.T) {
 	// delete: destructive, confirmation_required, reversible by its undo window, so it asks
 	// on every call and does not wait once approved.
 	del := call("notes.org.example.notes.delete", func(c *Call) {
-		c.Capability.Permission = "notes.delete"
+		ids(c, "notes.org.example.notes.delete", "notes.delete")
 		c.Token.ConsentRecorded = true
 	})
 	if d := Decide(del); d.Outcome != Ask {
@@ -509,8 +528,8 @@ func TestExplanationsKeepSecrets(t *testing.T) {
 		"permission":       func(c *Call) { c.Capability.AuthLevel = manifest.AuthLevel(marker) },
 		"trust":            func(c *Call) { c.ClientTrust = manifest.AuthLevel(marker) },
 		"constraint":       func(c *Call) { c.ConstraintOK = false },
-		"grant":            func(c *Call) { c.Capability.Permission = marker },
-		"capability id":    func(c *Call) { c.Capability.ID = marker; c.Enabled = false },
+		"grant":            func(c *Call) { c.Capability.Permission = marker; ids(c, readID, marker) },
+		"capability id":    func(c *Call) { c.Capability.ID = marker; ids(c, marker, ""); c.Enabled = false },
 		"no token":         noToken,
 		"mandate":          func(c *Call) { c.Mandate = &Mandate{Autonomy: manifest.Autonomy(marker)} },
 		"agreed":           func(c *Call) { c.Mandate = &Mandate{Autonomy: manifest.AutonomyActIfAgreed, AgreedAt: agreedAt} },
@@ -548,7 +567,7 @@ func TestAlsoNeeds(t *testing.T) {
 		{[]string{"fs.read"}, false},
 	} {
 		c := base()
-		c.AlsoNeeds = []string{"fs.read"}
+		c.AlsoNeeds = permissions("fs.read")
 		c.Token.Grants = tc.grants
 		d := Decide(c)
 		if d.Allowed() != tc.ok || (!tc.ok && (d.Code != CodeCapabilityDenied || d.Step != 5)) {

@@ -13,13 +13,13 @@ import (
 // to: the call asks. Once the person approves this very call it runs, after its
 // delayed-commit window, because it is irreversible.
 func ExampleDecide() {
+	// The capability's id and permission, parsed once where the capability is indexed.
+	id, _ := manifest.ParseCapabilityID("files.org.example.files.purge")
+	perm, _ := manifest.ParsePermission("fs.delete")
 	call := policy.Call{
 		AppFound: true, CapabilityFound: true, Enabled: true, Pinned: true, Working: true,
-		Capability: manifest.Capability{
-			ID:          "files.org.example.files.purge",
-			Permission:  "fs.delete",
-			SideEffects: manifest.SideEffectDestructive,
-		},
+		CapabilityID: id, Permission: perm,
+		Capability:           manifest.Capability{SideEffects: manifest.SideEffectDestructive},
 		Tier:                 1,
 		Token:                policy.TokenFacts{Present: true, Valid: true, Grants: []string{"fs.delete"}},
 		ClientTrust:          manifest.AuthUser,

@@ -44,9 +44,8 @@ func callFrom(data []byte) Call {
 		AppFound: r.bool(), CapabilityFound: r.bool(), Enabled: r.bool(), Pinned: r.bool(), Working: r.bool(),
 		Tier: int(r.byte() % 4),
 	}
+	ids(&c, []string{readID, writeID, "", "Bad.ID"}[r.byte()%4], fuzzPermissions[r.byte()%byte(len(fuzzPermissions))])
 	c.Capability = manifest.Capability{
-		ID:                   []string{readID, writeID, "", "Bad.ID"}[r.byte()%4],
-		Permission:           fuzzPermissions[r.byte()%byte(len(fuzzPermissions))],
 		SideEffects:          pick(r, manifest.SideEffects, "explosive"),
 		AuthLevel:            pick(r, manifest.AuthLevels, "admin"),
 		Risk:                 pick(r, manifest.Risks, "extreme"),
@@ -109,11 +108,11 @@ func refusedBefore6(c Call) bool {
 		}
 	}
 	if t.Present {
-		perm := c.Capability.Permission
-		if perm == "" {
-			perm = c.Capability.ID
+		perm := c.Permission
+		if !perm.IsValid() {
+			perm = c.CapabilityID.Permission()
 		}
-		return !token.Covers(t.Grants, perm) || !c.ConstraintOK
+		return !token.Covers(t.Grants, perm.String()) || !c.ConstraintOK
 	}
 	return false
 }

@@ -3,7 +3,6 @@ package policy
 import (
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/manifest"
@@ -14,53 +13,21 @@ import (
 // that a token, a key or a param value planted in a field of the input never reaches a person
 // or an agent through an explanation.
 
-// capabilityName is id when it is a well-formed capability id.
-func capabilityName(id string) string {
-	if !wellFormedCaps.check(id, func() bool { _, err := manifest.ParseCapabilityID(id); return err == nil }) {
+// capabilityName is id when it is a valid capability id. Ids arrive parsed (Call.CapabilityID),
+// so naming one costs nothing: an id that did not parse is the zero CapabilityID.
+func capabilityName(id manifest.CapabilityID) string {
+	if !id.IsValid() {
 		return "the capability (its id is not well formed)"
 	}
-	return id
+	return id.String()
 }
 
-// permissionName is p when it is a well-formed permission.
-func permissionName(p string) string {
-	if !wellFormedPerms.check(p, func() bool { _, err := manifest.ParsePermission(p); return err == nil }) {
+// permissionName is p when it is a valid permission.
+func permissionName(p manifest.Permission) string {
+	if !p.IsValid() {
 		return "(a permission that is not well formed)"
 	}
-	return p
-}
-
-// wellFormed remembers which names parsed: every decision names its capability and
-// permission, which come from a bounded registry, and parsing them each time is a good part
-// of a decision's cost.
-var (
-	wellFormedCaps  = &memo{m: map[string]bool{}}
-	wellFormedPerms = &memo{m: map[string]bool{}}
-)
-
-// maxMemoNames bounds the memo; a full memo is emptied.
-const maxMemoNames = 4096
-
-type memo struct {
-	mu sync.RWMutex
-	m  map[string]bool
-}
-
-func (m *memo) check(key string, parse func() bool) bool {
-	m.mu.RLock()
-	ok, found := m.m[key]
-	m.mu.RUnlock()
-	if found {
-		return ok
-	}
-	ok = parse()
-	m.mu.Lock()
-	if len(m.m) >= maxMemoNames {
-		m.m = map[string]bool{}
-	}
-	m.m[key] = ok
-	m.mu.Unlock()
-	return ok
+	return p.String()
 }
 
 // fieldPath is p when it looks like a field path: at most MaxFieldPathBytes of ASCII

@@ -10,8 +10,14 @@ import (
 // App is a registered app as the registry sees it: its manifest, verified against the trusted
 // keys when it was registered or last loaded. An App handed out by the registry is shared
 // with every other reader and must not be modified.
+//
+// The registry is where a manifest's ids become value types: it indexes only manifests that
+// passed Validate, parses their app id and capability ids once, when it indexes them, and
+// hands out the parsed values (App.ID, Capability.ID, Capability.Permission) for the broker
+// to carry. Its lookups (App, Method, Capability, Pinned, ...) take names as text, since
+// they resolve what a front or the operator was sent.
 type App struct {
-	ID      string          // the manifest's app_id
+	ID      manifest.AppID  // the manifest's app_id
 	Alias   string          // short name for the IPC "app" field, unique
 	Tier    manifest.Tier   // Tier1 when the signature verified against a trusted key
 	Reason  manifest.Reason // why this tier
@@ -20,18 +26,22 @@ type App struct {
 	Doc     *manifest.Document
 }
 
-// Capability is one capability of a registered app, ready for a call. Cap is the manifest's
-// capability with every default filled in (permission, risk, side effects, ...). Params and
+// Capability is one capability of a registered app, ready for a call. ID and Permission are
+// its id and the permission a token must grant for it (its id when it declares none), parsed
+// when it was indexed. Cap is the manifest's capability with every default filled in
+// (permission, risk, side effects, ...). Params and
 // Returns are the compiled schemas, nil when the capability declares none. Classes are its
 // params' classes (which are paths, cwds, commands, command input and text), compiled with
 // the schema when the capability is indexed; nil (never complete) without a schema. Every
 // pointer is shared with other readers and must not be modified.
 type Capability struct {
-	App     *App
-	Cap     *manifest.Capability
-	Params  *manifest.Schema
-	Returns *manifest.Schema
-	Classes *manifest.Classes
+	ID         manifest.CapabilityID
+	Permission manifest.Permission
+	App        *App
+	Cap        *manifest.Capability
+	Params     *manifest.Schema
+	Returns    *manifest.Schema
+	Classes    *manifest.Classes
 }
 
 // Skipped is a stored app that New or Reload could not index: its manifest no longer parses,
@@ -39,7 +49,7 @@ type Capability struct {
 // which (a *manifest.SyntaxError, manifest.Problems, or ErrStoredAppMismatch); like every
 // error of a manifest it names field paths, never values.
 type Skipped struct {
-	AppID string
+	AppID string // the record's key as the store holds it: text, for the record may be what is wrong
 	Err   error
 }
 
@@ -61,11 +71,7 @@ func checkAlias(alias string) error {
 }
 
 // defaultAlias is the last label of an app id: "terminal" for "org.capgate.terminal".
-func defaultAlias(appID string) string {
-	return appID[strings.LastIndexByte(appID, '.')+1:]
-}
-
-// action returns the last part of a capability id, the method of IPC addressing.
-func action(capabilityID string) string {
-	return capabilityID[strings.LastIndexByte(capabilityID, '.')+1:]
+func defaultAlias(appID manifest.AppID) string {
+	s := appID.String()
+	return s[strings.LastIndexByte(s, '.')+1:]
 }

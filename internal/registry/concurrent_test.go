@@ -59,7 +59,7 @@ func TestConcurrentReadersSeeWholeIndexes(t *testing.T) {
 					if cp.App.Doc.Manifest().Capability(cp.Cap.ID) != cp.Cap {
 						report("capability %s is not its app's", cp.Cap.ID)
 					}
-					if cp.App.ID == "org.example.flip" && cp.App.Doc.Manifest().Version != version {
+					if cp.App.ID.String() == "org.example.flip" && cp.App.Doc.Manifest().Version != version {
 						report("capability set of %s with an app of version %s", version, cp.App.Doc.Manifest().Version)
 					}
 				}
@@ -72,7 +72,7 @@ func TestConcurrentReadersSeeWholeIndexes(t *testing.T) {
 				if len(r.List()) != 2 {
 					report("List has %d apps", len(r.List()))
 				}
-				if app, ok := r.App("tog"); !ok || app.ID != "org.example.tog" {
+				if app, ok := r.App("tog"); !ok || app.ID.String() != "org.example.tog" {
 					report("App(tog) = %v", ok)
 				}
 				reads.Add(1)

@@ -66,7 +66,7 @@ func (r *Registry) Reload(ctx context.Context) error {
 			skipped = append(skipped, Skipped{AppID: rec.AppID, Err: err})
 			continue
 		}
-		apps[a.ID] = a
+		apps[a.ID.String()] = a
 	}
 	slices.SortFunc(skipped, func(a, b Skipped) int { return strings.Compare(a.AppID, b.AppID) })
 	r.snap.Store(build(apps, skipped))
@@ -108,7 +108,7 @@ func (r *Registry) load(rec store.App) (*App, error) {
 	}
 	v := manifest.Verify(doc, r.keys)
 	return &App{
-		ID: rec.AppID, Alias: rec.Alias, Tier: v.Tier, Reason: v.Reason, Detail: v.Detail,
+		ID: doc.Manifest().ParsedAppID(), Alias: rec.Alias, Tier: v.Tier, Reason: v.Reason, Detail: v.Detail,
 		Enabled: rec.Enabled, Doc: doc,
 	}, nil
 }
@@ -136,12 +136,13 @@ func (r *Registry) Register(ctx context.Context, data []byte, alias string) (App
 		return App{}, ps
 	}
 	v := manifest.Verify(doc, r.keys)
-	id := doc.Manifest().AppID
+	id := doc.Manifest().ParsedAppID() // valid: Validate passed
+	key := id.String()
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	enabled := true
-	prev, err := r.store.GetApp(ctx, id)
+	prev, err := r.store.GetApp(ctx, key)
 	switch {
 	case err == nil:
 		enabled = prev.Enabled
@@ -169,7 +170,7 @@ func (r *Registry) Register(ctx context.Context, data []byte, alias string) (App
 		Enabled: enabled, Doc: doc,
 	}
 	err = r.store.PutApp(ctx, store.App{
-		AppID: id, Alias: alias, Tier: int(v.Tier), Reason: string(v.Reason),
+		AppID: key, Alias: alias, Tier: int(v.Tier), Reason: string(v.Reason),
 		Manifest: doc.Raw(), Enabled: enabled, Updated: r.now(),
 	})
 	if errors.Is(err, store.ErrExists) {
@@ -178,7 +179,7 @@ func (r *Registry) Register(ctx context.Context, data []byte, alias string) (App
 	if err != nil {
 		return App{}, fmt.Errorf("registry: register: %w", err)
 	}
-	r.snap.Store(old.with(id, func(apps map[string]*App) { apps[id] = a }))
+	r.snap.Store(old.with(key, func(apps map[string]*App) { apps[key] = a }))
 	return *a, nil
 }
 

@@ -64,7 +64,7 @@ func TestRegisterTiers(t *testing.T) {
 			}
 			r, s := newRegistry(t, keys)
 			a := register(t, r, tt.data, "")
-			if a.Tier != tt.tier || a.Reason != tt.reason || !a.Enabled || a.ID != "org.example.files" {
+			if a.Tier != tt.tier || a.Reason != tt.reason || !a.Enabled || a.ID.String() != "org.example.files" {
 				t.Fatalf("Register = tier %d reason %q enabled %v id %q, want tier %d reason %q", a.Tier, a.Reason, a.Enabled, a.ID, tt.tier, tt.reason)
 			}
 			if (a.Detail == "") != (tt.tier == manifest.Tier1) {
@@ -209,7 +209,7 @@ func TestAliases(t *testing.T) {
 		"terminal": "org.capgate.terminal", "org.capgate.terminal": "org.capgate.terminal",
 		"gdrive": "com.other.drive", "com.other.drive": "com.other.drive",
 	} {
-		if a, ok := r.App(name); !ok || a.ID != want {
+		if a, ok := r.App(name); !ok || a.ID.String() != want {
 			t.Errorf("App(%q) = %v, %v; want %s", name, a, ok, want)
 		}
 	}
@@ -230,7 +230,7 @@ func TestAliases(t *testing.T) {
 		if _, err := s.GetApp(t.Context(), "org.example.terminal"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("refused app was stored: %v", err)
 		}
-		if a, _ := r.App("terminal"); a.ID != "org.capgate.terminal" {
+		if a, _ := r.App("terminal"); a.ID.String() != "org.capgate.terminal" {
 			t.Errorf("terminal now names %s", a.ID)
 		}
 		if a := register(t, r, other, "term2"); a.Alias != "term2" {
@@ -305,13 +305,18 @@ func TestMethod(t *testing.T) {
 		got := ""
 		if ok {
 			got = c.Cap.ID
+			// The parsed values are the manifest's text, the permission defaulting to the id.
+			if c.ID.String() != c.Cap.ID || c.Permission.String() != c.Cap.Permission || c.ID.AppID() != c.App.ID {
+				t.Errorf("Method(%q, %q): parsed id %q permission %q app %q, manifest says %q %q %q",
+					tt.app, tt.method, c.ID, c.Permission, c.ID.AppID(), c.Cap.ID, c.Cap.Permission, c.App.ID)
+			}
 		}
 		if got != tt.want {
 			t.Errorf("Method(%q, %q) = %q, %v; want %q", tt.app, tt.method, got, ok, tt.want)
 		}
 	}
 	c, _ := r.Method("files", "write")
-	if c.App.ID != "org.example.files" || c.Params == nil || c.Returns == nil || c.Cap.Risk != manifest.RiskMedium {
+	if c.App.ID.String() != "org.example.files" || c.Params == nil || c.Returns == nil || c.Cap.Risk != manifest.RiskMedium {
 		t.Errorf("Method result: app %s params %v returns %v risk %q", c.App.ID, c.Params, c.Returns, c.Cap.Risk)
 	}
 	if err := c.Params.ValidateJSON([]byte(`{"path": 3}`), "params"); err == nil {
@@ -498,7 +503,7 @@ func TestRemove(t *testing.T) {
 	if a := register(t, r, manifestJSON(t, "com.x.files", "1.0.0", capability("f.com.x.files.a", "none")), ""); a.Alias != "files" {
 		t.Errorf("alias = %q", a.Alias)
 	}
-	if got := r.List(); len(got) != 2 || got[0].ID != "com.other.drive" || got[1].ID != "com.x.files" {
+	if got := r.List(); len(got) != 2 || got[0].ID.String() != "com.other.drive" || got[1].ID.String() != "com.x.files" {
 		t.Errorf("List = %v", got)
 	}
 }
@@ -553,7 +558,7 @@ func TestNewReloadsFromTheStore(t *testing.T) {
 		r := reopen(t, keys)
 		var got []string
 		for _, a := range r.List() {
-			got = append(got, a.ID+" "+a.Alias+" "+string(a.Reason)+map[bool]string{true: " on", false: " off"}[a.Enabled])
+			got = append(got, a.ID.String()+" "+a.Alias+" "+string(a.Reason)+map[bool]string{true: " on", false: " off"}[a.Enabled])
 		}
 		want := []string{
 			"com.other.drive gdrive unsigned on",
@@ -640,7 +645,7 @@ func TestReloadSeesAnotherReplica(t *testing.T) {
 	if err := r2.Reload(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if a, ok := r2.App("shared"); !ok || a.ID != "org.example.files" {
+	if a, ok := r2.App("shared"); !ok || a.ID.String() != "org.example.files" {
 		t.Errorf("after Reload App(shared) = %v, %v", a, ok)
 	}
 }

@@ -12,12 +12,12 @@ import (
 // new snapshot from the old one's apps and swaps it in whole; nothing in a published snapshot
 // changes afterwards, so readers need no lock.
 type snapshot struct {
-	apps    map[string]*App // by ID
-	aliases map[string]*App // by Alias
-	list    []*App          // ordered by ID
-	caps    []Capability    // every app's, enabled or not, ordered by capability id
-	byID    map[string]int  // capability id → index in caps
-	byPerm  map[string][]int
+	apps    map[string]*App  // by ID's text
+	aliases map[string]*App  // by Alias
+	list    []*App           // ordered by ID
+	caps    []Capability     // every app's, enabled or not, ordered by capability id
+	byID    map[string]int   // capability id's text → index in caps
+	byPerm  map[string][]int // permission's text → indexes in caps
 	// methods maps an app id and an action to the index in caps of the one capability of that
 	// app with that action, or ambiguous when more than one has it.
 	methods map[string]map[string]int
@@ -43,33 +43,37 @@ func build(apps map[string]*App, skipped []Skipped) *snapshot {
 			s.aliases[a.Alias] = a
 		}
 	}
-	slices.SortFunc(s.list, func(a, b *App) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(s.list, func(a, b *App) int { return strings.Compare(a.ID.String(), b.ID.String()) })
 	for _, a := range s.list {
 		m := a.Doc.Manifest()
 		for i := range m.Capabilities {
 			c := &m.Capabilities[i]
 			params := a.Doc.ParametersSchema(c.ID)
 			s.caps = append(s.caps, Capability{
-				App:     a,
-				Cap:     c,
-				Params:  params,
-				Returns: a.Doc.ReturnsSchema(c.ID),
+				// Valid: the registry indexes only manifests that passed Validate.
+				ID:         c.ParsedID(),
+				Permission: c.ParsedPermission(),
+				App:        a,
+				Cap:        c,
+				Params:     params,
+				Returns:    a.Doc.ReturnsSchema(c.ID),
 				// Built once per compiled schema (which is shared by every snapshot and
 				// every manifest with the same schema), here, not on the first call.
 				Classes: params.Classes(),
 			})
 		}
 	}
-	slices.SortFunc(s.caps, func(a, b Capability) int { return strings.Compare(a.Cap.ID, b.Cap.ID) })
+	slices.SortFunc(s.caps, func(a, b Capability) int { return strings.Compare(a.ID.String(), b.ID.String()) })
 	for i, c := range s.caps {
-		s.byID[c.Cap.ID] = i
-		s.byPerm[c.Cap.Permission] = append(s.byPerm[c.Cap.Permission], i)
-		acts := s.methods[c.App.ID]
+		s.byID[c.ID.String()] = i
+		perm := c.Permission.String()
+		s.byPerm[perm] = append(s.byPerm[perm], i)
+		acts := s.methods[c.App.ID.String()]
 		if acts == nil {
 			acts = map[string]int{}
-			s.methods[c.App.ID] = acts
+			s.methods[c.App.ID.String()] = acts
 		}
-		act := action(c.Cap.ID)
+		act := c.ID.Action()
 		if _, dup := acts[act]; dup {
 			acts[act] = ambiguous
 		} else {
@@ -144,7 +148,7 @@ func (r *Registry) Method(app, method string) (Capability, bool) {
 		}
 		return s.caps[i], true
 	}
-	i, ok := s.methods[a.ID][method]
+	i, ok := s.methods[a.ID.String()][method]
 	if !ok || i == ambiguous {
 		return Capability{}, false
 	}
@@ -174,7 +178,7 @@ func (r *Registry) Covered(grants []string) []Capability {
 	s := r.snap.Load()
 	var out []Capability
 	for _, c := range s.caps {
-		if c.App.Enabled && token.Covers(grants, c.Cap.Permission) {
+		if c.App.Enabled && token.Covers(grants, c.Permission.String()) {
 			out = append(out, c)
 		}
 	}
@@ -189,7 +193,7 @@ func (r *Registry) RiskOf(grant string) manifest.Risk {
 	grants := []string{grant}
 	var worst manifest.Risk
 	for _, c := range s.caps {
-		if token.Covers(grants, c.Cap.Permission) && riskRank(c.Cap.Risk) > riskRank(worst) {
+		if token.Covers(grants, c.Permission.String()) && riskRank(c.Cap.Risk) > riskRank(worst) {
 			worst = c.Cap.Risk
 		}
 	}

@@ -1,5 +1,7 @@
 package store
 
+import "github.com/capgate/capgate/manifest"
+
 // ClientColumns are a client's columns in both schemas, in the order ScanClient reads them.
 const ClientColumns = `id, name, key_hash, trust, never_ask, unix_uid, created, disabled, require_token`
 
@@ -33,7 +35,7 @@ func ClientRowOf(c Client) (ClientRow, error) {
 	if err != nil {
 		return ClientRow{}, err
 	}
-	r := ClientRow{ID: c.ID, Name: c.Name, KeyHash: c.KeyHash, Trust: c.Trust, NeverAsk: c.NeverAsk,
+	r := ClientRow{ID: c.ID, Name: c.Name, KeyHash: c.KeyHash, Trust: string(c.Trust), NeverAsk: c.NeverAsk,
 		Created: created, Disabled: c.Disabled, RequireToken: c.RequireToken}
 	if c.UnixUID != nil {
 		r.UnixUID = NullInt{Int64: int64(*c.UnixUID), Valid: true}
@@ -41,14 +43,16 @@ func ClientRowOf(c Client) (ClientRow, error) {
 	return r, nil
 }
 
-// ScanClient reads a row of ClientColumns.
+// ScanClient reads a row of ClientColumns. The trust column's text becomes a
+// manifest.AuthLevel here, at the store's edge; a word outside manifest.AuthLevels (a row
+// written by hand) is kept as it is, and the decision reads it as public.
 func ScanClient(sc Scanner, n NullTypes) (Client, error) {
 	var r ClientRow
 	if err := sc.Scan(&r.ID, &r.Name, &r.KeyHash, &r.Trust, &r.NeverAsk, n.Int(&r.UnixUID), n.Int(&r.Created),
 		&r.Disabled, &r.RequireToken); err != nil {
 		return Client{}, err
 	}
-	c := Client{ID: r.ID, Name: r.Name, KeyHash: r.KeyHash, Trust: r.Trust, NeverAsk: r.NeverAsk,
+	c := Client{ID: r.ID, Name: r.Name, KeyHash: r.KeyHash, Trust: manifest.AuthLevel(r.Trust), NeverAsk: r.NeverAsk,
 		Created: r.Created.Time(), Disabled: r.Disabled, RequireToken: r.RequireToken}
 	if r.UnixUID.Valid {
 		uid := int(r.UnixUID.Int64)

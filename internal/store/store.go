@@ -24,6 +24,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/capgate/capgate/manifest"
 )
 
 // Errors callers test with errors.Is.
@@ -114,14 +116,14 @@ type Apps interface {
 
 // Client is an agent that may call the gateway.
 type Client struct {
-	ID       string    // stable id, e.g. "cl_..."
-	Name     string    // unique
-	KeyHash  string    // sha256 of the client key ("sha256:<hex>"); the key itself is never stored
-	Trust    string    // public, user, privileged (system is capgate itself)
-	NeverAsk bool      // calls that would need consent are denied instead
-	UnixUID  *int      // when set, a unix-socket peer with this uid is this client
-	Created  time.Time //
-	Disabled bool      // its key and uid are refused, and so are its tokens at use
+	ID       string             // stable id, e.g. "cl_..."
+	Name     string             // unique
+	KeyHash  string             // sha256 of the client key ("sha256:<hex>"); the key itself is never stored
+	Trust    manifest.AuthLevel // public, user, privileged (system is capgate itself)
+	NeverAsk bool               // calls that would need consent are denied instead
+	UnixUID  *int               // when set, a unix-socket peer with this uid is this client
+	Created  time.Time          //
+	Disabled bool               // its key and uid are refused, and so are its tokens at use
 	// RequireToken: every call of this client needs a token (or the person's consent for
 	// the call), even a low-risk read that another client may make without one.
 	RequireToken bool

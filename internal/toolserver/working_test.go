@@ -65,7 +65,7 @@ func TestServerThatIsDownIsNotWorking(t *testing.T) {
 	before := asked()
 
 	f.setControl("down")
-	f.eventually("the server is down", func() bool { return f.g.Broker.ProviderState("mcp.srv") == broker.NotWorking })
+	f.eventually("the server is down", func() bool { return f.g.Broker.ProviderState(manifest.MustParseAppID("mcp.srv")) == broker.NotWorking })
 	for _, tool := range []string{"echo", "greet"} {
 		r := f.call(tool, `{"text":"hi","name":"ann"}`)
 		wantCode(t, tool+" while the server is down", r, "METHOD_NOT_FOUND")
@@ -80,13 +80,13 @@ func TestServerThatIsDownIsNotWorking(t *testing.T) {
 		t.Error("GET /v1/capabilities lists the tools of a server that is down")
 	}
 	for _, u := range f.g.Broker.UsableBy(broker.Caller{ClientID: "cl_alice", Trust: manifest.AuthUser}) {
-		if u.App.ID == "mcp.srv" {
+		if u.App.ID.String() == "mcp.srv" {
 			t.Fatal("the broker lists the tools of a server that is down")
 		}
 	}
 
 	f.setControl("")
-	f.eventually("the server is back", func() bool { return f.g.Broker.ProviderState("mcp.srv") == broker.Working })
+	f.eventually("the server is back", func() bool { return f.g.Broker.ProviderState(manifest.MustParseAppID("mcp.srv")) == broker.Working })
 	wantOutput(t, "echo once the server is back", f.approvedCall("echo", `{"text":"again"}`), "echo", "echo: again")
 	if !f.listed() {
 		t.Error("the tools are not listed once the server is back")
@@ -131,7 +131,7 @@ func TestCloseWaitsForItsGoroutines(t *testing.T) {
 	sctx, stop := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() { served <- g.Serve(sctx, nil) }()
-	if g.Broker.ProviderState("mcp.srv") != broker.Working {
+	if g.Broker.ProviderState(manifest.MustParseAppID("mcp.srv")) != broker.Working {
 		t.Fatal("the tool server is not up")
 	}
 

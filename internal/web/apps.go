@@ -130,7 +130,7 @@ func tierWords(a *registry.App) string {
 	if a.Tier == manifest.Tier1 {
 		return "Tier 1: its manifest's signature verified against the trusted key for its app id"
 	}
-	if _, ok := toolserver.NameOf(a.ID); ok && a.Reason == manifest.ReasonUnsigned {
+	if _, ok := toolserver.NameOf(a.ID.String()); ok && a.Reason == manifest.ReasonUnsigned {
 		return tier2Why
 	}
 	why := a.Detail
@@ -156,14 +156,14 @@ func (s *Server) appsPage(r *http.Request) *appsView {
 		}
 	}
 	for _, a := range s.o.Registry.List() {
-		av := appView{ID: reveal(a.ID, false), Alias: reveal(a.Alias, false), Tier: int(a.Tier), TierWhy: tierWords(a),
+		av := appView{ID: reveal(a.ID.String(), false), Alias: reveal(a.Alias, false), Tier: int(a.Tier), TierWhy: tierWords(a),
 			Tier2: a.Tier != manifest.Tier1, Enabled: a.Enabled, Kind: "app", NotWorking: s.notWorking(a.ID)}
 		if m := a.Doc.Manifest(); m != nil {
 			av.Version, av.Caps = reveal(m.Version, false), len(m.Capabilities)
 		}
-		if _, ok := toolserver.NameOf(a.ID); ok {
+		if _, ok := toolserver.NameOf(a.ID.String()); ok {
 			av.Kind = "tool server"
-		} else if lf != nil && locked(lf, a.ID) {
+		} else if lf != nil && locked(lf, a.ID.String()) {
 			av.Kind = "plugin"
 		}
 		v.Apps = append(v.Apps, av)
@@ -384,7 +384,7 @@ func (s *Server) pinRequest(ctx context.Context, name, id string) (toolserver.Pi
 
 // notWorking reports whether the broker finds appID's provider down (nothing to say
 // without a broker).
-func (s *Server) notWorking(appID string) bool {
+func (s *Server) notWorking(appID manifest.AppID) bool {
 	return s.o.Broker != nil && s.o.Broker.ProviderState(appID) == broker.NotWorking
 }
 

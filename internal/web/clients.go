@@ -67,7 +67,7 @@ func (s *Server) clients(w http.ResponseWriter, r *http.Request, csrf string) {
 		if c.UnixUID != nil {
 			set = append(set, "is also the unix user "+strconv.Itoa(*c.UnixUID)+" on the gateway's socket")
 		}
-		v := clientView{ID: reveal(c.ID, false), Name: reveal(c.Name, false), Trust: reveal(c.Trust, false), Disabled: c.Disabled,
+		v := clientView{ID: reveal(c.ID, false), Name: reveal(c.Name, false), Trust: reveal(string(c.Trust), false), Disabled: c.Disabled,
 			Settings: strings.Join(set, "; "), Created: showTime(c.Created), LiveTokens: live[c.ID]}
 		views = append(views, v)
 	}
