@@ -32,21 +32,17 @@ next look. Nothing else is started.`,
 			if err != nil {
 				return usageErr("%w", err)
 			}
-			ctx := context.Background()
-			ch, err := g.openChanges(ctx, cmd, changeTarget{data: data, trustedDir: trusted, create: true})
-			if err != nil {
-				return err
-			}
-			defer ch.close()
-			if ch.viaGateway && cmd.Flags().Changed("trusted-dir") {
-				fmt.Fprintln(cmd.ErrOrStderr(), "capgate: --trusted-dir is not used: the gateway serving the data folder registers the app with its own trusted keys (capgate serve --trusted-dir)")
-			}
-			app, err := ch.RegisterApp(ctx, byTheOperator(), raw, alias)
-			if err != nil {
-				return &exitError{code: exitNo, err: err}
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s registered as %q at Tier %d (%s)\n", app.ID, app.Alias, app.Tier, app.Reason)
-			return nil
+			return g.onChanges(cmd, changeTarget{data: data, trustedDir: trusted, create: true}, func(ctx context.Context, ch *changes) error {
+				if ch.viaGateway && cmd.Flags().Changed("trusted-dir") {
+					fmt.Fprintln(cmd.ErrOrStderr(), "capgate: --trusted-dir is not used: the gateway serving the data folder registers the app with its own trusted keys (capgate serve --trusted-dir)")
+				}
+				app, err := ch.RegisterApp(ctx, byTheOperator(), raw, alias)
+				if err != nil {
+					return &exitError{code: exitNo, err: err}
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s registered as %q at Tier %d (%s)\n", app.ID, app.Alias, app.Tier, app.Reason)
+				return nil
+			})
 		},
 	}
 	reg.Flags().StringVar(&data, "data", "", "data folder")

@@ -12,15 +12,36 @@ import (
 	"github.com/capgate/capgate/client/wire"
 )
 
-// callOf is the call of APP METHOD with the --params JSON params ("" is {}) and the --token tok.
-func callOf(app, method, params, tok string) (client.Call, error) {
+// callFlags are the flags of call and explain: where the gateway is, the call's params and
+// token, and --json.
+type callFlags struct {
+	clientFlags
+	params, tok string
+	asJSON      bool
+}
+
+func (f *callFlags) register(cmd *cobra.Command, jsonUsage string) {
+	f.clientFlags.register(cmd)
+	cmd.Flags().StringVar(&f.params, "params", "", "params JSON object")
+	cmd.Flags().StringVar(&f.tok, "token", "", "capability token")
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, jsonUsage)
+}
+
+// call is the call of APP METHOD with the --params JSON ("" is {}) and the --token, and the
+// client that makes it.
+func (f *callFlags) call(app, method string) (client.Call, *client.Client, error) {
+	params := f.params
 	if params == "" {
 		params = "{}"
 	}
 	if !json.Valid([]byte(params)) {
-		return client.Call{}, usageErr("--params: not JSON")
+		return client.Call{}, nil, usageErr("--params: not JSON")
 	}
-	return client.Call{App: app, Method: method, Params: json.RawMessage(params), Token: tok}, nil
+	cl, err := f.client()
+	if err != nil {
+		return client.Call{}, nil, err
+	}
+	return client.Call{App: app, Method: method, Params: json.RawMessage(params), Token: f.tok}, cl, nil
 }
 
 // envelopeOf is the envelope the gateway answered a call with, success or error.
@@ -39,9 +60,7 @@ func envelopeOf(res *client.Result, err error) (*wire.Response, error) {
 }
 
 func newCallCmd() *cobra.Command {
-	var cf clientFlags
-	var params, tok string
-	var asJSON bool
+	var cf callFlags
 	cmd := &cobra.Command{
 		Use:   "call APP METHOD [--params JSON] [--token TOKEN] [--json]",
 		Short: "Call a capability through the gateway",
@@ -49,11 +68,7 @@ func newCallCmd() *cobra.Command {
 Exit 0 on success, 1 when the gateway refuses or the capability fails.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			call, err := callOf(args[0], args[1], params, tok)
-			if err != nil {
-				return err
-			}
-			cl, err := cf.client()
+			call, cl, err := cf.call(args[0], args[1])
 			if err != nil {
 				return err
 			}
@@ -62,7 +77,7 @@ Exit 0 on success, 1 when the gateway refuses or the capability fails.`,
 				return err
 			}
 			w := cmd.OutOrStdout()
-			if asJSON {
+			if cf.asJSON {
 				_ = writeJSON(w, resp)
 			} else if resp.Body.Status == wire.StatusSuccess {
 				fmt.Fprintln(w, string(resp.Body.Result))
@@ -78,17 +93,12 @@ Exit 0 on success, 1 when the gateway refuses or the capability fails.`,
 			return nil
 		},
 	}
-	cf.register(cmd)
-	cmd.Flags().StringVar(&params, "params", "", "params JSON object")
-	cmd.Flags().StringVar(&tok, "token", "", "capability token")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the response envelope")
+	cf.register(cmd, "print the response envelope")
 	return cmd
 }
 
 func newExplainCmd() *cobra.Command {
-	var cf clientFlags
-	var params, tok string
-	var asJSON bool
+	var cf callFlags
 	cmd := &cobra.Command{
 		Use:   "explain APP METHOD [--params JSON] [--token TOKEN] [--json]",
 		Short: "Show what a call would get and why, with no side effect",
@@ -96,11 +106,7 @@ func newExplainCmd() *cobra.Command {
 step by step, without taking a use of the token, asking anyone, recording or running anything.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			call, err := callOf(args[0], args[1], params, tok)
-			if err != nil {
-				return err
-			}
-			cl, err := cf.client()
+			call, cl, err := cf.call(args[0], args[1])
 			if err != nil {
 				return err
 			}
@@ -116,7 +122,7 @@ step by step, without taking a use of the token, asking anyone, recording or run
 				return gatewayFailure(err)
 			}
 			w := cmd.OutOrStdout()
-			if asJSON {
+			if cf.asJSON {
 				return writeJSON(w, d)
 			}
 			fmt.Fprintf(w, "%s", d.Outcome)
@@ -130,10 +136,7 @@ step by step, without taking a use of the token, asking anyone, recording or run
 			return nil
 		},
 	}
-	cf.register(cmd)
-	cmd.Flags().StringVar(&params, "params", "", "params JSON object")
-	cmd.Flags().StringVar(&tok, "token", "", "capability token")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	cf.register(cmd, "print as JSON")
 	return cmd
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/opsock"
-	"github.com/capgate/capgate/internal/plugin"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/toolserver"
@@ -97,8 +96,12 @@ func warnOn(cmd *cobra.Command) func(action string, err error) {
 // in its audit log, and a widening is not made unrecorded; with none, there is no log to
 // record in, and the change is made as it is (the gateway, once it runs, serves what the
 // lockfile holds).
-func (g *globals) pluginService(cmd *cobra.Command, hf hostFlags, h *plugin.Host) (*operator.Service, func(), error) {
+func (g *globals) pluginService(cmd *cobra.Command, hf hostFlags) (*operator.Service, func(), error) {
 	l, err := g.load(hf)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := l.pluginHost()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -122,3 +125,17 @@ func onTheCommandLine(who string) operator.Actor {
 
 // byTheOperator is the operator, from the command line.
 func byTheOperator() operator.Actor { return onTheCommandLine("the operator") }
+
+// onChanges runs fn on where the command's changes go (openChanges), closing it after.
+func (g *globals) onChanges(cmd *cobra.Command, t changeTarget, fn func(ctx context.Context, ch *changes) error) error {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ch, err := g.openChanges(ctx, cmd, t)
+	if err != nil {
+		return err
+	}
+	defer ch.close()
+	return fn(ctx, ch)
+}

@@ -48,22 +48,18 @@ agent). --require-token makes every call of the client need a token, even a low-
 				u := int(uid)
 				unixUID = &u
 			}
-			ctx := context.Background()
-			ch, err := g.openChanges(ctx, cmd, changeTarget{data: data, create: true})
-			if err != nil {
-				return err
-			}
-			defer ch.close()
-			key, _, err := ch.AddClient(ctx, byTheOperator(), operator.NewClient{Name: args[0], Trust: trust, NeverAsk: neverAsk,
-				RequireToken: requireToken, UnixUID: unixUID})
-			if err != nil {
-				if errors.Is(err, store.ErrExists) {
-					return &exitError{code: exitNo, err: fmt.Errorf("a client named %q, or bound to that uid, exists", args[0])}
+			return g.onChanges(cmd, changeTarget{data: data, create: true}, func(ctx context.Context, ch *changes) error {
+				key, _, err := ch.AddClient(ctx, byTheOperator(), operator.NewClient{Name: args[0], Trust: trust, NeverAsk: neverAsk,
+					RequireToken: requireToken, UnixUID: unixUID})
+				if err != nil {
+					if errors.Is(err, store.ErrExists) {
+						return &exitError{code: exitNo, err: fmt.Errorf("a client named %q, or bound to that uid, exists", args[0])}
+					}
+					return err
 				}
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), key)
-			return nil
+				fmt.Fprintln(cmd.OutOrStdout(), key)
+				return nil
+			})
 		},
 	}
 	add.Flags().StringVar(&trust, "trust", "user", "trust level: public, user or privileged")

@@ -92,7 +92,11 @@ func TestOperatorCommandsOpenOnlyWhatTheyNeed(t *testing.T) {
 	if caps := capabilities(); !strings.Contains(caps, "tool.mcp.two.echo") {
 		t.Errorf("the tool server added is not served at once:\n%s", caps)
 	}
-	mustCode(t, capgate(t, "", env, "toolserver", "remove", "two"), 0)
+	r = capgate(t, "", env, "toolserver", "remove", "two")
+	mustCode(t, r, 0)
+	if !strings.Contains(r.stdout, "the running gateway has stopped it") {
+		t.Errorf("toolserver remove beside a gateway printed:\n%s", r.stdout)
+	}
 	if caps := capabilities(); strings.Contains(caps, "tool.mcp.two.") {
 		t.Errorf("the tool server removed is still served:\n%s", caps)
 	}

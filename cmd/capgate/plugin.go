@@ -57,16 +57,12 @@ func newPluginInstallCmd(g *globals, hf *hostFlags, upgrade bool) *cobra.Command
 		Short: short,
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := g.pluginHost(*hf)
-			if err != nil {
-				return err
-			}
-			h.AllowTier2Unsafe = tier2
-			ops, done, err := g.pluginService(cmd, *hf, h)
+			ops, done, err := g.pluginService(cmd, *hf)
 			if err != nil {
 				return err
 			}
 			defer done()
+			ops.Plugins.AllowTier2Unsafe = tier2
 			out, err := ops.InstallPlugin(context.Background(), byTheOperator(), args[0], plugin.Options{Upgrade: upgrade, Approve: approve})
 			if err != nil {
 				return installErr(err)
@@ -158,11 +154,7 @@ func newPluginApproveCmd(g *globals, hf *hostFlags) *cobra.Command {
 is locked now; a reject is still refused.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := g.pluginHost(*hf)
-			if err != nil {
-				return err
-			}
-			ops, done, err := g.pluginService(cmd, *hf, h)
+			ops, done, err := g.pluginService(cmd, *hf)
 			if err != nil {
 				return err
 			}
@@ -238,11 +230,7 @@ func newPluginRemoveCmd(g *globals, hf *hostFlags) *cobra.Command {
 		Short: "Remove an installed plugin and any widening pending for it",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := g.pluginHost(*hf)
-			if err != nil {
-				return err
-			}
-			ops, done, err := g.pluginService(cmd, *hf, h)
+			ops, done, err := g.pluginService(cmd, *hf)
 			if err != nil {
 				return err
 			}

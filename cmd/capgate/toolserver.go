@@ -192,20 +192,20 @@ func newToolServerRemoveCmd(g *globals) *cobra.Command {
 		Short: "Remove a tool server, its app and its pins",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			ch, err := g.openChanges(ctx, cmd, changeTarget{data: data})
-			if err != nil {
-				return err
-			}
-			defer ch.close()
-			if err := ch.RemoveToolServer(ctx, byTheOperator(), args[0]); err != nil {
-				if errors.Is(err, toolserver.ErrNotToolServer) {
-					return &exitError{code: exitNo, err: err}
+			return g.onChanges(cmd, changeTarget{data: data}, func(ctx context.Context, ch *changes) error {
+				if err := ch.RemoveToolServer(ctx, byTheOperator(), args[0]); err != nil {
+					if errors.Is(err, toolserver.ErrNotToolServer) {
+						return &exitError{code: exitNo, err: err}
+					}
+					return err
 				}
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "removed the tool server %s; a running gateway stops it within a second\n", args[0])
-			return nil
+				if ch.viaGateway {
+					fmt.Fprintf(cmd.OutOrStdout(), "removed the tool server %s; the running gateway has stopped it\n", args[0])
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "removed the tool server %s; a running gateway stops it within a second\n", args[0])
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", "", "data folder")
@@ -230,43 +230,39 @@ changed nor new is refused (exit 1) and nothing is accepted.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			ch, err := g.openChanges(ctx, cmd, changeTarget{data: data})
-			if err != nil {
-				return err
-			}
-			defer ch.close()
-			// An accepted tool runs again: the acceptance is recorded before it is made, and
-			// not made unrecorded (a dry run changes and records nothing).
-			r, err := ch.AcceptTools(ctx, byTheOperator(), args[0], args[1:], dryRun)
-			w := cmd.OutOrStdout()
-			for _, c := range r.Changes {
-				if c.Kind == toolserver.Same {
-					continue
+			return g.onChanges(cmd, changeTarget{data: data}, func(ctx context.Context, ch *changes) error {
+				// An accepted tool runs again: the acceptance is recorded before it is made, and
+				// not made unrecorded (a dry run changes and records nothing).
+				r, err := ch.AcceptTools(ctx, byTheOperator(), args[0], args[1:], dryRun)
+				w := cmd.OutOrStdout()
+				for _, c := range r.Changes {
+					if c.Kind == toolserver.Same {
+						continue
+					}
+					fmt.Fprintf(w, "%s: %s\n", c.Tool, c.Kind)
+					for _, l := range c.Lines {
+						fmt.Fprintf(w, "    %s\n", l)
+					}
 				}
-				fmt.Fprintf(w, "%s: %s\n", c.Tool, c.Kind)
-				for _, l := range c.Lines {
-					fmt.Fprintf(w, "    %s\n", l)
+				if err != nil {
+					if errors.Is(err, toolserver.ErrNothingToAccept) || errors.Is(err, toolserver.ErrNotToolServer) {
+						return &exitError{code: exitNo, err: err}
+					}
+					return err
 				}
-			}
-			if err != nil {
-				if errors.Is(err, toolserver.ErrNothingToAccept) || errors.Is(err, toolserver.ErrNotToolServer) {
-					return &exitError{code: exitNo, err: err}
+				printLeft(w, r)
+				if dryRun {
+					fmt.Fprintln(w, "dry run: nothing accepted")
+					return nil
 				}
-				return err
-			}
-			printLeft(w, r)
-			if dryRun {
-				fmt.Fprintln(w, "dry run: nothing accepted")
+				if len(r.Accepted) == 0 {
+					fmt.Fprintln(w, "nothing to accept: every tool matches its pin")
+					return nil
+				}
+				fmt.Fprintf(w, "accepted and pinned %d tools:\n", len(r.Accepted))
+				printPins(w, r.AppID, r.Accepted)
 				return nil
-			}
-			if len(r.Accepted) == 0 {
-				fmt.Fprintln(w, "nothing to accept: every tool matches its pin")
-				return nil
-			}
-			fmt.Fprintf(w, "accepted and pinned %d tools:\n", len(r.Accepted))
-			printPins(w, r.AppID, r.Accepted)
-			return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", "", "data folder")
