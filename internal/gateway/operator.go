@@ -49,17 +49,6 @@ func OpenOperatorLog(st store.Audit, dir string, log *slog.Logger) *OperatorLog 
 // Close writes what is pending, signs a checkpoint when it holds the key, and closes.
 func (l *OperatorLog) Close() error { return l.w.Close() }
 
-// ChangeThen makes one change by a person or operator with its two records, as every front
-// does (operator.Change): the decision, then change, then the outcome with the code codeOf
-// gives its error ("" for none). A change that widens what agents may do (narrows false) is
-// not made when its decision cannot be recorded; one that narrows it is made all the same,
-// and warn is told why it is unrecorded. It returns change's error, or the recording error
-// that kept the change from being made.
-func (l *OperatorLog) ChangeThen(ctx context.Context, by string, rec audit.Record, narrows bool,
-	change func(out *audit.Record) error, codeOf func(error) string, warn func(error)) error {
-	return operator.Change(ctx, l.w, by, rec, narrows, change, codeOf, warn)
-}
-
 // Recorder is the log as the changes of package operator write to it.
 func (l *OperatorLog) Recorder() operator.Recorder { return l.w }
 

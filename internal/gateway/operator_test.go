@@ -8,6 +8,7 @@ import (
 
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/store/sqlite"
 )
 
@@ -28,10 +29,10 @@ func TestOperatorLogChange(t *testing.T) {
 	var warned []error
 	warn := func(err error) { warned = append(warned, err) }
 	rec := audit.Record{Action: "client.add", Result: "add requested", Explanation: "a test"}
-	if err := l.ChangeThen(ctx, "cli:test", rec, false, func(*audit.Record) error { return nil }, codeOf, warn); err != nil {
+	if err := operator.Change(ctx, l.Recorder(), "cli:test", rec, false, func(*audit.Record) error { return nil }, codeOf, warn); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.ChangeThen(ctx, "cli:test", rec, false, func(*audit.Record) error { return failed }, codeOf, warn); !errors.Is(err, failed) {
+	if err := operator.Change(ctx, l.Recorder(), "cli:test", rec, false, func(*audit.Record) error { return failed }, codeOf, warn); !errors.Is(err, failed) {
 		t.Fatalf("a failed change: %v", err)
 	}
 	if err := l.Close(); err != nil {
@@ -53,12 +54,12 @@ func TestOperatorLogChange(t *testing.T) {
 
 	// The log closed: nothing can be recorded.
 	ran := false
-	err = l.ChangeThen(ctx, "cli:test", rec, false, func(*audit.Record) error { ran = true; return nil }, codeOf, warn)
+	err = operator.Change(ctx, l.Recorder(), "cli:test", rec, false, func(*audit.Record) error { ran = true; return nil }, codeOf, warn)
 	if err == nil || ran {
 		t.Errorf("a widening change unrecorded: ran %v, err %v", ran, err)
 	}
 	ran, warned = false, nil
-	err = l.ChangeThen(ctx, "cli:test", audit.Record{Action: "token.revoke", TokenID: "tok", Result: "revoke requested"}, true,
+	err = operator.Change(ctx, l.Recorder(), "cli:test", audit.Record{Action: "token.revoke", TokenID: "tok", Result: "revoke requested"}, true,
 		func(*audit.Record) error { ran = true; return nil }, codeOf, warn)
 	if err != nil || !ran || len(warned) != 1 {
 		t.Errorf("a narrowing change unrecorded: ran %v, err %v, warned %v", ran, err, warned)
