@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/capgate/capgate/internal/store/sqlite"
 )
 
 // starts counts the times the tool server's wrapper has been started.
@@ -111,4 +114,25 @@ func TestOperatorCommandsOpenOnlyWhatTheyNeed(t *testing.T) {
 		t.Errorf("client.add records: %q", adds)
 	}
 	rep.stop(t)
+}
+
+// app register works on the store --store names, as every other operator command does (it
+// used to open the data folder's own SQLite file whatever --store said).
+func TestAppRegisterHonoursStore(t *testing.T) {
+	data := t.TempDir()
+	db := filepath.Join(t.TempDir(), "elsewhere.db")
+	r := capgate(t, "", nil, "--store", "sqlite:"+db, "app", "register", "../../examples/notes/manifest.json", "--data", data,
+		"--trusted-dir", "../../examples/trusted")
+	mustCode(t, r, 0)
+	if _, err := os.Stat(filepath.Join(data, "capgate.db")); !os.IsNotExist(err) {
+		t.Errorf("the data folder's own store was made: %v", err)
+	}
+	st, err := sqlite.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if a, err := st.GetApp(context.Background(), "org.example.notes"); err != nil || a.Alias != "notes" {
+		t.Errorf("the app in %s: %+v %v", db, a, err)
+	}
 }
