@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,10 +13,9 @@ import (
 
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/policy"
-	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
-	"github.com/capgate/capgate/internal/store/sqlite"
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
@@ -107,10 +105,6 @@ func (n *notes) Undo(ctx context.Context, id, undoToken string, ic sdk.Invocatio
 	return nil
 }
 
-type trust struct{ k ed25519.PublicKey }
-
-func (t trust) Keys(string) ([]ed25519.PublicKey, error) { return []ed25519.PublicKey{t.k}, nil }
-
 type env struct {
 	b        *Broker
 	st       store.Store
@@ -124,28 +118,8 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "capgate.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	appPub, appKey, _ := ed25519.GenerateKey(nil)
-	doc, err := manifest.Load([]byte(notesManifest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	signed, err := manifest.Sign(doc, appKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := registry.New(ctx, st, trust{appPub})
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := reg.Register(ctx, signed, "notes")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := gatewaytest.Store(t)
+	reg, app, appKey := gatewaytest.Registry(t, st, notesManifest, "notes")
 	pub, key, _ := ed25519.GenerateKey(nil)
 	w := audit.NewWriter(st, &audit.Options{CheckpointKey: key, CheckpointEvery: 16})
 	t.Cleanup(func() { w.Close() })

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/store/sqlite"
@@ -23,13 +24,7 @@ import (
 // replica would: its writes reach the broker only through the store.
 func otherProcess(t *testing.T, e *env) store.Store {
 	t.Helper()
-	path := e.st.(*sqlite.Store).Path()
-	other, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Close() })
-	return other
+	return gatewaytest.OpenStore(t, e.st.(*sqlite.Store).Path())
 }
 
 func tokenID(t *testing.T, wire string) string {

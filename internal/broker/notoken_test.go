@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/manifest"
@@ -61,19 +62,7 @@ func (e *env) withProbes(t *testing.T) *counter {
 	t.Helper()
 	ctx := context.Background()
 	p := &counter{calls: map[string]int{}}
-	doc, err := manifest.Load([]byte(probeManifest("org.example.probe")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	signed, err := manifest.Sign(doc, e.appKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := e.b.o.Registry.Register(ctx, signed, "probe")
-	if err != nil || app.Tier != manifest.Tier1 {
-		t.Fatalf("the probe app: tier %d, %v", app.Tier, err)
-	}
-	p.doc = app.Doc
+	p.doc = gatewaytest.Register(t, e.b.o.Registry, "", e.appKey, probeManifest("org.example.probe"), "probe").Doc
 	liar, err := e.b.o.Registry.Register(ctx, []byte(probeManifest("org.example.liar")), "liar")
 	if err != nil || liar.Tier != manifest.Tier2 {
 		t.Fatalf("the liar app: tier %d, %v", liar.Tier, err)
@@ -85,19 +74,7 @@ func (e *env) withProbes(t *testing.T) *counter {
 // records are the audit log's records, oldest first.
 func (e *env) records(t *testing.T) []audit.Record {
 	t.Helper()
-	es, err := e.st.AuditRange(context.Background(), 1, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]audit.Record, len(es))
-	for i, en := range es {
-		d, err := audit.DecodeEntry(en)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = d.Record
-	}
-	return out
+	return gatewaytest.AuditRecords(t, e.st)
 }
 
 // A low-risk Tier 1 capability that changes nothing runs without a token for a client its
