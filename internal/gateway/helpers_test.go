@@ -627,38 +627,18 @@ func (e *env) mint(clientID string, grants []string, cons token.Constraints, iss
 
 // answerNext answers the next consent request of kind that becomes pending (any pending
 // already are left alone) with answer, from its own goroutine, as the approval surface
-// would. The channel yields the request's id, or "" when none came within 10 s.
+// would. The channel yields the request's id, or "" when none came within 10 s, which fails
+// the test.
 func (e *env) answerNext(kind string, answer func(ctx context.Context, id string) error) <-chan string {
-	before := map[string]bool{}
-	cs, err := e.g.Store.ListConsents(e.ctx, store.ConsentPending)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for _, c := range cs {
-		before[c.ID] = true
-	}
+	e.t.Helper()
+	answered := gatewaytest.AnswerNext(e.t, e.g.Store, kind, answer)
 	got := make(chan string, 1)
 	go func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			cs, err := e.g.Store.ListConsents(e.ctx, store.ConsentPending)
-			if err != nil {
-				e.t.Error(err)
-				break
-			}
-			for _, c := range cs {
-				if c.Kind == kind && !before[c.ID] {
-					if err := answer(e.ctx, c.ID); err != nil {
-						e.t.Errorf("answering %s: %v", c.ID, err)
-					}
-					got <- c.ID
-					return
-				}
-			}
-			time.Sleep(5 * time.Millisecond)
+		id := <-answered
+		if id == "" {
+			e.t.Errorf("no %s consent request became pending", kind)
 		}
-		e.t.Errorf("no %s consent request became pending", kind)
-		got <- ""
+		got <- id
 	}()
 	return got
 }

@@ -269,29 +269,8 @@ func (e *env) consentState(id string) string {
 // approveNext approves the next consent request that becomes pending, as the person on the
 // approval page would, and yields its id.
 func (e *env) approveNext() <-chan string {
-	got := make(chan string, 1)
-	before := map[string]bool{}
-	cs, _ := e.g.Store.ListConsents(e.ctx, store.ConsentPending)
-	for _, c := range cs {
-		before[c.ID] = true
-	}
-	go func() {
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			cs, err := e.g.Store.ListConsents(e.ctx, store.ConsentPending)
-			if err != nil {
-				break
-			}
-			for _, c := range cs {
-				if !before[c.ID] {
-					if err := e.g.Consent.Approve(e.ctx, c.ID, "person", false); err != nil {
-						e.t.Errorf("approve: %v", err)
-					}
-					got <- c.ID
-					return
-				}
-			}
-		}
-		got <- ""
-	}()
-	return got
+	e.t.Helper()
+	return gatewaytest.AnswerNext(e.t, e.g.Store, "", func(ctx context.Context, id string) error {
+		return e.g.Consent.Approve(ctx, id, "person", false)
+	})
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/broker"
+	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/ipc"
@@ -180,23 +181,11 @@ func (f *fixture) callWith(method, params, token string) ipc.Response {
 // whose side effects are the worst case asks on every call).
 func (f *fixture) approvedCall(method, params string) ipc.Response {
 	f.t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		deadline := time.Now().Add(5 * time.Second)
-		for time.Now().Before(deadline) {
-			cs, _ := f.g.Store.ListConsents(f.ctx, store.ConsentPending)
-			for _, c := range cs {
-				if c.Kind == "call" {
-					_ = f.g.Consent.Approve(f.ctx, c.ID, "person", false)
-					return
-				}
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
+	approved := gatewaytest.AnswerNext(f.t, f.g.Store, consent.KindCall, func(ctx context.Context, id string) error {
+		return f.g.Consent.Approve(ctx, id, "person", false)
+	})
 	r := f.call(method, params)
-	<-done
+	<-approved
 	return r
 }
 
