@@ -13,14 +13,13 @@ import (
 	"github.com/capgate/capgate/manifest"
 )
 
-// OneKey is a manifest.KeySource that trusts its one key for every app id: a registry's
+// oneKey is a manifest.KeySource that trusts its one key for every app id: a registry's
 // trust without a trusted-keys folder.
-type OneKey struct{ Key ed25519.PublicKey }
+type oneKey struct{ key ed25519.PublicKey }
 
-// Keys returns the one key, whatever the app id.
-func (o OneKey) Keys(string) ([]ed25519.PublicKey, error) { return []ed25519.PublicKey{o.Key}, nil }
+func (o oneKey) Keys(string) ([]ed25519.PublicKey, error) { return []ed25519.PublicKey{o.key}, nil }
 
-var _ manifest.KeySource = OneKey{}
+var _ manifest.KeySource = oneKey{}
 
 // NewKey generates a fresh Ed25519 key to sign test apps' manifests with.
 func NewKey(t testing.TB) ed25519.PrivateKey {
@@ -32,37 +31,13 @@ func NewKey(t testing.TB) ed25519.PrivateKey {
 	return k
 }
 
-// Sign loads the manifest doc (JSON text) and returns it signed with key.
-func Sign(t testing.TB, doc string, key ed25519.PrivateKey) []byte {
-	t.Helper()
-	return sign(t, load(t, doc), key)
-}
-
-func load(t testing.TB, doc string) *manifest.Document {
-	t.Helper()
-	d, err := manifest.Load([]byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func sign(t testing.TB, d *manifest.Document, key ed25519.PrivateKey) []byte {
-	t.Helper()
-	signed, err := manifest.Sign(d, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return signed
-}
-
-// Registry is a registry on st that trusts one fresh key for every app id (OneKey), with the
+// Registry is a registry on st that trusts one fresh key for every app id, with the
 // manifest doc signed with that key and registered under alias at Tier 1. It returns the
 // registry, the app and the key, which signs any further app the test registers.
 func Registry(t testing.TB, st store.Apps, doc, alias string) (*registry.Registry, registry.App, ed25519.PrivateKey) {
 	t.Helper()
 	key := NewKey(t)
-	reg, err := registry.New(context.Background(), st, OneKey{key.Public().(ed25519.PublicKey)})
+	reg, err := registry.New(context.Background(), st, oneKey{key.Public().(ed25519.PublicKey)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,17 +47,24 @@ func Registry(t testing.TB, st store.Apps, doc, alias string) (*registry.Registr
 // Register signs the manifest doc with key and registers it in reg under alias; it must come
 // out at Tier 1. With trusted not "", key's public half is first trusted for the app's id in
 // that trusted-keys folder (keys.TrustStore's <app id>.pub, replacing a key trusted before),
-// as an operator trusts an app's key; with trusted "", reg must trust key already (OneKey).
+// as an operator trusts an app's key; with trusted "", reg must trust key already (a registry
+// made by Registry does).
 func Register(t testing.TB, reg *registry.Registry, trusted string, key ed25519.PrivateKey, doc, alias string) registry.App {
 	t.Helper()
-	d := load(t, doc)
+	d, err := manifest.Load([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if trusted != "" {
 		path := filepath.Join(trusted, string(d.Manifest().AppID)+".pub")
 		if err := keys.WritePublicKey(path, key.Public().(ed25519.PublicKey), true); err != nil {
 			t.Fatal(err)
 		}
 	}
-	signed := sign(t, d, key)
+	signed, err := manifest.Sign(d, key)
+	if err != nil {
+		t.Fatal(err)
+	}
 	app, err := reg.Register(context.Background(), signed, alias)
 	if err != nil {
 		t.Fatalf("register %s: %v", alias, err)
