@@ -159,14 +159,7 @@ func (e *env) issue(t *testing.T, client string, grants []string, maxUses int64,
 	now := time.Now()
 	tok := token.Token{ID: token.NewID(), IssuedAt: now.Unix() - 3600, ExpiresAt: now.Add(ttl).Unix(), Capabilities: grants,
 		Constraints: token.Constraints{MaxUses: maxUses}, ClientID: client, AuditTag: "test"}
-	wire, err := token.Sign(tok, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.st.PutToken(context.Background(), store.Token{ID: tok.ID, ClientID: client, IssuedAt: now, ExpiresAt: now.Add(ttl), MaxUses: maxUses, Hash: token.WireHash(wire)}); err != nil {
-		t.Fatal(err)
-	}
-	return wire
+	return gatewaytest.Mint(t, e.st, tok, key, now, now.Add(ttl))
 }
 
 var alice = Caller{ClientID: "cl_alice", Name: "alice", Trust: manifest.AuthUser}
@@ -529,13 +522,7 @@ func TestConstraintBypassesRefused(t *testing.T) {
 	now := time.Now()
 	tok := token.Token{ID: token.NewID(), IssuedAt: now.Unix() - 60, ExpiresAt: now.Add(time.Hour).Unix(), Capabilities: []string{"app.notes.run"},
 		Constraints: token.Constraints{DeniedCommands: []string{"rm -rf"}, AllowedPaths: []string{"/srv/notes/**"}}, ClientID: alice.ClientID}
-	wire, err := token.Sign(tok, e.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.st.PutToken(context.Background(), store.Token{ID: tok.ID, ClientID: alice.ClientID, IssuedAt: now, ExpiresAt: now.Add(time.Hour), Hash: token.WireHash(wire)}); err != nil {
-		t.Fatal(err)
-	}
+	wire := gatewaytest.Mint(t, e.st, tok, e.key, now, now.Add(time.Hour))
 	for _, params := range []string{
 		`{"command":"rm -rf /"}`, `{"command":"rm -fr /"}`, `{"command":"/bin/rm -r -f /"}`, `{"command":"sudo rm -rf /"}`,
 		`{"command":"env X=1 rm --recursive --force /"}`, `{"command":"sh -c 'rm -rf /'"}`, `{"command":"ls; rm -rf /"}`,

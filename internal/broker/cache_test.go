@@ -256,20 +256,7 @@ func TestTokenRequestShowsItsWorstRisk(t *testing.T) {
 		_, err := e.b.RequestCapability(ctx, alice, CapabilityRequest{Capabilities: []string{"app.notes.write", "app.notes.delete"}, Duration: 60, Reason: "tidy"})
 		done <- err
 	}()
-	var id string
-	for i := 0; i < 200 && id == ""; i++ {
-		cs, err := e.st.ListConsents(ctx, store.ConsentPending)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(cs) > 0 {
-			id = cs[0].ID
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if id == "" {
-		t.Fatal("no consent request")
-	}
+	id := gatewaytest.WaitPending(t, e.st, "")
 	_, r, err := e.consents.Get(ctx, id)
 	if err != nil {
 		t.Fatal(err)

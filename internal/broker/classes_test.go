@@ -133,14 +133,7 @@ func (e *fsEnv) token(t *testing.T, c token.Constraints) string {
 	now := time.Now()
 	tok := token.Token{ID: token.NewID(), IssuedAt: now.Unix() - 60, ExpiresAt: now.Add(time.Hour).Unix(),
 		Capabilities: []string{"app.fs.*"}, Constraints: c, ClientID: alice.ClientID}
-	wire, err := token.Sign(tok, e.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.st.PutToken(context.Background(), store.Token{ID: tok.ID, ClientID: alice.ClientID, IssuedAt: now, ExpiresAt: now.Add(time.Hour), Hash: token.WireHash(wire)}); err != nil {
-		t.Fatal(err)
-	}
-	return wire
+	return gatewaytest.Mint(t, e.st, tok, e.key, now, now.Add(time.Hour))
 }
 
 func (e *fsEnv) call(method, params, tok string) Result {

@@ -172,14 +172,13 @@ func TestLowRiskReadRunsWithoutToken(t *testing.T) {
 
 	// A client that asks gets a consent request for the one call, as before.
 	asking := Caller{ClientID: "cl_strict", Name: "strict", Trust: manifest.AuthUser, RequireToken: true}
-	go func() {
-		id := e.pending(t)
-		if err := e.consents.Deny(ctx, id, "test"); err != nil {
-			t.Error(err)
-		}
-	}()
-	if r := e.b.Call(ctx, asking, probeCall("probe", "look")); r.Code != policy.CodeConsentDenied || r.ConsentID == "" {
+	denied := gatewaytest.AnswerNext(t, e.st, "", func(ctx context.Context, id string) error { return e.consents.Deny(ctx, id, "test") })
+	r := e.b.Call(ctx, asking, probeCall("probe", "look"))
+	if r.Code != policy.CodeConsentDenied || r.ConsentID == "" {
 		t.Errorf("a require-token client that asks: %q %q (%s)", r.Code, r.ConsentID, r.Message)
+	}
+	if id := <-denied; id == "" || id != r.ConsentID {
+		t.Errorf("the person denied consent request %q, the call was refused under %q", id, r.ConsentID)
 	}
 
 	// The lists say the same: usable at once, or after a token or consent.
@@ -207,20 +206,6 @@ func TestLowRiskReadRunsWithoutToken(t *testing.T) {
 			t.Error("UsableBy: a low-risk read needs no token on a host that requires them")
 		}
 	}
-}
-
-// pending waits for a pending consent request and returns its id.
-func (e *env) pending(t *testing.T) string {
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		cs, err := e.st.ListConsents(context.Background(), store.ConsentPending)
-		if err == nil && len(cs) > 0 {
-			return cs[0].ID
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Error("no consent request became pending")
-	return ""
 }
 
 // A client disabled or removed by another process (here: straight in the store, as the CLI

@@ -613,14 +613,7 @@ func (e *env) mint(clientID string, grants []string, cons token.Constraints, iss
 	e.t.Helper()
 	tok := token.Token{ID: token.NewID(), IssuedAt: issued.Unix(), ExpiresAt: expires.Unix(), Capabilities: grants,
 		Constraints: cons, ClientID: clientID, AuditTag: "minted by the test"}
-	wire, err := token.Sign(tok, key)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if err := e.g.Store.PutToken(e.ctx, store.Token{ID: tok.ID, ClientID: clientID, IssuedAt: issued, ExpiresAt: expires,
-		MaxUses: cons.MaxUses, AuditTag: tok.AuditTag, Hash: token.WireHash(wire)}); err != nil {
-		e.t.Fatal(err)
-	}
+	wire := gatewaytest.Mint(e.t, e.g.Store, tok, key, issued, expires)
 	e.secret(wire)
 	return wire
 }

@@ -1,7 +1,9 @@
 package gatewaytest
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -45,4 +47,23 @@ func AnswerNext(t testing.TB, st store.Consents, kind string, answer func(ctx co
 		got <- ""
 	}()
 	return got
+}
+
+// WaitPending waits up to 10 s for a consent request of kind ("": of any kind) to be pending
+// in st, other than those whose ids are known, and returns its id; none fails the test.
+func WaitPending(t testing.TB, st store.Consents, kind string, known ...string) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		cs, err := st.ListConsents(context.Background(), store.ConsentPending)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			if (kind == "" || c.Kind == kind) && !slices.Contains(known, c.ID) {
+				return c.ID
+			}
+		}
+	}
+	t.Fatalf("no %s consent request became pending", cmp.Or(kind, "new"))
+	return ""
 }

@@ -231,28 +231,7 @@ func (e *env) callAppAsync(key, app, method, params, tok string) <-chan ipc.Resp
 // its id.
 func (e *env) waitPending(kind string, known ...string) string {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		cs, err := e.g.Store.ListConsents(e.ctx, store.ConsentPending)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-	next:
-		for _, c := range cs {
-			if c.Kind != kind {
-				continue
-			}
-			for _, k := range known {
-				if c.ID == k {
-					continue next
-				}
-			}
-			return c.ID
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	e.t.Fatalf("no %s consent request became pending", kind)
-	return ""
+	return gatewaytest.WaitPending(e.t, e.g.Store, kind, known...)
 }
 
 // state is the consent request's state in the store.
