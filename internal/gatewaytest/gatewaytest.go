@@ -1,12 +1,17 @@
 // Package gatewaytest holds test fixtures shared by the gateway's packages' tests: the
-// broker's, the gateway's, the MCP and web fronts' and the tool servers'. Each fixture is
-// built of real parts (a SQLite file in t.TempDir(), a registry that verifies signatures, a
-// client minted as `capgate client add` mints one) and fails the test on any error, so that
-// a test says what it checks, not how its world was made.
+// broker's, the gateway's, the MCP and web fronts' and the tool servers'. Each is built of
+// real parts and fails the test on any error, so that a test says what it checks, not how its
+// world was made: a SQLite store in t.TempDir() (Store, OpenStore), a registry that verifies
+// signatures with an app signed at Tier 1 (Registry, Register, NewKey, ProbeManifest), a
+// client with a key minted as `capgate client add` mints one (AddClient), a token signed and
+// recorded as an issuer does (Mint), the audit log's records (AuditRecords), the person
+// answering consent requests (AnswerNext, WaitPending) and a tool server added to a data
+// folder (AddToolServer, OpenRegistry).
 //
 // It imports none of the broker, the gateway or the fronts (nor internal/ipc, which imports
-// the broker), so that the broker's own internal tests can use it without an import cycle;
-// a fixture that needs one of them stays beside its tests.
+// the broker), so that the broker's own internal tests can use it without an import cycle; a
+// fixture that needs one of them (a whole gateway opened on a data folder) stays beside its
+// tests.
 package gatewaytest
 
 import (
