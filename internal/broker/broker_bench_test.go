@@ -6,16 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/capgate/capgate/internal/apps/settings"
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/jcs"
-	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
-	"github.com/capgate/capgate/internal/store/sqlite"
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
@@ -45,31 +43,8 @@ func (st settingsState) Put(ctx context.Context, key string, value []byte) error
 func benchSettings(b *testing.B) (*Broker, Caller, Request) {
 	b.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "capgate.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
-	appPub, appKey, _ := ed25519.GenerateKey(nil)
-	doc, err := manifest.Load([]byte(settings.Manifest))
-	if err != nil {
-		b.Fatal(err)
-	}
-	signed, err := manifest.Sign(doc, appKey)
-	if err != nil {
-		b.Fatal(err)
-	}
-	reg, err := registry.New(ctx, st, trust{appPub})
-	if err != nil {
-		b.Fatal(err)
-	}
-	app, err := reg.Register(ctx, signed, settings.Alias)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if app.Tier != manifest.Tier1 {
-		b.Fatalf("the Settings app registered at tier %d", app.Tier)
-	}
+	st := gatewaytest.Store(b)
+	reg, app, _ := gatewaytest.Registry(b, st, settings.Manifest, settings.Alias)
 	pub, key, _ := ed25519.GenerateKey(nil)
 	w := audit.NewWriter(st, &audit.Options{CheckpointKey: key, CheckpointEvery: 1000})
 	b.Cleanup(func() { w.Close() })

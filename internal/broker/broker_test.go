@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,10 +13,9 @@ import (
 
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/policy"
-	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
-	"github.com/capgate/capgate/internal/store/sqlite"
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
@@ -107,10 +105,6 @@ func (n *notes) Undo(ctx context.Context, id, undoToken string, ic sdk.Invocatio
 	return nil
 }
 
-type trust struct{ k ed25519.PublicKey }
-
-func (t trust) Keys(string) ([]ed25519.PublicKey, error) { return []ed25519.PublicKey{t.k}, nil }
-
 type env struct {
 	b        *Broker
 	st       store.Store
@@ -124,28 +118,8 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "capgate.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	appPub, appKey, _ := ed25519.GenerateKey(nil)
-	doc, err := manifest.Load([]byte(notesManifest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	signed, err := manifest.Sign(doc, appKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := registry.New(ctx, st, trust{appPub})
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := reg.Register(ctx, signed, "notes")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := gatewaytest.Store(t)
+	reg, app, appKey := gatewaytest.Registry(t, st, notesManifest, "notes")
 	pub, key, _ := ed25519.GenerateKey(nil)
 	w := audit.NewWriter(st, &audit.Options{CheckpointKey: key, CheckpointEvery: 16})
 	t.Cleanup(func() { w.Close() })
@@ -185,14 +159,7 @@ func (e *env) issue(t *testing.T, client string, grants []string, maxUses int64,
 	now := time.Now()
 	tok := token.Token{ID: token.NewID(), IssuedAt: now.Unix() - 3600, ExpiresAt: now.Add(ttl).Unix(), Capabilities: grants,
 		Constraints: token.Constraints{MaxUses: maxUses}, ClientID: client, AuditTag: "test"}
-	wire, err := token.Sign(tok, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.st.PutToken(context.Background(), store.Token{ID: tok.ID, ClientID: client, IssuedAt: now, ExpiresAt: now.Add(ttl), MaxUses: maxUses, Hash: token.WireHash(wire)}); err != nil {
-		t.Fatal(err)
-	}
-	return wire
+	return gatewaytest.Mint(t, e.st, tok, key, now, now.Add(ttl))
 }
 
 var alice = Caller{ClientID: "cl_alice", Name: "alice", Trust: manifest.AuthUser}
@@ -555,13 +522,7 @@ func TestConstraintBypassesRefused(t *testing.T) {
 	now := time.Now()
 	tok := token.Token{ID: token.NewID(), IssuedAt: now.Unix() - 60, ExpiresAt: now.Add(time.Hour).Unix(), Capabilities: []string{"app.notes.run"},
 		Constraints: token.Constraints{DeniedCommands: []string{"rm -rf"}, AllowedPaths: []string{"/srv/notes/**"}}, ClientID: alice.ClientID}
-	wire, err := token.Sign(tok, e.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.st.PutToken(context.Background(), store.Token{ID: tok.ID, ClientID: alice.ClientID, IssuedAt: now, ExpiresAt: now.Add(time.Hour), Hash: token.WireHash(wire)}); err != nil {
-		t.Fatal(err)
-	}
+	wire := gatewaytest.Mint(t, e.st, tok, e.key, now, now.Add(time.Hour))
 	for _, params := range []string{
 		`{"command":"rm -rf /"}`, `{"command":"rm -fr /"}`, `{"command":"/bin/rm -r -f /"}`, `{"command":"sudo rm -rf /"}`,
 		`{"command":"env X=1 rm --recursive --force /"}`, `{"command":"sh -c 'rm -rf /'"}`, `{"command":"ls; rm -rf /"}`,

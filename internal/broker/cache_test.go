@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/store/sqlite"
@@ -23,13 +24,7 @@ import (
 // replica would: its writes reach the broker only through the store.
 func otherProcess(t *testing.T, e *env) store.Store {
 	t.Helper()
-	path := e.st.(*sqlite.Store).Path()
-	other, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Close() })
-	return other
+	return gatewaytest.OpenStore(t, e.st.(*sqlite.Store).Path())
 }
 
 func tokenID(t *testing.T, wire string) string {
@@ -261,20 +256,7 @@ func TestTokenRequestShowsItsWorstRisk(t *testing.T) {
 		_, err := e.b.RequestCapability(ctx, alice, CapabilityRequest{Capabilities: []string{"app.notes.write", "app.notes.delete"}, Duration: 60, Reason: "tidy"})
 		done <- err
 	}()
-	var id string
-	for i := 0; i < 200 && id == ""; i++ {
-		cs, err := e.st.ListConsents(ctx, store.ConsentPending)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(cs) > 0 {
-			id = cs[0].ID
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if id == "" {
-		t.Fatal("no consent request")
-	}
+	id := gatewaytest.WaitPending(t, e.st, "")
 	_, r, err := e.consents.Get(ctx, id)
 	if err != nil {
 		t.Fatal(err)

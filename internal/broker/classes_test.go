@@ -13,10 +13,9 @@ import (
 
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/policy"
-	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
-	"github.com/capgate/capgate/internal/store/sqlite"
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
@@ -98,29 +97,8 @@ type fsEnv struct {
 
 func newFSEnv(t *testing.T) *fsEnv {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "capgate.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	appPub, appKey, _ := ed25519.GenerateKey(nil)
-	doc, err := manifest.Load([]byte(fsManifest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	signed, err := manifest.Sign(doc, appKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := registry.New(ctx, st, trust{appPub})
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := reg.Register(ctx, signed, "fs")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := gatewaytest.Store(t)
+	reg, app, _ := gatewaytest.Registry(t, st, fsManifest, "fs")
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -155,14 +133,7 @@ func (e *fsEnv) token(t *testing.T, c token.Constraints) string {
 	now := time.Now()
 	tok := token.Token{ID: token.NewID(), IssuedAt: now.Unix() - 60, ExpiresAt: now.Add(time.Hour).Unix(),
 		Capabilities: []string{"app.fs.*"}, Constraints: c, ClientID: alice.ClientID}
-	wire, err := token.Sign(tok, e.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.st.PutToken(context.Background(), store.Token{ID: tok.ID, ClientID: alice.ClientID, IssuedAt: now, ExpiresAt: now.Add(time.Hour), Hash: token.WireHash(wire)}); err != nil {
-		t.Fatal(err)
-	}
-	return wire
+	return gatewaytest.Mint(t, e.st, tok, e.key, now, now.Add(time.Hour))
 }
 
 func (e *fsEnv) call(method, params, tok string) Result {
@@ -254,17 +225,9 @@ func TestAllowedPathsResolvedReachProvider(t *testing.T) {
 		}
 	}
 	// The audit records hash what the agent sent.
-	es, err := e.st.AuditRange(context.Background(), 1, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	sent, _ := audit.ParamsHash([]byte(cases[0].params))
 	found := false
-	for _, en := range es {
-		rec, err := audit.DecodeRecord(en.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, rec := range gatewaytest.AuditRecords(t, e.st) {
 		if rec.Method == "move" {
 			found = true
 			if rec.ParamsHash != sent {

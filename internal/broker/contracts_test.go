@@ -12,6 +12,7 @@ import (
 
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/manifest"
@@ -139,19 +140,7 @@ func (s *switchable) TrustedRead(manifest.AppID, manifest.CapabilityID) bool { r
 func TestNotWorkingProvider(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	raw := strings.ReplaceAll(notesManifest, notesID, "org.example.memo")
-	doc, err := manifest.Load([]byte(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	signed, err := manifest.Sign(doc, e.appKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	memo, err := e.b.o.Registry.Register(ctx, signed, "memo")
-	if err != nil || memo.Tier != manifest.Tier1 {
-		t.Fatalf("memo: %+v %v", memo, err)
-	}
+	memo := gatewaytest.Register(t, e.b.o.Registry, "", e.appKey, strings.ReplaceAll(notesManifest, notesID, "org.example.memo"), "memo")
 	app := &counting{notes: &notes{doc: memo.Doc, notes: map[string]string{"1": "milk"}, trash: map[string]string{}}}
 	p := &switchable{appID: "org.example.memo", h: app}
 	o := e.b.o
@@ -291,13 +280,8 @@ func TestDelayedCommitFailuresSayWhatHappened(t *testing.T) {
 // auditHolds reports whether an outcome record of the log explains with want.
 func auditHolds(t *testing.T, e *env, want string) bool {
 	t.Helper()
-	es, err := e.st.AuditRange(context.Background(), 1, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, en := range es {
-		var rec audit.Record
-		if json.Unmarshal(en.Body, &rec) == nil && rec.Kind == "outcome" && strings.Contains(rec.Explanation, want) {
+	for _, rec := range gatewaytest.AuditRecords(t, e.st) {
+		if rec.Kind == "outcome" && strings.Contains(rec.Explanation, want) {
 			return true
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/manifest"
@@ -61,19 +62,7 @@ func (e *env) withProbes(t *testing.T) *counter {
 	t.Helper()
 	ctx := context.Background()
 	p := &counter{calls: map[string]int{}}
-	doc, err := manifest.Load([]byte(probeManifest("org.example.probe")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	signed, err := manifest.Sign(doc, e.appKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := e.b.o.Registry.Register(ctx, signed, "probe")
-	if err != nil || app.Tier != manifest.Tier1 {
-		t.Fatalf("the probe app: tier %d, %v", app.Tier, err)
-	}
-	p.doc = app.Doc
+	p.doc = gatewaytest.Register(t, e.b.o.Registry, "", e.appKey, probeManifest("org.example.probe"), "probe").Doc
 	liar, err := e.b.o.Registry.Register(ctx, []byte(probeManifest("org.example.liar")), "liar")
 	if err != nil || liar.Tier != manifest.Tier2 {
 		t.Fatalf("the liar app: tier %d, %v", liar.Tier, err)
@@ -85,19 +74,7 @@ func (e *env) withProbes(t *testing.T) *counter {
 // records are the audit log's records, oldest first.
 func (e *env) records(t *testing.T) []audit.Record {
 	t.Helper()
-	es, err := e.st.AuditRange(context.Background(), 1, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]audit.Record, len(es))
-	for i, en := range es {
-		d, err := audit.DecodeEntry(en)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = d.Record
-	}
-	return out
+	return gatewaytest.AuditRecords(t, e.st)
 }
 
 // A low-risk Tier 1 capability that changes nothing runs without a token for a client its
@@ -195,14 +172,13 @@ func TestLowRiskReadRunsWithoutToken(t *testing.T) {
 
 	// A client that asks gets a consent request for the one call, as before.
 	asking := Caller{ClientID: "cl_strict", Name: "strict", Trust: manifest.AuthUser, RequireToken: true}
-	go func() {
-		id := e.pending(t)
-		if err := e.consents.Deny(ctx, id, "test"); err != nil {
-			t.Error(err)
-		}
-	}()
-	if r := e.b.Call(ctx, asking, probeCall("probe", "look")); r.Code != policy.CodeConsentDenied || r.ConsentID == "" {
+	denied := gatewaytest.AnswerNext(t, e.st, "", func(ctx context.Context, id string) error { return e.consents.Deny(ctx, id, "test") })
+	r := e.b.Call(ctx, asking, probeCall("probe", "look"))
+	if r.Code != policy.CodeConsentDenied || r.ConsentID == "" {
 		t.Errorf("a require-token client that asks: %q %q (%s)", r.Code, r.ConsentID, r.Message)
+	}
+	if id := <-denied; id == "" || id != r.ConsentID {
+		t.Errorf("the person denied consent request %q, the call was refused under %q", id, r.ConsentID)
 	}
 
 	// The lists say the same: usable at once, or after a token or consent.
@@ -230,20 +206,6 @@ func TestLowRiskReadRunsWithoutToken(t *testing.T) {
 			t.Error("UsableBy: a low-risk read needs no token on a host that requires them")
 		}
 	}
-}
-
-// pending waits for a pending consent request and returns its id.
-func (e *env) pending(t *testing.T) string {
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		cs, err := e.st.ListConsents(context.Background(), store.ConsentPending)
-		if err == nil && len(cs) > 0 {
-			return cs[0].ID
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Error("no consent request became pending")
-	return ""
 }
 
 // A client disabled or removed by another process (here: straight in the store, as the CLI

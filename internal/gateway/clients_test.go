@@ -13,6 +13,7 @@ import (
 
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/ipc"
 	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/store"
@@ -20,22 +21,6 @@ import (
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
 )
-
-// probeManifest is what an attacker would try to pass off as a low-risk read: a medium-risk
-// read and a low-risk write, beside a real low-risk read. Under liarID the same capabilities
-// come unsigned (Tier 2).
-const (
-	probeID = "org.example.probe"
-	liarID  = "org.example.liar"
-)
-
-func probeManifest(appID string) string {
-	return strings.ReplaceAll(`{"app_id":"APP","version":"1.0.0","manifest_version":"1.0","capabilities":[
- {"id":"probe.APP.look","name":"Look","description":"Reads.","category":"STATE_QUERY","parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"read","risk":"low","permission":"app.probe.look"},
- {"id":"probe.APP.stare","name":"Stare","description":"Reads at medium risk.","category":"STATE_QUERY","parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"read","risk":"medium","permission":"app.probe.stare"},
- {"id":"probe.APP.scribble","name":"Scribble","description":"Writes, claiming low risk.","category":"TEXT_INPUT","parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"write","risk":"low","undo_window_ms":1000,"permission":"app.probe.scribble"}
-]}`, "APP", appID)
-}
 
 // probeApp answers every capability, and counts what ran.
 type probeApp struct{ ran chan string }
@@ -47,39 +32,10 @@ func (p *probeApp) Invoke(_ context.Context, id string, _ json.RawMessage, _ sdk
 	return sdk.Result{Success: true, Data: json.RawMessage(`{}`)}, nil
 }
 
-// putClientAs adds the client c with a new key, as `capgate client add` does.
-func (e *env) putClientAs(c store.Client) agent {
-	e.t.Helper()
-	a := e.addClient(c.Name, c.Trust)
-	c.ID, c.KeyHash, c.Created = a.ID, ipc.KeyHash(a.Key), time.Now()
-	if err := e.g.Store.UpdateClient(e.ctx, c); err != nil {
-		e.t.Fatal(err)
-	}
-	return a
-}
-
 // records are the gateway's audit records, oldest first.
 func (e *env) records() []audit.Record {
 	e.t.Helper()
-	return auditRecords(e.t, e.g.Store)
-}
-
-// auditRecords are the audit records of st, oldest first.
-func auditRecords(t *testing.T, st store.Audit) []audit.Record {
-	t.Helper()
-	es, err := st.AuditRange(context.Background(), 1, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]audit.Record, len(es))
-	for i, en := range es {
-		d, err := audit.DecodeEntry(en)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = d.Record
-	}
-	return out
+	return gatewaytest.AuditRecords(e.t, e.g.Store)
 }
 
 // Over HTTP: a low-risk read of a Tier 1 app runs without a token for a client its
@@ -89,9 +45,9 @@ func auditRecords(t *testing.T, st store.Audit) []audit.Record {
 func TestIPCLowRiskCallsWithoutToken(t *testing.T) {
 	t.Parallel()
 	probe := &probeApp{ran: make(chan string, 16)}
-	e := newEnv(t, options{consentWait: 200 * time.Millisecond, handlers: map[string]sdk.Handler{probeID: probe, liarID: probe}})
-	e.register(probeID, probeManifest(probeID), "probe")
-	if app, err := e.g.Registry.Register(e.ctx, []byte(probeManifest(liarID)), "liar"); err != nil || app.Tier != manifest.Tier2 {
+	e := newEnv(t, options{consentWait: 200 * time.Millisecond, handlers: map[string]sdk.Handler{gatewaytest.ProbeID: probe, gatewaytest.LiarID: probe}})
+	e.register(gatewaytest.ProbeID, gatewaytest.ProbeManifest(gatewaytest.ProbeID), "probe")
+	if app, err := e.g.Registry.Register(e.ctx, []byte(gatewaytest.ProbeManifest(gatewaytest.LiarID)), "liar"); err != nil || app.Tier != manifest.Tier2 {
 		t.Fatalf("the liar app: tier %d, %v", app.Tier, err)
 	}
 	usr := e.addClient("usr", "user")
@@ -104,7 +60,7 @@ func TestIPCLowRiskCallsWithoutToken(t *testing.T) {
 	wantOK(t, "a user client reads a note without a token", r)
 	wantOK(t, "a user client runs a read without a token", e.call(usr, "run", `{"command":"ls"}`, ""))
 	wantOK(t, "a never-ask client's low-risk read", e.callApp(never, "probe", "look", `{}`, ""))
-	if got := <-probe.ran; got != "probe."+probeID+".look" {
+	if got := <-probe.ran; got != "probe."+gatewaytest.ProbeID+".look" {
 		t.Errorf("ran %s", got)
 	}
 	wantCode(t, "a public client reads a user-level note", e.call(pub, "read", `{"id":"1"}`, ""), "PERMISSION_DENIED")

@@ -4,8 +4,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/capgate/capgate/internal/sandbox/sandboxtest"
 )
 
 // Issue 15, point 2, through the real gateway, broker and terminal: with denied_commands
@@ -14,10 +12,7 @@ import (
 // "cat", "find", "echo"], find -exec rm and find -fprint did. Each is refused at the
 // decision: nothing runs, every file stays, and the terminal's history stays empty.
 func TestIssue15CommandConstraints(t *testing.T) {
-	sandboxtest.Open(t) // runs terminal commands or python scripts
-	t.Parallel()
-	e := newEnv(t, options{})
-	mallory := e.addClient("mallory", "user")
+	e, mallory := sandboxEnv(t, options{}, "mallory")
 	ws := e.g.Workspace()
 	for _, f := range []string{"v1", "v2", "v3", "v4", "v5", "victim"} {
 		writeFile(t, filepath.Join(ws, f), "precious")
@@ -129,10 +124,7 @@ const fsManifest = `{"app_id":"org.example.fs","version":"1.0.0","manifest_versi
 // Every one is refused now: a path is checked wherever the schema puts it, and a capability
 // whose params are not all classified is refused by such a token.
 func TestIssue15EveryPath(t *testing.T) {
-	sandboxtest.Open(t) // runs terminal commands or python scripts
-	t.Parallel()
-	e := newEnv(t, options{})
-	alice := e.addClient("alice", "user")
+	e, alice := sandboxEnv(t, options{}, "alice")
 	e.register("org.example.fs", fsManifest, "fs")
 	ws := e.g.Workspace()
 	tok := e.token(alice, []string{"app.fs.read"}, map[string]any{"allowed_paths": []string{ws + "/**"}})

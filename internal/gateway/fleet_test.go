@@ -27,7 +27,6 @@ import (
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/ipc"
-	"github.com/capgate/capgate/internal/sandbox/sandboxtest"
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -288,10 +287,7 @@ func TestFleetScopeDenied(t *testing.T) {
 // request waits for them (202 CONSENT_REQUIRED when they do not answer in time); denied, it is
 // CONSENT_DENIED and no token; approved, the token works.
 func TestFleetAlwaysConsent(t *testing.T) {
-	sandboxtest.Open(t) // runs terminal commands or python scripts
-	t.Parallel()
-	e := newEnv(t, options{})
-	alice := e.addClient("alice", "user")
+	e, alice := sandboxEnv(t, options{}, "alice")
 	ws := e.g.Workspace()
 	writeFile(t, filepath.Join(ws, "doomed.txt"), "doomed")
 
@@ -771,10 +767,7 @@ func TestFleetEditor(t *testing.T) {
 // fed through write_input, history, a non-zero exit as a result, a command past its timeout
 // (TIMEOUT, and its process group killed), and a cwd out of the workspace refused.
 func TestFleetTerminal(t *testing.T) {
-	sandboxtest.Open(t) // runs terminal commands or python scripts
-	t.Parallel()
-	e := newEnv(t, options{})
-	alice := e.addClient("alice", "user")
+	e, alice := sandboxEnv(t, options{}, "alice")
 	bob := e.addClient("bob", "user")
 	f := newFSFixture(t, e)
 	ws := f.ws
@@ -882,10 +875,7 @@ func TestFleetTerminal(t *testing.T) {
 // not allowed, before anything runs: the file the command would remove stays, and the
 // terminal's history stays empty.
 func TestFleetTerminalCommandConstraints(t *testing.T) {
-	sandboxtest.Open(t) // runs terminal commands or python scripts
-	t.Parallel()
-	e := newEnv(t, options{})
-	alice := e.addClient("alice", "user")
+	e, alice := sandboxEnv(t, options{}, "alice")
 	ws := e.g.Workspace()
 	x := filepath.Join(ws, "x")
 	writeFile(t, x, "precious")
@@ -951,10 +941,7 @@ func TestFleetTerminalCommandConstraints(t *testing.T) {
 // it is behind env, nice, nohup, timeout or sh -c: denied_commands ["rm -rf"] must not let
 // "setsid rm -rf x" remove x.
 func TestFleetTerminalDeniedCommandBehindOtherWrappers(t *testing.T) {
-	sandboxtest.Open(t) // runs terminal commands or python scripts
-	t.Parallel()
-	e := newEnv(t, options{})
-	alice := e.addClient("alice", "user")
+	e, alice := sandboxEnv(t, options{}, "alice")
 	ws := e.g.Workspace()
 	noRm := e.token(alice, []string{"app.terminal.execute"}, map[string]any{"denied_commands": []string{"rm -rf"}})
 	for _, cmd := range []string{
@@ -980,10 +967,7 @@ func TestFleetTerminalDeniedCommandBehindOtherWrappers(t *testing.T) {
 // An irreversible command waits out the delayed-commit window: cancelled by the person in it,
 // it never runs; uncancelled, it runs at the window's end.
 func TestFleetTerminalDelayedCommit(t *testing.T) {
-	sandboxtest.Open(t) // runs terminal commands or python scripts
-	t.Parallel()
-	e := newEnv(t, options{delayedCommit: 700 * time.Millisecond})
-	alice := e.addClient("alice", "user")
+	e, alice := sandboxEnv(t, options{delayedCommit: 700 * time.Millisecond}, "alice")
 	ws := e.g.Workspace()
 	tok := e.token(alice, []string{"app.terminal.execute"}, nil)
 
@@ -1011,10 +995,7 @@ func TestFleetTerminalDelayedCommit(t *testing.T) {
 // as a result, read_output, execute_file needing fs.read beside app.python.execute, script
 // paths out of the workspace refused, and a script past its timeout.
 func TestFleetPython(t *testing.T) {
-	sandboxtest.Open(t) // runs terminal commands or python scripts
-	t.Parallel()
-	e := newEnv(t, options{})
-	alice := e.addClient("alice", "user")
+	e, alice := sandboxEnv(t, options{}, "alice")
 	f := newFSFixture(t, e)
 	exec := e.token(alice, []string{"app.python.execute", "app.python.read_output"}, nil)
 

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -21,12 +19,13 @@ import (
 
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/ipc"
 	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/sandbox/sandboxtest"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/store/sqlite"
 	"github.com/capgate/capgate/internal/token"
-	"github.com/capgate/capgate/keys"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
 )
@@ -218,10 +217,7 @@ func newEnv(t *testing.T, o options) *env {
 	}
 	ctx := context.Background()
 	e := &env{t: t, ctx: ctx, dataDir: t.TempDir(), trusted: t.TempDir(), app: newNotesApp()}
-	var err error
-	if e.appKey, err = keys.Generate(); err != nil {
-		t.Fatal(err)
-	}
+	e.appKey = gatewaytest.NewKey(t)
 	if o.before != nil {
 		o.before(e.dataDir)
 	}
@@ -229,6 +225,7 @@ func newEnv(t *testing.T, o options) *env {
 	for id, h := range o.handlers {
 		handlers[id] = h
 	}
+	var err error
 	e.g, err = gateway.Open(ctx, gateway.Config{
 		DataDir: e.dataDir, Listen: "-", Socket: "-", TrustedDir: e.trusted, RequireToken: o.requireToken,
 		Handlers:   handlers,
@@ -245,28 +242,23 @@ func newEnv(t *testing.T, o options) *env {
 	return e
 }
 
+// sandboxEnv is the env of a parallel test that runs terminal commands or python scripts,
+// with the user client name: without an enforcing sandbox the test is skipped (failed in CI).
+func sandboxEnv(t *testing.T, o options, name string) (*env, agent) {
+	t.Helper()
+	sandboxtest.Open(t)
+	t.Parallel()
+	e := newEnv(t, o)
+	return e, e.addClient(name, "user")
+}
+
 // register signs the manifest with the app key, trusts its public half for appID, and
 // registers it; it must come out at Tier 1.
 func (e *env) register(appID, doc, alias string) registry.App {
-	t := e.t
-	t.Helper()
-	if err := keys.WritePublicKey(filepath.Join(e.trusted, appID+".pub"), e.appKey.Public().(ed25519.PublicKey), false); err != nil {
-		t.Fatal(err)
-	}
-	d, err := manifest.Load([]byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	signed, err := manifest.Sign(d, e.appKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := e.g.Registry.Register(e.ctx, signed, alias)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if app.Tier != manifest.Tier1 {
-		t.Fatalf("%s registered at tier %d (%s), want Tier 1", appID, app.Tier, app.Reason)
+	e.t.Helper()
+	app := gatewaytest.Register(e.t, e.g.Registry, e.trusted, e.appKey, doc, alias)
+	if string(app.Doc.Manifest().AppID) != appID {
+		e.t.Fatalf("registered %s, want %s", app.Doc.Manifest().AppID, appID)
 	}
 	return app
 }
@@ -345,10 +337,16 @@ type agent struct {
 // addClient adds a client through the store, as `capgate client add` does.
 func (e *env) addClient(name string, trust manifest.AuthLevel) agent {
 	e.t.Helper()
-	var b [16]byte
-	rand.Read(b[:])
-	a := agent{ID: "cl_" + name, Name: name, Key: "cgk_" + hex.EncodeToString(b[:])}
-	e.putClient(a, trust)
+	return e.putClientAs(store.Client{Name: name, Trust: trust})
+}
+
+// putClientAs adds the client c, whose id is "cl_" and its name, with a new key, as `capgate
+// client add` does.
+func (e *env) putClientAs(c store.Client) agent {
+	e.t.Helper()
+	c.ID = "cl_" + c.Name
+	a := agent{ID: c.ID, Name: c.Name, Key: gatewaytest.AddClient(e.t, e.g.Store, c)}
+	e.secret(a.Key)
 	return a
 }
 
@@ -615,52 +613,25 @@ func (e *env) mint(clientID string, grants []string, cons token.Constraints, iss
 	e.t.Helper()
 	tok := token.Token{ID: token.NewID(), IssuedAt: issued.Unix(), ExpiresAt: expires.Unix(), Capabilities: grants,
 		Constraints: cons, ClientID: clientID, AuditTag: "minted by the test"}
-	wire, err := token.Sign(tok, key)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if err := e.g.Store.PutToken(e.ctx, store.Token{ID: tok.ID, ClientID: clientID, IssuedAt: issued, ExpiresAt: expires,
-		MaxUses: cons.MaxUses, AuditTag: tok.AuditTag, Hash: token.WireHash(wire)}); err != nil {
-		e.t.Fatal(err)
-	}
+	wire := gatewaytest.Mint(e.t, e.g.Store, tok, key, issued, expires)
 	e.secret(wire)
 	return wire
 }
 
 // answerNext answers the next consent request of kind that becomes pending (any pending
 // already are left alone) with answer, from its own goroutine, as the approval surface
-// would. The channel yields the request's id, or "" when none came within 10 s.
+// would. The channel yields the request's id, or "" when none came within 10 s, which fails
+// the test.
 func (e *env) answerNext(kind string, answer func(ctx context.Context, id string) error) <-chan string {
-	before := map[string]bool{}
-	cs, err := e.g.Store.ListConsents(e.ctx, store.ConsentPending)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for _, c := range cs {
-		before[c.ID] = true
-	}
+	e.t.Helper()
+	answered := gatewaytest.AnswerNext(e.t, e.g.Store, kind, answer)
 	got := make(chan string, 1)
 	go func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			cs, err := e.g.Store.ListConsents(e.ctx, store.ConsentPending)
-			if err != nil {
-				e.t.Error(err)
-				break
-			}
-			for _, c := range cs {
-				if c.Kind == kind && !before[c.ID] {
-					if err := answer(e.ctx, c.ID); err != nil {
-						e.t.Errorf("answering %s: %v", c.ID, err)
-					}
-					got <- c.ID
-					return
-				}
-			}
-			time.Sleep(5 * time.Millisecond)
+		id := <-answered
+		if id == "" {
+			e.t.Errorf("no %s consent request became pending", kind)
 		}
-		e.t.Errorf("no %s consent request became pending", kind)
-		got <- ""
+		got <- id
 	}()
 	return got
 }

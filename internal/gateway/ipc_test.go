@@ -10,7 +10,6 @@ package gateway_test
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -24,20 +23,11 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/ipc"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
-	"github.com/capgate/capgate/keys"
 )
-
-func otherKey(t *testing.T) ed25519.PrivateKey {
-	t.Helper()
-	k, err := keys.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 // An unknown, disabled or badly presented client key is 401 on every route, and nothing runs.
 func TestIPCRefusesUnknownClients(t *testing.T) {
@@ -129,7 +119,7 @@ func TestIPCErrorCodes(t *testing.T) {
 	readTok := e.mustToken(alice, map[string]any{"capabilities": []string{"app.notes.read"}, "duration": 600, "reason": "read notes"}).Token
 	onceTok := e.mustToken(alice, map[string]any{"capabilities": []string{"app.notes.read"}, "duration": 600, "max_uses": 1}).Token
 	expired := e.mint(alice.ID, []string{"app.notes.read"}, token.Constraints{}, now.Add(-time.Hour), now.Add(-time.Minute), e.g.Key)
-	forged := e.mint(alice.ID, []string{"app.notes.read"}, token.Constraints{}, now, now.Add(time.Hour), otherKey(t))
+	forged := e.mint(alice.ID, []string{"app.notes.read"}, token.Constraints{}, now, now.Add(time.Hour), gatewaytest.NewKey(t))
 	publishTok := e.mint(alice.ID, []string{"app.notes.publish"}, token.Constraints{}, now, now.Add(time.Hour), e.g.Key)
 	pubWrite := e.mint(pub.ID, []string{"app.notes.write"}, token.Constraints{}, now, now.Add(time.Hour), e.g.Key)
 	wantOK(t, "the one use of onceTok", e.call(alice, "read", `{"id":"1"}`, onceTok))
@@ -419,7 +409,7 @@ func TestIPCTokensRefused(t *testing.T) {
 	refused := []struct {
 		name, tok, code string
 	}{
-		{"forged", e.mint(alice.ID, []string{"app.notes.read"}, token.Constraints{}, now, now.Add(time.Hour), otherKey(t)), "INVALID_TOKEN"},
+		{"forged", e.mint(alice.ID, []string{"app.notes.read"}, token.Constraints{}, now, now.Add(time.Hour), gatewaytest.NewKey(t)), "INVALID_TOKEN"},
 		{"tampered: a character flipped", flip(good), "INVALID_TOKEN"},
 		{"tampered: max_uses raised", edit(t, once, `"max_uses":1`, `"max_uses":9`), "INVALID_TOKEN"},
 		{"tampered: client changed", edit(t, bobs, `"client_id":"cl_bob"`, `"client_id":"cl_alice"`), "INVALID_TOKEN"},
@@ -616,7 +606,7 @@ func TestIPCDeriveAttenuation(t *testing.T) {
 		t.Fatalf("bob deriving from alice's token: HTTP %d %+v", status, ans)
 	}
 	// A forged parent is no parent.
-	forged := e.mint(alice.ID, []string{"app.notes.read"}, token.Constraints{}, time.Now(), time.Now().Add(time.Hour), otherKey(t))
+	forged := e.mint(alice.ID, []string{"app.notes.read"}, token.Constraints{}, time.Now(), time.Now().Add(time.Hour), gatewaytest.NewKey(t))
 	if status, ans := e.derive(alice, map[string]any{"token": forged, "capabilities": []string{"app.notes.read"}}); status != http.StatusForbidden || ans.ErrorCode != "INVALID_TOKEN" {
 		t.Fatalf("derive from a forged parent: HTTP %d %+v", status, ans)
 	}

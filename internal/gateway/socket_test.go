@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/ipc"
 	"github.com/capgate/capgate/internal/store"
 )
@@ -130,7 +131,7 @@ func TestUnixSocketPeerUID(t *testing.T) {
 	// lastClient is the client of the last get_setting outcome in the audit log.
 	lastClient := func() string {
 		t.Helper()
-		rs := auditRecords(t, g.Store)
+		rs := gatewaytest.AuditRecords(t, g.Store)
 		for i := len(rs) - 1; i >= 0; i-- {
 			if rs[i].Kind == "outcome" && rs[i].Capability == "settings.org.capgate.settings.get_setting" {
 				return rs[i].ClientID

@@ -9,14 +9,11 @@ package mcp_test
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -25,9 +22,8 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/capgate/capgate/internal/gateway"
-	"github.com/capgate/capgate/internal/ipc"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/store"
-	"github.com/capgate/capgate/keys"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
 )
@@ -44,22 +40,6 @@ const echoManifest = `{"app_id":"org.example.echo","version":"1.0.0","manifest_v
  {"id":"echo.org.example.echo.admin","name":"Admin","description":"Reads the echo's internals.","category":"STATE_QUERY",
   "parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"read","auth_level":"privileged","permission":"app.echo.admin"}
 ]}`
-
-// The probe app (signed, Tier 1) and the liar app (the same capabilities unsigned, Tier 2),
-// which tests register when they need them: a low-risk read, a medium-risk read and a
-// low-risk write, answered by an echoApp.
-const (
-	probeID = "org.example.probe"
-	liarID  = "org.example.liar"
-)
-
-func probeManifest(appID string) string {
-	return strings.ReplaceAll(`{"app_id":"APP","version":"1.0.0","manifest_version":"1.0","capabilities":[
- {"id":"probe.APP.look","name":"Look","description":"Reads.","category":"STATE_QUERY","parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"read","risk":"low","permission":"app.probe.look"},
- {"id":"probe.APP.stare","name":"Stare","description":"Reads at medium risk.","category":"STATE_QUERY","parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"read","risk":"medium","permission":"app.probe.stare"},
- {"id":"probe.APP.scribble","name":"Scribble","description":"Writes, claiming low risk.","category":"TEXT_INPUT","parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"write","risk":"low","undo_window_ms":1000,"permission":"app.probe.scribble"}
-]}`, "APP", appID)
-}
 
 type echoApp struct{ doc *manifest.Document }
 
@@ -97,36 +77,20 @@ func newEnvTTL(t *testing.T, consentWait, ttl time.Duration) *env {
 	t.Helper()
 	ctx := context.Background()
 	trusted := t.TempDir()
-	appKey, err := keys.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
+	appKey := gatewaytest.NewKey(t)
 	echo := &echoApp{}
+	// The probe app (signed, Tier 1) and the liar app (the same capabilities unsigned, Tier 2),
+	// which tests register when they need them, are answered by an echoApp.
 	g, err := gateway.Open(ctx, gateway.Config{
 		DataDir: t.TempDir(), Listen: "-", Socket: "-", TrustedDir: trusted,
-		Handlers:    map[string]sdk.Handler{echoID: echo, probeID: &echoApp{}, liarID: &echoApp{}},
+		Handlers:    map[string]sdk.Handler{echoID: echo, gatewaytest.ProbeID: &echoApp{}, gatewaytest.LiarID: &echoApp{}},
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		ConsentWait: consentWait, ConsentTTL: ttl, DelayedCommit: -1,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := keys.WritePublicKey(filepath.Join(trusted, echoID+".pub"), appKey.Public().(ed25519.PublicKey), false); err != nil {
-		t.Fatal(err)
-	}
-	d, err := manifest.Load([]byte(echoManifest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	signed, err := manifest.Sign(d, appKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := g.Registry.Register(ctx, signed, "echo")
-	if err != nil || app.Tier != manifest.Tier1 {
-		t.Fatalf("register echo: %v (tier %d)", err, app.Tier)
-	}
-	echo.doc = app.Doc
+	echo.doc = gatewaytest.Register(t, g.Registry, trusted, appKey, echoManifest, "echo").Doc
 	e := &env{t: t, ctx: ctx, g: g, srv: httptest.NewServer(g.Handler()), appKey: appKey, trusted: trusted}
 	t.Cleanup(func() {
 		e.srv.Close()
@@ -141,22 +105,12 @@ func newEnvTTL(t *testing.T, consentWait, ttl time.Duration) *env {
 // for its app id (Tier 1) or unsigned (Tier 2). Its handler must be in the gateway's.
 func (e *env) register(doc, alias string, signed bool) {
 	e.t.Helper()
-	raw := []byte(doc)
-	d, err := manifest.Load(raw)
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	if signed {
-		id := string(d.Manifest().AppID)
-		if err := keys.WritePublicKey(filepath.Join(e.trusted, id+".pub"), e.appKey.Public().(ed25519.PublicKey), true); err != nil {
-			e.t.Fatal(err)
-		}
-		if raw, err = manifest.Sign(d, e.appKey); err != nil {
-			e.t.Fatal(err)
-		}
+		gatewaytest.Register(e.t, e.g.Registry, e.trusted, e.appKey, doc, alias)
+		return
 	}
-	app, err := e.g.Registry.Register(e.ctx, raw, alias)
-	if err != nil || (app.Tier == manifest.Tier1) != signed {
+	app, err := e.g.Registry.Register(e.ctx, []byte(doc), alias)
+	if err != nil || app.Tier == manifest.Tier1 {
 		e.t.Fatalf("register %s: %v (tier %d)", alias, err, app.Tier)
 	}
 }
@@ -169,13 +123,8 @@ func (e *env) addClient(name string, trust manifest.AuthLevel, neverAsk bool) st
 // putClient adds the client c (its id and key hash made here) and returns its key.
 func (e *env) putClient(c store.Client) string {
 	e.t.Helper()
-	var b [16]byte
-	rand.Read(b[:])
-	key := "cgk_" + hex.EncodeToString(b[:])
-	c.ID, c.KeyHash, c.Created = "cl_"+c.Name, ipc.KeyHash(key), time.Now()
-	if err := e.g.Store.PutClient(e.ctx, c); err != nil {
-		e.t.Fatal(err)
-	}
+	c.ID = "cl_" + c.Name
+	key := gatewaytest.AddClient(e.t, e.g.Store, c)
 	e.mu.Lock()
 	e.secrets = append(e.secrets, key)
 	e.mu.Unlock()
@@ -320,29 +269,8 @@ func (e *env) consentState(id string) string {
 // approveNext approves the next consent request that becomes pending, as the person on the
 // approval page would, and yields its id.
 func (e *env) approveNext() <-chan string {
-	got := make(chan string, 1)
-	before := map[string]bool{}
-	cs, _ := e.g.Store.ListConsents(e.ctx, store.ConsentPending)
-	for _, c := range cs {
-		before[c.ID] = true
-	}
-	go func() {
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			cs, err := e.g.Store.ListConsents(e.ctx, store.ConsentPending)
-			if err != nil {
-				break
-			}
-			for _, c := range cs {
-				if !before[c.ID] {
-					if err := e.g.Consent.Approve(e.ctx, c.ID, "person", false); err != nil {
-						e.t.Errorf("approve: %v", err)
-					}
-					got <- c.ID
-					return
-				}
-			}
-		}
-		got <- ""
-	}()
-	return got
+	e.t.Helper()
+	return gatewaytest.AnswerNext(e.t, e.g.Store, "", func(ctx context.Context, id string) error {
+		return e.g.Consent.Approve(ctx, id, "person", false)
+	})
 }

@@ -13,7 +13,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -318,8 +318,8 @@ func TestSessionBoundToClient(t *testing.T) {
 func TestLowRiskReadsWithoutToken(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, time.Second)
-	e.register(probeManifest(probeID), "probe", true)
-	e.register(probeManifest(liarID), "liar", false)
+	e.register(gatewaytest.ProbeManifest(gatewaytest.ProbeID), "probe", true)
+	e.register(gatewaytest.ProbeManifest(gatewaytest.LiarID), "liar", false)
 	carol := e.connect(e.addClient("carol", "user", true), nil)
 	strict := e.connect(e.putClient(store.Client{Name: "strict", Trust: "user", NeverAsk: true, RequireToken: true}), nil)
 	kiosk := e.connect(e.addClient("kiosk", "public", true), nil)
@@ -363,17 +363,9 @@ func TestLowRiskReadsWithoutToken(t *testing.T) {
 	}
 
 	// The call without a token is in the audit log, its decision and its outcome.
-	es, err := e.g.Store.AuditRange(e.ctx, 1, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var kinds []string
-	for _, en := range es {
-		d, err := audit.DecodeEntry(en)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := d.Record; r.CallID == got.str("call_id") {
+	for _, r := range gatewaytest.AuditRecords(t, e.g.Store) {
+		if r.CallID == got.str("call_id") {
 			if r.ClientID != "cl_carol" || r.TokenID != "" || r.Capability != "calc.org.capgate.calc.compute" {
 				t.Errorf("record: %+v", r)
 			}

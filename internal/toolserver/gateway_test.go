@@ -3,8 +3,6 @@ package toolserver_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,11 +19,11 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/broker"
+	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/ipc"
-	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
-	"github.com/capgate/capgate/internal/store/sqlite"
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/internal/toolserver"
 	"github.com/capgate/capgate/manifest"
@@ -73,25 +71,9 @@ type fixture struct {
 
 // addServer adds the tool server as `capgate toolserver add` does: on the store, with no
 // gateway running.
-func addServer(t testing.TB, ctx context.Context, data string, c toolserver.Config) toolserver.Report {
+func addServer(t testing.TB, data string, c toolserver.Config) toolserver.Report {
 	t.Helper()
-	if err := os.MkdirAll(data, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlite.Open(ctx, filepath.Join(data, gateway.DBFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	reg, err := registry.New(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := toolserver.Add(ctx, &toolserver.Env{Store: st, Registry: reg, DataDir: data}, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return gatewaytest.AddToolServer(t, filepath.Join(data, gateway.DBFile), data, c)
 }
 
 func newFixture(t testing.TB) *fixture { return newFixtureWith(t, nil) }
@@ -130,7 +112,7 @@ func newFixtureOf(t testing.TB, overlay map[string]any, record bool) *fixture {
 			t.Fatal(err)
 		}
 	}
-	r := addServer(t, ctx, f.data, toolserver.Config{Name: "srv", Command: testServer,
+	r := addServer(t, f.data, toolserver.Config{Name: "srv", Command: testServer,
 		Args: args, Env: []string{"TS_ALLOWED"}})
 	if len(r.Accepted) != 2 || r.AppID != "mcp.srv" {
 		t.Fatalf("add accepted %+v, left %v", r.Accepted, r.Left)
@@ -146,12 +128,7 @@ func newFixtureOf(t testing.TB, overlay map[string]any, record bool) *fixture {
 	served := make(chan error, 1)
 	go func() { served <- f.g.Serve(sctx, nil) }() // the sweep: registry reloads, tool-server syncs
 	f.srv = httptest.NewServer(f.g.Handler())
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	f.key = "cgk_" + hex.EncodeToString(b[:])
-	if err := f.g.Store.PutClient(ctx, store.Client{ID: "cl_alice", Name: "alice", KeyHash: ipc.KeyHash(f.key), Trust: "user", Created: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	f.key = gatewaytest.AddClient(t, f.g.Store, store.Client{ID: "cl_alice", Name: "alice", Trust: "user"})
 	t.Cleanup(func() {
 		f.srv.Close()
 		stop()
@@ -204,23 +181,11 @@ func (f *fixture) callWith(method, params, token string) ipc.Response {
 // whose side effects are the worst case asks on every call).
 func (f *fixture) approvedCall(method, params string) ipc.Response {
 	f.t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		deadline := time.Now().Add(5 * time.Second)
-		for time.Now().Before(deadline) {
-			cs, _ := f.g.Store.ListConsents(f.ctx, store.ConsentPending)
-			for _, c := range cs {
-				if c.Kind == "call" {
-					_ = f.g.Consent.Approve(f.ctx, c.ID, "person", false)
-					return
-				}
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
+	approved := gatewaytest.AnswerNext(f.t, f.g.Store, consent.KindCall, func(ctx context.Context, id string) error {
+		return f.g.Consent.Approve(ctx, id, "person", false)
+	})
 	r := f.call(method, params)
-	<-done
+	<-approved
 	return r
 }
 

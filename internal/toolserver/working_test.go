@@ -15,10 +15,9 @@ import (
 
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/ipc"
-	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
-	"github.com/capgate/capgate/internal/store/sqlite"
 	"github.com/capgate/capgate/internal/toolserver"
 	"github.com/capgate/capgate/manifest"
 )
@@ -122,7 +121,7 @@ func TestCloseWaitsForItsGoroutines(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	addServer(t, ctx, data, toolserver.Config{Name: "srv", Command: testServer, Args: []string{"-control", control}})
+	addServer(t, data, toolserver.Config{Name: "srv", Command: testServer, Args: []string{"-control", control}})
 	g, err := gateway.Open(ctx, gateway.Config{DataDir: data, Listen: "127.0.0.1:0", Socket: "-",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), DelayedCommit: -1, ToolServerRelist: 100 * time.Millisecond})
 	if err != nil {
@@ -138,7 +137,7 @@ func TestCloseWaitsForItsGoroutines(t *testing.T) {
 	// A second tool server is added while the gateway serves (as `capgate toolserver add`
 	// does, on the store), then hangs in its handshake: the gateway's tool-server sync,
 	// started by the sweep, is connecting to it when the gateway stops.
-	addServer(t, ctx, data, toolserver.Config{Name: "slow", Command: testServer, Args: []string{"-control", slowControl, "-record", records}})
+	addServer(t, data, toolserver.Config{Name: "slow", Command: testServer, Args: []string{"-control", slowControl, "-record", records}})
 	if err := os.WriteFile(slowControl, []byte("slow"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -186,16 +185,8 @@ func TestManagerCloseWaits(t *testing.T) {
 	if err := os.WriteFile(control, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addServer(t, ctx, data, toolserver.Config{Name: "srv", Command: testServer, Args: []string{"-control", control}})
-	st, err := sqlite.Open(ctx, filepath.Join(data, gateway.DBFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	reg, err := registry.New(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	addServer(t, data, toolserver.Config{Name: "srv", Command: testServer, Args: []string{"-control", control}})
+	st, reg := gatewaytest.OpenRegistry(t, filepath.Join(data, gateway.DBFile))
 	count := func() (int, string) {
 		buf := make([]byte, 1<<22)
 		buf = buf[:runtime.Stack(buf, true)]

@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,11 +20,10 @@ import (
 	"github.com/capgate/capgate/internal/archive"
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/lock"
 	"github.com/capgate/capgate/internal/plugin"
-	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
-	"github.com/capgate/capgate/internal/store/sqlite"
 	"github.com/capgate/capgate/internal/toolserver"
 	"github.com/capgate/capgate/internal/web"
 )
@@ -100,19 +98,9 @@ func toolEnvWith(t *testing.T, delayedCommit time.Duration, overlay map[string]t
 				t.Fatal(err)
 			}
 		}
-		ctx := context.Background()
-		st, err := sqlite.Open(ctx, filepath.Join(data, gateway.DBFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		reg, err := registry.New(ctx, st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := toolserver.Add(ctx, &toolserver.Env{Store: st, Registry: reg, DataDir: data}, toolserver.Config{Name: "srv", Command: bin, Args: []string{"-control", control}})
-		if err != nil || len(r.Accepted) != 2 {
-			t.Fatalf("add the tool server: %+v %v", r.Accepted, err)
+		r := gatewaytest.AddToolServer(t, filepath.Join(data, gateway.DBFile), data, toolserver.Config{Name: "srv", Command: bin, Args: []string{"-control", control}})
+		if len(r.Accepted) != 2 {
+			t.Fatalf("add the tool server: %+v", r.Accepted)
 		}
 	})
 	return e, control
@@ -207,19 +195,11 @@ func (e *env) installPlugin(appID, capName, folder string, approve bool) plugin.
 // auditActions are the audit records whose action is one of actions, oldest first.
 func (e *env) auditActions(actions ...string) []audit.Record {
 	e.t.Helper()
-	es, err := e.g.Store.AuditRange(e.ctx, 1, 0, 0)
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	var out []audit.Record
-	for _, x := range es {
-		d, err := audit.DecodeEntry(x)
-		if err != nil {
-			e.t.Fatal(err)
-		}
+	for _, r := range gatewaytest.AuditRecords(e.t, e.g.Store) {
 		for _, a := range actions {
-			if d.Record.Action == a {
-				out = append(out, d.Record)
+			if r.Action == a {
+				out = append(out, r)
 			}
 		}
 	}
@@ -428,19 +408,7 @@ func TestAppsPageShowsWhatIsNotWorking(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(data, gateway.AppsStateDir), []byte("in the way"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		ctx := context.Background()
-		st, err := sqlite.Open(ctx, filepath.Join(data, gateway.DBFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		reg, err := registry.New(ctx, st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := toolserver.Add(ctx, &toolserver.Env{Store: st, Registry: reg, DataDir: data}, toolserver.Config{Name: "srv", Command: bin, Args: []string{"-control", control}}); err != nil {
-			t.Fatal(err)
-		}
+		gatewaytest.AddToolServer(t, filepath.Join(data, gateway.DBFile), data, toolserver.Config{Name: "srv", Command: bin, Args: []string{"-control", control}})
 	})
 	b := newBrowser(t, e.srv.URL, e.srv.Client())
 	b.login(e.g.LoginLink())

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/ipc"
 )
 
@@ -168,17 +169,5 @@ func TestClientsPageUnrecorded(t *testing.T) {
 // records are the gateway's audit records, oldest first.
 func records(t *testing.T, e *env) []audit.Record {
 	t.Helper()
-	es, err := e.g.Store.AuditRange(e.ctx, 1, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]audit.Record, len(es))
-	for i, en := range es {
-		d, err := audit.DecodeEntry(en)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = d.Record
-	}
-	return out
+	return gatewaytest.AuditRecords(t, e.g.Store)
 }

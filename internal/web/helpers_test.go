@@ -3,9 +3,6 @@ package web_test
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +12,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -24,10 +20,10 @@ import (
 
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/ipc"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/web"
-	"github.com/capgate/capgate/keys"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
 )
@@ -161,10 +157,7 @@ func newEnvWith(t *testing.T, delayedCommit time.Duration, before func(data stri
 		before(e.data)
 	}
 	trusted := t.TempDir()
-	appKey, err := keys.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
+	var err error
 	e.g, err = gateway.Open(ctx, gateway.Config{
 		DataDir: e.data, Listen: "-", Socket: "-", TrustedDir: trusted,
 		Handlers: map[string]sdk.Handler{padID: e.app}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -173,25 +166,7 @@ func newEnvWith(t *testing.T, delayedCommit time.Duration, before func(data stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := keys.WritePublicKey(filepath.Join(trusted, padID+".pub"), appKey.Public().(ed25519.PublicKey), false); err != nil {
-		t.Fatal(err)
-	}
-	d, err := manifest.Load([]byte(padManifest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	signed, err := manifest.Sign(d, appKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := e.g.Registry.Register(ctx, signed, "pad")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if app.Tier != manifest.Tier1 {
-		t.Fatalf("pad registered at tier %d (%s)", app.Tier, app.Reason)
-	}
-	e.app.doc = app.Doc
+	e.app.doc = gatewaytest.Register(t, e.g.Registry, trusted, gatewaytest.NewKey(t), padManifest, "pad").Doc
 	e.srv = httptest.NewServer(e.g.Handler())
 	t.Cleanup(func() {
 		e.srv.Close()
@@ -205,14 +180,7 @@ func newEnvWith(t *testing.T, delayedCommit time.Duration, before func(data stri
 // addClient adds a client through the store, as `capgate client add` does, and returns its key.
 func (e *env) addClient(name string) string {
 	e.t.Helper()
-	var b [16]byte
-	rand.Read(b[:])
-	k := "cgk_" + hex.EncodeToString(b[:])
-	id := "cl_" + hex.EncodeToString(b[:6])
-	if err := e.g.Store.PutClient(e.ctx, store.Client{ID: id, Name: name, KeyHash: ipc.KeyHash(k), Trust: "user", Created: time.Now()}); err != nil {
-		e.t.Fatal(err)
-	}
-	return k
+	return gatewaytest.AddClient(e.t, e.g.Store, store.Client{Name: name, Trust: "user"})
 }
 
 // api posts body to the gateway's API path as the client with key and decodes the answer.
@@ -263,28 +231,7 @@ func (e *env) callAppAsync(key, app, method, params, tok string) <-chan ipc.Resp
 // its id.
 func (e *env) waitPending(kind string, known ...string) string {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		cs, err := e.g.Store.ListConsents(e.ctx, store.ConsentPending)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-	next:
-		for _, c := range cs {
-			if c.Kind != kind {
-				continue
-			}
-			for _, k := range known {
-				if c.ID == k {
-					continue next
-				}
-			}
-			return c.ID
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	e.t.Fatalf("no %s consent request became pending", kind)
-	return ""
+	return gatewaytest.WaitPending(e.t, e.g.Store, kind, known...)
 }
 
 // state is the consent request's state in the store.

@@ -2,24 +2,19 @@ package web
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/capgate/capgate/internal/store/sqlite"
+	"github.com/capgate/capgate/internal/gatewaytest"
 )
 
 // A stored login link works once, for LoginTTL, whichever of racing browsers spends it.
 func TestStoredLoginLink(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "capgate.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := gatewaytest.Store(t)
 	now := time.Now()
 	path, err := StoreLoginLink(ctx, st, now)
 	if err != nil {
