@@ -92,7 +92,12 @@ func TestToolsListByTrust(t *testing.T) {
 		"terminal__write_input":     {destructive: true}, // an irreversible write
 		"solitaire__new_game":       {},
 	} {
-		a := user[name].Annotations
+		tool, ok := user[name]
+		if !ok {
+			t.Errorf("%s is not listed", name)
+			continue
+		}
+		a := tool.Annotations
 		if a == nil || a.DestructiveHint == nil || a.OpenWorldHint == nil {
 			t.Errorf("%s: annotations %+v", name, a)
 			continue
@@ -191,10 +196,9 @@ func TestConsentOverMCP(t *testing.T) {
 		t.Errorf("issued under consent %q, approved %q", got.str("consent_id"), cid)
 	}
 
-	// A call with no token covering it asks the person for that one call.
-	approved = e.approveNext()
-	wantOK(t, "write approved for one call", e.call(cs, "files__write_file", map[string]any{"path": "a.txt", "content": "x"}))
-	<-approved
+	// The token the session now holds covers the write: it runs without asking (nobody
+	// would answer, so a question would fail the call).
+	wantOK(t, "write under the session's token", e.call(cs, "files__write_file", map[string]any{"path": "a.txt", "content": "x"}))
 }
 
 // Where the client takes URL-mode elicitation, capgate points it to its approval page at
