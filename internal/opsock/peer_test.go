@@ -1,6 +1,7 @@
 package opsock
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -21,7 +22,9 @@ const dialEnv = "OPSOCK_TEST_DIAL"
 // connect at all.
 func TestMain(m *testing.M) {
 	if path := os.Getenv(dialEnv); path != "" {
-		hc := &http.Client{Transport: &http.Transport{Dial: func(string, string) (net.Conn, error) { return net.Dial("unix", path) }}}
+		hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", path)
+		}}}
 		resp, err := hc.Post("http://operator"+pathAddClient, "application/json",
 			strings.NewReader(`{"by":{"id":"cli:evil","who":"the operator","where":"here"},"name":"evil","trust":"privileged"}`))
 		if err != nil {
