@@ -38,29 +38,51 @@ func (a *App) openDir(rel string) (*os.Root, error) {
 	return a.root.OpenRoot(rel)
 }
 
-// openChange takes the app's lock, which serializes changes, and opens the folder holding rel
-// for one change; done closes the folder and releases the lock.
-func (a *App) openChange(ctx context.Context, rel string) (dir *os.Root, base string, done func(), err error) {
-	if err := a.lock(ctx); err != nil {
-		return nil, "", nil, err
-	}
-	dir, base, err = a.parent(rel)
-	if err != nil {
-		a.unlock()
-		return nil, "", nil, err
-	}
-	return dir, base, func() { dir.Close(); a.unlock() }, nil
+// A change is what one change call does to the name it names; change runs its parts in
+// order, with the app's lock held and the folder holding the name open.
+type change struct {
+	// look examines what stands at the name now and returns what the change replaces (nil:
+	// nothing), or refuses the call. Nil looks at nothing: the change replaces nothing.
+	look func(dir *os.Root, base string) (prior fs.FileInfo, err error)
+	// keep adds to the undo record, when one is kept, what undo needs to know of the change.
+	// Nil adds nothing.
+	keep func(rec *record)
+	// do makes the change; its error is read by fsError.
+	do func(dir *os.Root, base string, prior fs.FileInfo) error
 }
 
-// apply makes a change in dir whose undo record begin made (nil: none is kept). The record is
-// committed first, so that no change is made that could not be undone; then do makes the
-// change, and the record of a change that failed is dropped. It returns the undo token, and
-// do's error as fsError reads it.
-func (a *App) apply(dir *os.Root, rec *record, do func() error) (undo string, err error) {
+// change makes c to rel, the one sequence every change follows: take the app's lock, which
+// serializes changes, and open the folder holding rel (parent); look at what is there; make
+// its undo record (begin, then keep) and commit it first, so that no change is made that
+// could not be undone; make the change, dropping the record of one that failed. It returns
+// the undo token ("" when no record is kept), and do's error as fsError reads it.
+func (a *App) change(ctx context.Context, id, rel string, c change) (undo string, err error) {
+	if err := a.lock(ctx); err != nil {
+		return "", err
+	}
+	defer a.unlock()
+	dir, base, err := a.parent(rel)
+	if err != nil {
+		return "", err
+	}
+	defer dir.Close()
+	var prior fs.FileInfo
+	if c.look != nil {
+		if prior, err = c.look(dir, base); err != nil {
+			return "", err
+		}
+	}
+	rec, err := a.begin(ctx, id, rel, dir, base, prior)
+	if err != nil {
+		return "", err
+	}
+	if rec != nil && c.keep != nil {
+		c.keep(rec)
+	}
 	if err := a.commit(rec); err != nil {
 		return "", err
 	}
-	if err := do(); err != nil {
+	if err := c.do(dir, base, prior); err != nil {
 		a.discard(rec)
 		return "", fsError(err)
 	}
@@ -110,40 +132,39 @@ func (a *App) writeFile(ctx context.Context, id string, raw json.RawMessage) (sd
 	default:
 		return sdk.Result{}, badParam("mode", "must be overwrite or append")
 	}
-	dir, base, done, err := a.openChange(ctx, rel)
+	created := false
+	undo, err := a.change(ctx, id, rel, change{
+		look: func(dir *os.Root, base string) (fs.FileInfo, error) {
+			fi, err := dir.Lstat(base)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				created = true
+				return nil, nil
+			case err != nil:
+				return nil, fsError(err)
+			}
+			if err := regular(fi); err != nil {
+				return nil, err
+			}
+			if mode == "overwrite" {
+				// The rename below needs only the folder's permission; open the file for
+				// writing first so that a file the filesystem keeps read-only stays unchanged.
+				f, err := openSame(dir, base, fi, os.O_WRONLY)
+				if err != nil {
+					return nil, err
+				}
+				f.Close()
+			}
+			return fi, nil
+		},
+		do: func(dir *os.Root, base string, prior fs.FileInfo) error {
+			return write(ctx, dir, base, prior, mode, data)
+		},
+	})
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	defer done()
-	var prior fs.FileInfo
-	fi, err := dir.Lstat(base)
-	switch {
-	case err == nil:
-		if err := regular(fi); err != nil {
-			return sdk.Result{}, err
-		}
-		prior = fi
-	case !errors.Is(err, fs.ErrNotExist):
-		return sdk.Result{}, fsError(err)
-	}
-	if prior != nil && mode == "overwrite" {
-		// The rename below needs only the folder's permission; open the file for writing
-		// first so that a file the filesystem keeps read-only stays unchanged.
-		f, err := openSame(dir, base, prior, os.O_WRONLY)
-		if err != nil {
-			return sdk.Result{}, err
-		}
-		f.Close()
-	}
-	rec, err := a.begin(ctx, id, rel, dir, base, prior)
-	if err != nil {
-		return sdk.Result{}, err
-	}
-	undo, err := a.apply(dir, rec, func() error { return write(ctx, dir, base, prior, mode, data) })
-	if err != nil {
-		return sdk.Result{}, err
-	}
-	return answer(map[string]any{"path": a.show(rel), "bytes_written": len(data), "created": prior == nil}, undo)
+	return answer(map[string]any{"path": a.show(rel), "bytes_written": len(data), "created": created}, undo)
 }
 
 func write(ctx context.Context, dir *os.Root, base string, prior fs.FileInfo, mode string, data []byte) error {
@@ -182,33 +203,30 @@ func (a *App) deleteFile(ctx context.Context, id string, raw json.RawMessage) (s
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	dir, base, done, err := a.openChange(ctx, rel)
-	if err != nil {
-		return sdk.Result{}, err
-	}
-	defer done()
-	fi, err := dir.Lstat(base)
-	if err != nil {
-		return sdk.Result{}, fsError(err)
-	}
-	kind := kindOf(fi.Mode())
-	switch kind {
-	case "other":
-		return sdk.Result{}, sdk.ExecutionFailed("only files, symbolic links and empty folders can be deleted", false)
-	case "directory":
-		if err := empty(dir, base); err != nil {
-			return sdk.Result{}, err
-		}
-	}
-	rec, err := a.begin(ctx, id, rel, dir, base, fi)
-	if err != nil {
-		return sdk.Result{}, err
-	}
-	undo, err := a.apply(dir, rec, func() error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return dir.Remove(base)
+	var kind string
+	undo, err := a.change(ctx, id, rel, change{
+		look: func(dir *os.Root, base string) (fs.FileInfo, error) {
+			fi, err := dir.Lstat(base)
+			if err != nil {
+				return nil, fsError(err)
+			}
+			kind = kindOf(fi.Mode())
+			switch kind {
+			case "other":
+				return nil, sdk.ExecutionFailed("only files, symbolic links and empty folders can be deleted", false)
+			case "directory":
+				if err := empty(dir, base); err != nil {
+					return nil, err
+				}
+			}
+			return fi, nil
+		},
+		do: func(dir *os.Root, base string, _ fs.FileInfo) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return dir.Remove(base)
+		},
 	})
 	if err != nil {
 		return sdk.Result{}, err
@@ -248,29 +266,21 @@ func (a *App) createFile(ctx context.Context, id string, raw json.RawMessage) (s
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	dir, base, done, err := a.openChange(ctx, rel)
-	if err != nil {
-		return sdk.Result{}, err
-	}
-	defer done()
-	rec, err := a.begin(ctx, id, rel, dir, base, nil)
-	if err != nil {
-		return sdk.Result{}, err
-	}
-	if rec != nil {
-		rec.MadeSize, rec.MadeSHA256 = int64(len(data)), hashOf(data)
-	}
-	undo, err := a.apply(dir, rec, func() error {
-		f, err := dir.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOCTTY, 0o644)
-		if err != nil {
-			return err
-		}
-		_, err = f.Write(data)
-		if err := syncClose(f, err); err != nil {
-			dir.Remove(base)
-			return err
-		}
-		return nil
+	undo, err := a.change(ctx, id, rel, change{
+		// Undo removes the file only while it still holds what was written.
+		keep: func(rec *record) { rec.MadeSize, rec.MadeSHA256 = int64(len(data)), hashOf(data) },
+		do: func(dir *os.Root, base string, _ fs.FileInfo) error {
+			f, err := dir.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOCTTY, 0o644)
+			if err != nil {
+				return err
+			}
+			_, err = f.Write(data)
+			if err := syncClose(f, err); err != nil {
+				dir.Remove(base)
+				return err
+			}
+			return nil
+		},
 	})
 	if err != nil {
 		return sdk.Result{}, err
@@ -284,16 +294,9 @@ func (a *App) createDirectory(ctx context.Context, id string, raw json.RawMessag
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	dir, base, done, err := a.openChange(ctx, rel)
-	if err != nil {
-		return sdk.Result{}, err
-	}
-	defer done()
-	rec, err := a.begin(ctx, id, rel, dir, base, nil)
-	if err != nil {
-		return sdk.Result{}, err
-	}
-	undo, err := a.apply(dir, rec, func() error { return dir.Mkdir(base, 0o755) })
+	undo, err := a.change(ctx, id, rel, change{
+		do: func(dir *os.Root, base string, _ fs.FileInfo) error { return dir.Mkdir(base, 0o755) },
+	})
 	if err != nil {
 		return sdk.Result{}, err
 	}
