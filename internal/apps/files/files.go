@@ -72,22 +72,14 @@ func New(doc *manifest.Document, root, stateDir string) (*App, error) {
 	if root == "" || stateDir == "" {
 		return nil, errors.New("files: the root and state folders must be named")
 	}
-	absRoot, err := filepath.Abs(root)
-	if err != nil {
-		return nil, fmt.Errorf("files: root: %w", err)
-	}
-	realRoot, err := filepath.EvalSymlinks(absRoot)
+	absRoot, realRoot, err := resolve(root)
 	if err != nil {
 		return nil, fmt.Errorf("files: root: %w", err)
 	}
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("files: state folder: %w", err)
 	}
-	absState, err := filepath.Abs(stateDir)
-	if err != nil {
-		return nil, fmt.Errorf("files: state folder: %w", err)
-	}
-	realState, err := filepath.EvalSymlinks(absState)
+	absState, realState, err := resolve(stateDir)
 	if err != nil {
 		return nil, fmt.Errorf("files: state folder: %w", err)
 	}
@@ -116,6 +108,16 @@ func New(doc *manifest.Document, root, stateDir string) (*App, error) {
 	a.load()
 	a.Purge(time.Now())
 	return a, nil
+}
+
+// resolve returns path made absolute, and the same with its links resolved: the root and
+// the state folder are compared both ways, so that neither spelling hides one in the other.
+func resolve(path string) (abs, resolved string, err error) {
+	if abs, err = filepath.Abs(path); err != nil {
+		return "", "", err
+	}
+	resolved, err = filepath.EvalSymlinks(abs)
+	return abs, resolved, err
 }
 
 // within reports whether child is parent or lies beneath it; both are absolute and clean.
