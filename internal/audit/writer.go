@@ -441,46 +441,24 @@ func (w *Writer) commit(batch []*request) {
 	)
 	seqr, sequenced := w.s.(store.AuditSequencer)
 	for attempt := 0; ; attempt++ {
+		var h head
 		if sequenced {
 			// The store gives each writer its turn at the head: no head to keep, no race.
-			var h head
 			err = seqr.AppendAuditSequenced(ctx, func(e store.AuditEntry) ([]store.AuditEntry, error) {
-				entries = make([]store.AuditEntry, len(live))
-				h = head{seq: e.Seq, hash: e.Hash}
-				at := w.o.Now().UTC()
-				for i, r := range live {
-					entries[i], h = h.next(r.body, at)
-				}
+				entries, h = w.chain(head{seq: e.Seq, hash: e.Hash}, live)
 				return entries, nil
 			})
-			if err == nil {
-				w.head, w.headKnown = h, true
-				break
+		} else {
+			if !w.headKnown {
+				if err = w.readHead(ctx); err != nil {
+					break
+				}
 			}
-			w.headKnown = false
-			if !errors.Is(err, store.ErrConflict) {
-				break
-			}
-			w.conflicts.Add(1)
-			if attempt >= w.o.ConflictRetries {
-				break
-			}
-			continue
+			entries, h = w.chain(w.head, live)
+			err = w.s.AppendAudit(ctx, entries)
 		}
-		if !w.headKnown {
-			if err = w.readHead(ctx); err != nil {
-				break
-			}
-		}
-		entries = make([]store.AuditEntry, len(live))
-		h := w.head
-		at := w.o.Now().UTC()
-		for i, r := range live {
-			entries[i], h = h.next(r.body, at)
-		}
-		err = w.s.AppendAudit(ctx, entries)
 		if err == nil {
-			w.head = h
+			w.head, w.headKnown = h, true
 			break
 		}
 		// The head may have moved (a conflict), or the write may have failed in a way that
@@ -518,6 +496,17 @@ func (w *Writer) commit(batch []*request) {
 	// about 7% more calls a second and larger batches.
 	runtime.Gosched()
 	w.writeMirror(entries)
+}
+
+// chain links live's records after h, every entry stamped with one time, and returns the
+// entries with the head after the last of them.
+func (w *Writer) chain(h head, live []*request) ([]store.AuditEntry, head) {
+	entries := make([]store.AuditEntry, len(live))
+	at := w.o.Now().UTC()
+	for i, r := range live {
+		entries[i], h = h.next(r.body, at)
+	}
+	return entries, h
 }
 
 // readHead loads the head from the store.

@@ -32,6 +32,12 @@ type countingStore struct {
 }
 
 func (c *countingStore) AppendAudit(ctx context.Context, es []store.AuditEntry) error {
+	c.enter()
+	return c.memAudit.AppendAudit(ctx, es)
+}
+
+// enter counts a call and holds it at the gate, if one is set.
+func (c *countingStore) enter() {
 	c.calls.Add(1)
 	if c.gate != nil {
 		select {
@@ -40,7 +46,6 @@ func (c *countingStore) AppendAudit(ctx context.Context, es []store.AuditEntry) 
 		}
 		<-c.gate
 	}
-	return c.memAudit.AppendAudit(ctx, es)
 }
 
 func TestChaining(t *testing.T) {
@@ -220,7 +225,8 @@ func TestAppendReturnsOnlyWhenDurable(t *testing.T) {
 
 var errDisk = errors.New("disk on fire")
 
-// failingStore fails every AppendAudit while fail is set.
+// failingStore fails every AppendAudit while fail is set, counting it and holding it at the
+// gate as countingStore does.
 type failingStore struct {
 	*countingStore
 	fail atomic.Bool
@@ -228,14 +234,7 @@ type failingStore struct {
 
 func (f *failingStore) AppendAudit(ctx context.Context, es []store.AuditEntry) error {
 	if f.fail.Load() {
-		f.calls.Add(1)
-		if f.gate != nil {
-			select {
-			case f.started <- struct{}{}:
-			default:
-			}
-			<-f.gate
-		}
+		f.enter()
 		return errDisk
 	}
 	return f.memAudit.AppendAudit(ctx, es)
