@@ -127,12 +127,7 @@ func TestGroupCommit(t *testing.T) {
 	close(cs.gate)
 	wg.Wait()
 	w.Close()
-	slices.Sort(seqs)
-	for i, s := range seqs {
-		if s != int64(i+1) {
-			t.Fatalf("seqs are not 1..%d: %v", n, seqs)
-		}
-	}
+	wantOneToN(t, seqs, n)
 	if got := cs.calls.Load(); got != 2 {
 		t.Fatalf("AppendAudit called %d times for %d records, want 2", got, n)
 	}
@@ -141,6 +136,17 @@ func TestGroupCommit(t *testing.T) {
 	}
 	if rep, _ := Verify(context.Background(), cs, pubOf(testKey())); !rep.OK() || rep.Entries != n {
 		t.Fatalf("Verify: %+v", rep)
+	}
+}
+
+// wantOneToN fails t unless seqs, in any order, are 1 to n: distinct and gap-free.
+func wantOneToN(t *testing.T, seqs []int64, n int) {
+	t.Helper()
+	slices.Sort(seqs)
+	for i, s := range seqs {
+		if s != int64(i+1) {
+			t.Fatalf("seqs are not 1..%d: %v", n, seqs)
+		}
 	}
 }
 
@@ -170,12 +176,7 @@ func TestConcurrentAppends(t *testing.T) {
 	}
 	wg.Wait()
 	w.Close()
-	slices.Sort(seqs)
-	for i, s := range seqs {
-		if s != int64(i+1) {
-			t.Fatalf("seqs are not 1..%d: %v", n, seqs)
-		}
-	}
+	wantOneToN(t, seqs, n)
 	if got := cs.calls.Load(); got >= n {
 		t.Fatalf("AppendAudit called %d times for %d records: no batching", got, n)
 	}
