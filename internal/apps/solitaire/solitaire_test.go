@@ -122,6 +122,14 @@ func (f *fixture) must(id, params string) state {
 
 func (f *fixture) state() state { return f.must(solitaire.GetGameStateID, `{}`) }
 
+// stateIs fails the test, with what says what happened, unless the game is want.
+func (f *fixture) stateIs(want state, what string) {
+	f.t.Helper()
+	if got := f.state(); !reflect.DeepEqual(got, want) {
+		f.t.Fatalf("%s:\n%+v\nwant %+v", what, got, want)
+	}
+}
+
 // build sets a layout whose foundation i holds suit i (C, D, H, S) from the Ace up to
 // levels[i]; every card not placed there, on the tableau or in the waste goes to the stock, and
 // beneath the waste what the stock cannot hold.
@@ -468,9 +476,7 @@ func TestIllegalMoves(t *testing.T) {
 			if tok != "" {
 				t.Fatal("an illegal move has an undo token")
 			}
-			if after := f.state(); !reflect.DeepEqual(after, before) {
-				t.Fatalf("an illegal move changed the game:\n%+v\n%+v", before, after)
-			}
+			f.stateIs(before, "an illegal move changed the game")
 		})
 	}
 }
@@ -532,9 +538,7 @@ func TestParamErrors(t *testing.T) {
 			if strings.Contains(err.Error(), "cheat") || strings.Contains(err.Error(), "deck") {
 				t.Fatalf("the error echoes the value: %v", err)
 			}
-			if after := f.state(); !reflect.DeepEqual(after, before) {
-				t.Fatal("a refused call changed the game")
-			}
+			f.stateIs(before, "a refused call changed the game")
 		})
 	}
 }
@@ -600,18 +604,14 @@ func TestUndo(t *testing.T) {
 	if err := f.app.Undo(ctx, solitaire.MoveID, tok2, ic); err != nil {
 		t.Fatal(err)
 	}
-	if s := f.state(); !reflect.DeepEqual(s, afterFirst) {
-		t.Fatalf("after undoing the draw: %+v", s)
-	}
+	f.stateIs(afterFirst, "after undoing the draw")
 	if err := f.app.Undo(ctx, solitaire.MoveID, tok2, ic); err == nil {
 		t.Fatal("one undo token used twice")
 	}
 	if err := f.app.Undo(ctx, solitaire.MoveID, tok1, ic); err != nil {
 		t.Fatal(err)
 	}
-	if s := f.state(); !reflect.DeepEqual(s, dealt) {
-		t.Fatalf("after undoing both: %+v", s)
-	}
+	f.stateIs(dealt, "after undoing both")
 
 	// A new game undone brings the game before it back, moves and all.
 	f.must(solitaire.MoveID, `{"from":"stock","to":"waste"}`)
@@ -626,9 +626,7 @@ func TestUndo(t *testing.T) {
 	if err := f.app.Undo(ctx, solitaire.NewGameID, tok, ic); err != nil {
 		t.Fatal(err)
 	}
-	if s := f.state(); !reflect.DeepEqual(s, before) {
-		t.Fatalf("after undoing new_game: %+v", s)
-	}
+	f.stateIs(before, "after undoing new_game")
 
 	// Tokens that are not this app's records.
 	other := solitaire.New(f.doc, f.now)
@@ -642,9 +640,7 @@ func TestUndo(t *testing.T) {
 	if err := f.app.Undo(ctx, solitaire.GetGameStateID, tok, ic); !isCode(err, sdk.CodeNotFound) {
 		t.Errorf("undo of a read: %v", err)
 	}
-	if s := f.state(); !reflect.DeepEqual(s, before) {
-		t.Fatal("a refused undo changed the game")
-	}
+	f.stateIs(before, "a refused undo changed the game")
 }
 
 func TestUndoForgetsTheOldest(t *testing.T) {
