@@ -92,15 +92,9 @@ func (c *Client) Explain(ctx context.Context, call Call) (*Explanation, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := c.do(ctx, http.MethodPost, "/v1/explain", req, true, call.Token)
-	if err != nil {
-		return nil, err
-	}
-	if a.status != http.StatusOK {
-		return nil, a.failure()
-	}
 	var x Explanation
-	if err := a.decodeJSON(&x); err != nil {
+	a, err := c.doJSON(ctx, http.MethodPost, "/v1/explain", req, &x, call.Token)
+	if err != nil {
 		return nil, err
 	}
 	if x.Outcome == "" {

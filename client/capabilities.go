@@ -11,15 +11,9 @@ import (
 // /v1/capabilities): never one it would be refused outright. Tool.NeedsConsent marks those
 // that run only with a token or the person's consent.
 func (c *Client) Capabilities(ctx context.Context) ([]Tool, error) {
-	a, err := c.do(ctx, http.MethodGet, "/v1/capabilities", nil, true)
-	if err != nil {
-		return nil, err
-	}
-	if a.status != http.StatusOK {
-		return nil, a.failure()
-	}
 	var list wire.Capabilities
-	if err := a.decodeJSON(&list); err != nil {
+	a, err := c.doJSON(ctx, http.MethodGet, "/v1/capabilities", nil, &list)
+	if err != nil {
 		return nil, err
 	}
 	if list.Capabilities == nil {

@@ -259,6 +259,20 @@ func (c *Client) do(ctx context.Context, method, path string, body any, withKey 
 	return a, nil
 }
 
+// doJSON is do, with the key, for the endpoints that answer 200 with a JSON object: another
+// status is the gateway's refusal (failure), and the object is decoded into out. It returns
+// the answer for the caller's own checks of what the object holds.
+func (c *Client) doJSON(ctx context.Context, method, path string, body, out any, secrets ...string) (answer, error) {
+	a, err := c.do(ctx, method, path, body, true, secrets...)
+	if err != nil {
+		return a, err
+	}
+	if a.status != http.StatusOK {
+		return a, a.failure()
+	}
+	return a, a.decodeJSON(out)
+}
+
 // decodeJSON decodes a's body into v: a JSON object, members the client does not know
 // ignored (a newer gateway may add some).
 func (a answer) decodeJSON(v any) error {

@@ -117,15 +117,9 @@ func (c *Client) Derive(ctx context.Context, r DeriveRequest) (*Token, error) {
 // returns the token's id. A token that is not this client's is INVALID_TOKEN (HTTP 404), as
 // an unknown one is.
 func (c *Client) Revoke(ctx context.Context, token string) (string, error) {
-	a, err := c.do(ctx, http.MethodPost, "/v1/tokens/revoke", wire.RevokeRequest{Token: token}, true, token)
-	if err != nil {
-		return "", err
-	}
-	if a.status != http.StatusOK {
-		return "", a.failure()
-	}
 	var r wire.Revoked
-	if err := a.decodeJSON(&r); err != nil {
+	a, err := c.doJSON(ctx, http.MethodPost, "/v1/tokens/revoke", wire.RevokeRequest{Token: token}, &r, token)
+	if err != nil {
 		return "", err
 	}
 	if r.Status != wire.StatusSuccess || r.TokenID == "" {
@@ -136,15 +130,9 @@ func (c *Client) Revoke(ctx context.Context, token string) (string, error) {
 
 // issue posts a token request or a derivation and reads the token it answers with.
 func (c *Client) issue(ctx context.Context, path string, body any, secrets ...string) (*Token, error) {
-	a, err := c.do(ctx, http.MethodPost, path, body, true, secrets...)
-	if err != nil {
-		return nil, err
-	}
-	if a.status != http.StatusOK {
-		return nil, a.failure()
-	}
 	var it wire.IssuedToken
-	if err := a.decodeJSON(&it); err != nil {
+	a, err := c.doJSON(ctx, http.MethodPost, path, body, &it, secrets...)
+	if err != nil {
 		return nil, err
 	}
 	if it.Status != wire.StatusSuccess || it.Token == "" || it.TokenID == "" {
