@@ -222,7 +222,11 @@ func (c *converter) value(n ast.Node) *Error {
 	case *ast.TagNode:
 		return c.tagged(n)
 	}
-	s, err := c.scalar(n)
+	return c.emit(c.scalar(n))
+}
+
+// emit appends the JSON for the scalar s, or returns err, the refusal that resolving it met.
+func (c *converter) emit(s scalar, err *Error) *Error {
 	if err != nil {
 		return err
 	}
@@ -374,16 +378,7 @@ func (c *converter) tagged(t *ast.TagNode) *Error {
 		}
 		return c.errAt(t, ruleTagMismatch)
 	}
-	s, err := c.taggedScalar(t)
-	if err != nil {
-		return err
-	}
-	if s.kind == kindString {
-		c.out = appendJSONString(c.out, s.text)
-	} else {
-		c.out = append(c.out, s.text...)
-	}
-	return nil
+	return c.emit(c.taggedScalar(t))
 }
 
 // taggedScalar resolves a scalar under one of the scalar tags. !!str takes
