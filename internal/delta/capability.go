@@ -106,11 +106,7 @@ func (d *differ) capability(p string, o, n *manifest.Capability) {
 	}
 	if o.AuthLevel != n.AuthLevel {
 		wider := lower(manifest.AuthLevels, o.AuthLevel, n.AuthLevel)
-		text := "auth level %s from %s to %s"
-		if wider {
-			text += capgateRule
-		}
-		d.add(wider, at("auth_level"), text, direction(wider, "lowered", "raised"), word(string(o.AuthLevel)), word(string(n.AuthLevel)))
+		d.addByRule(wider, at("auth_level"), "auth level %s from %s to %s", direction(wider, "lowered", "raised"), word(string(o.AuthLevel)), word(string(n.AuthLevel)))
 	}
 	if o.Permission != n.Permission {
 		d.widen(at("permission"), "permission changed from %s to %s"+capgateRule, q(o.Permission), q(n.Permission))
@@ -172,19 +168,11 @@ func (d *differ) capability(p string, o, n *manifest.Capability) {
 	if o.AutonomyCeiling != n.AutonomyCeiling {
 		// manifest.Autonomies runs from act to handoff: an earlier entry is more autonomous.
 		wider := lower(manifest.Autonomies, o.AutonomyCeiling, n.AutonomyCeiling)
-		text := "autonomy ceiling %s from %s to %s"
-		if wider {
-			text += capgateRule
-		}
-		d.add(wider, at("autonomy_ceiling"), text, direction(wider, "raised", "lowered"), word(string(o.AutonomyCeiling)), word(string(n.AutonomyCeiling)))
+		d.addByRule(wider, at("autonomy_ceiling"), "autonomy ceiling %s from %s to %s", direction(wider, "raised", "lowered"), word(string(o.AutonomyCeiling)), word(string(n.AutonomyCeiling)))
 	}
 	if o.Reversibility != n.Reversibility {
 		wider := !lower(manifest.Reversibilities, o.Reversibility, n.Reversibility) || unknown(manifest.Reversibilities, o.Reversibility, n.Reversibility)
-		text := "reversibility changed from %s to %s, %s"
-		if wider {
-			text += capgateRule
-		}
-		d.add(wider, at("reversibility"), text, word(string(o.Reversibility)), word(string(n.Reversibility)), direction(wider, "less reversible", "more reversible"))
+		d.addByRule(wider, at("reversibility"), "reversibility changed from %s to %s, %s", word(string(o.Reversibility)), word(string(n.Reversibility)), direction(wider, "less reversible", "more reversible"))
 	}
 	if !slices.Equal(o.DataClasses, n.DataClasses) {
 		d.narrow(at("data_classes"), "data classes changed")

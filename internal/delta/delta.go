@@ -192,6 +192,15 @@ func (d *differ) add(wider bool, path, format string, args ...any) {
 	}
 }
 
+// addByRule is add for a change that widens by capgate's rule rather than by the plugin
+// document's list: the text of a widening ends with capgateRule.
+func (d *differ) addByRule(wider bool, path, format string, args ...any) {
+	if wider {
+		format += capgateRule
+	}
+	d.add(wider, path, format, args...)
+}
+
 // touched reports whether a change has been recorded at path or under it.
 func (d *differ) touched(path string) bool {
 	for _, c := range d.changes {
