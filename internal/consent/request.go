@@ -269,6 +269,15 @@ func checkID(op, id string) error {
 	return nil
 }
 
+// checkAnswer validates what a person's answer names: the request (checkID) and who answers
+// (checkBy).
+func checkAnswer(op, id, by string) error {
+	if err := checkID(op, id); err != nil {
+		return err
+	}
+	return checkBy(op, by)
+}
+
 // checkBy validates the answerer named by the approval surface. Names starting with
 // "capgate:" are capgate's own answers (no surface, window elapsed) and cannot be given by
 // hand, so that the record tells a person's answer from capgate's.

@@ -207,10 +207,7 @@ func (s *Service) Sweep(ctx context.Context) ([]string, error) {
 // A request no longer pending, or past its expiry, is ErrNotPending. A commit request is
 // not approved by hand: its window's end approves it.
 func (s *Service) Approve(ctx context.Context, id, by string, remember bool) error {
-	if err := checkID("approve", id); err != nil {
-		return err
-	}
-	if err := checkBy("approve", by); err != nil {
+	if err := checkAnswer("approve", id, by); err != nil {
 		return err
 	}
 	c, r, err := s.load(ctx, id)
@@ -248,10 +245,7 @@ func (s *Service) Approve(ctx context.Context, id, by string, remember bool) err
 // Deny answers the pending request denied by by. A request no longer pending, or past its
 // expiry, is ErrNotPending.
 func (s *Service) Deny(ctx context.Context, id, by string) error {
-	if err := checkID("deny", id); err != nil {
-		return err
-	}
-	if err := checkBy("deny", by); err != nil {
+	if err := checkAnswer("deny", id, by); err != nil {
 		return err
 	}
 	return s.answer(ctx, "deny", id, store.ConsentDenied, by, "", s.now())
@@ -261,10 +255,7 @@ func (s *Service) Deny(ctx context.Context, id, by string) error {
 // delayed commit within its window. A request no longer pending, or past its expiry, is
 // ErrNotPending.
 func (s *Service) Cancel(ctx context.Context, id, by string) error {
-	if err := checkID("cancel", id); err != nil {
-		return err
-	}
-	if err := checkBy("cancel", by); err != nil {
+	if err := checkAnswer("cancel", id, by); err != nil {
 		return err
 	}
 	return s.answer(ctx, "cancel", id, store.ConsentCancelled, by, "", s.now())
