@@ -29,13 +29,7 @@ func commitAsync(ctx context.Context, svc *consent.Service, window time.Duration
 
 func receiveCommit(t *testing.T, ch <-chan commitResult) commitResult {
 	t.Helper()
-	select {
-	case r := <-ch:
-		return r
-	case <-time.After(10 * time.Second):
-		t.Fatal("Commit did not return")
-		return commitResult{}
-	}
+	return within(t, ch, "Commit")
 }
 
 // pendingCommit returns the id of the one pending commit request, once it is recorded.

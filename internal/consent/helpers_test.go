@@ -122,16 +122,24 @@ func askWaiting(t *testing.T, ctx context.Context, svc *consent.Service) (store.
 	return c, got
 }
 
-// receive returns the result of a waitAsync, failing the test if none comes in time. The
-// bound is generous: it catches a Wait that never wakes, it does not measure one.
+// receive returns the result of a waitAsync, failing the test if none comes in time.
 func receive(t *testing.T, ch <-chan waitResult) waitResult {
+	t.Helper()
+	return within(t, ch, "Wait")
+}
+
+// within returns what ch delivers, failing the test, as a call of what that did not return,
+// if nothing comes in time. The bound is generous: it catches a call that never wakes, it
+// does not measure one.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
 	select {
 	case r := <-ch:
 		return r
 	case <-time.After(10 * time.Second):
-		t.Fatal("Wait did not return")
-		return waitResult{}
+		t.Fatal(what + " did not return")
+		var zero T
+		return zero
 	}
 }
 
