@@ -3,6 +3,7 @@ package calc
 import (
 	"math/big"
 	"strconv"
+	"strings"
 )
 
 // ExprError is a problem with an expression: the rule it breaks and where, as a 1-based byte
@@ -108,61 +109,49 @@ func (p *parser) peek() byte {
 }
 
 func (p *parser) expr() (*big.Rat, error) {
-	v, err := p.term()
-	if err != nil {
-		return nil, err
-	}
-	for {
-		op := p.peek()
-		if op != '+' && op != '-' {
-			return v, nil
-		}
-		at := p.pos
-		p.pos++
-		r, err := p.term()
-		if err != nil {
-			return nil, err
-		}
+	return p.left(p.term, "+-", func(op byte, a, b *big.Rat, _ int) (*big.Rat, error) {
 		if op == '+' {
-			v = new(big.Rat).Add(v, r)
-		} else {
-			v = new(big.Rat).Sub(v, r)
+			return new(big.Rat).Add(a, b), nil
 		}
-		if err := p.bounded(v, at); err != nil {
-			return nil, err
-		}
-	}
+		return new(big.Rat).Sub(a, b), nil
+	})
 }
 
 func (p *parser) term() (*big.Rat, error) {
-	v, err := p.unary()
+	return p.left(p.unary, "*/%", func(op byte, a, b *big.Rat, at int) (*big.Rat, error) {
+		switch {
+		case op == '*':
+			return new(big.Rat).Mul(a, b), nil
+		case b.Sign() == 0:
+			return nil, p.failAt(at, "division by zero")
+		case op == '/':
+			return new(big.Rat).Quo(a, b), nil
+		}
+		return rem(a, b), nil
+	})
+}
+
+// left parses one left-associative level of the grammar: operands read by operand, joined
+// by any of the operators in ops, each applied by apply as it comes (which may refuse, as a
+// division by zero, at the operator's position at) and every partial result bounded.
+func (p *parser) left(operand func() (*big.Rat, error), ops string, apply func(op byte, a, b *big.Rat, at int) (*big.Rat, error)) (*big.Rat, error) {
+	v, err := operand()
 	if err != nil {
 		return nil, err
 	}
 	for {
 		op := p.peek()
-		if op != '*' && op != '/' && op != '%' {
+		if op == 0 || strings.IndexByte(ops, op) < 0 {
 			return v, nil
 		}
 		at := p.pos
 		p.pos++
-		r, err := p.unary()
+		r, err := operand()
 		if err != nil {
 			return nil, err
 		}
-		switch op {
-		case '*':
-			v = new(big.Rat).Mul(v, r)
-		case '/':
-			if r.Sign() == 0 {
-				return nil, p.failAt(at, "division by zero")
-			}
-			v = new(big.Rat).Quo(v, r)
-		case '%':
-			if r.Sign() == 0 {
-				return nil, p.failAt(at, "division by zero")
-			}
-			v = rem(v, r)
+		if v, err = apply(op, v, r, at); err != nil {
+			return nil, err
 		}
 		if err := p.bounded(v, at); err != nil {
 			return nil, err
