@@ -95,15 +95,9 @@ func UsesWords(maxUses int64) string {
 // token's constraints with it too.
 func ConstraintWords(t TokenTerms) []string {
 	var out []string
-	for _, l := range []struct {
-		what string
-		list []string
-	}{
-		{"only these paths: ", t.AllowedPaths}, {"only these commands: ", t.AllowedCommands},
-		{"never these commands: ", t.DeniedCommands}, {"never commands matching: ", t.DeniedPatterns},
-	} {
+	for _, l := range t.lists() {
 		if len(l.list) > 0 {
-			out = append(out, l.what+strings.Join(l.list, ", "))
+			out = append(out, l.words+strings.Join(l.list, ", "))
 		}
 	}
 	if t.Condition != "" {
@@ -134,15 +128,9 @@ func (r Request) lookalikes() []Lookalike {
 		check("grants["+strconv.Itoa(i)+"]", g)
 	}
 	if t := r.Token; t != nil {
-		for _, l := range []struct {
-			name string
-			list []string
-		}{
-			{"token.allowed_paths", t.AllowedPaths}, {"token.allowed_commands", t.AllowedCommands},
-			{"token.denied_commands", t.DeniedCommands}, {"token.denied_patterns", t.DeniedPatterns},
-		} {
+		for _, l := range t.lists() {
 			for i, e := range l.list {
-				check(l.name+"["+strconv.Itoa(i)+"]", e)
+				check(l.field+"["+strconv.Itoa(i)+"]", e)
 			}
 		}
 		check("token.condition", t.Condition)

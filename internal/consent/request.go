@@ -94,6 +94,23 @@ type TokenTerms struct {
 	Condition       string   `json:"condition,omitempty"` // CEL, shown as text
 }
 
+// termList is one of a token's constraint lists: its field path, how the person reads it,
+// and its entries.
+type termList struct {
+	field, words string
+	list         []string
+}
+
+// lists returns t's constraint lists, in the order they are checked and shown.
+func (t TokenTerms) lists() [4]termList {
+	return [...]termList{
+		{"token.allowed_paths", "only these paths: ", t.AllowedPaths},
+		{"token.allowed_commands", "only these commands: ", t.AllowedCommands},
+		{"token.denied_commands", "never these commands: ", t.DeniedCommands},
+		{"token.denied_patterns", "never commands matching: ", t.DeniedPatterns},
+	}
+}
+
 // normalize returns r with an empty Reversibility recorded as Irreversible (Revocable for a
 // token request).
 func (r Request) normalize() Request {
@@ -181,19 +198,13 @@ func (r Request) validate(kind string) error {
 		if t.MaxUses < 0 {
 			add("token.max_uses", "must not be negative")
 		}
-		for _, l := range []struct {
-			name string
-			list []string
-		}{
-			{"token.allowed_paths", t.AllowedPaths}, {"token.allowed_commands", t.AllowedCommands},
-			{"token.denied_commands", t.DeniedCommands}, {"token.denied_patterns", t.DeniedPatterns},
-		} {
+		for _, l := range t.lists() {
 			if len(l.list) > MaxListEntries {
-				add(l.name, "must have at most MaxListEntries entries")
+				add(l.field, "must have at most MaxListEntries entries")
 			}
 			for i, e := range l.list {
 				if e == "" || !validText(e, MaxTextBytes, false) {
-					add(fmt.Sprintf("%s[%d]", l.name, i), "must be 1 to MaxTextBytes bytes of printable text")
+					add(fmt.Sprintf("%s[%d]", l.field, i), "must be 1 to MaxTextBytes bytes of printable text")
 				}
 			}
 		}
