@@ -42,10 +42,7 @@ func VerifyExport(ctx context.Context, r io.Reader, pub ed25519.PublicKey, opts 
 		o = *opts
 	}
 	v := chainCheck{rep: &rep, expect: map[int64][]expectation{}, outside: true, export: true}
-	outsideCPs := v.readWitnesses(ctx, pub, o.Witnesses)
-	if o.HeadFile != "" {
-		outsideCPs = append(outsideCPs, v.readHeadFile(pub, o.HeadFile)...)
-	}
+	outsideCPs := v.readOutside(ctx, pub, o.Witnesses, o.HeadFile)
 
 	br := bufio.NewReaderSize(r, 64<<10)
 	exported := map[int64]string{} // the export's valid checkpoints: seq → head

@@ -178,10 +178,7 @@ func VerifyWith(ctx context.Context, s store.Audit, pub ed25519.PublicKey, opts 
 			return rep, err
 		}
 	}
-	outsideCPs := v.readWitnesses(ctx, pub, o.Witnesses) // signed checkpoints held outside the store
-	if o.HeadFile != "" {
-		outsideCPs = append(outsideCPs, v.readHeadFile(pub, o.HeadFile)...)
-	}
+	outsideCPs := v.readOutside(ctx, pub, o.Witnesses, o.HeadFile)
 
 	cps, err := s.Checkpoints(ctx)
 	if err != nil {
@@ -290,6 +287,17 @@ func (v *chainCheck) outsideCheckpoint(pub ed25519.PublicKey, c store.Checkpoint
 	x := expectation{seq: c.Seq, hash: c.Head, source: source, signed: true, holder: holder}
 	v.add(x)
 	return x, true
+}
+
+// readOutside reads what is kept outside the store, the witnesses' checkpoints and then the
+// head file ("": none), expecting the log to match each; it returns the expectations of the
+// signed checkpoints among them.
+func (v *chainCheck) readOutside(ctx context.Context, pub ed25519.PublicKey, ws []Witness, headFile string) []expectation {
+	cps := v.readWitnesses(ctx, pub, ws)
+	if headFile != "" {
+		cps = append(cps, v.readHeadFile(pub, headFile)...)
+	}
+	return cps
 }
 
 // readWitnesses asks each witness for its checkpoint and expects the log to match it; it
