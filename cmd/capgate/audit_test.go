@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
@@ -10,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,55 +24,11 @@ import (
 	_ "github.com/capgate/capgate/internal/store/sqlite" // the "sqlite" database/sql driver, to tamper as an attacker would
 )
 
-// serveWith starts `capgate serve` on data with extra arguments, as startReplica does.
-func serveWith(t *testing.T, data string, args ...string) *replica {
-	t.Helper()
-	return serveEnv(t, data, nil, args...)
-}
-
-// serveEnv is serveWith with env added to the child's environment.
-func serveEnv(t *testing.T, data string, env []string, args ...string) *replica {
-	t.Helper()
-	cmd := exec.Command(binary, append([]string{"serve", "--data", data, "--listen", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(append(os.Environ(), "HOME="+data), env...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r := &replica{cmd: cmd, rest: make(chan string, 1)}
-	lines := bufio.NewScanner(out)
-	for lines.Scan() {
-		if u, ok := strings.CutPrefix(lines.Text(), "capgate serving on http://"); ok {
-			r.url = "http://" + u
-		}
-		if strings.HasPrefix(lines.Text(), "add an agent with:") {
-			break
-		}
-	}
-	go func() { b, _ := io.ReadAll(out); r.rest <- string(b) }()
-	if r.url == "" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("serve did not say where it listens; stderr:\n%s", stderr.String())
-	}
-	t.Cleanup(func() { r.stop(t) })
-	return r
-}
-
 // callsThrough adds a client to the gateway at r, takes a token and makes n calls with it;
 // env names the data folder (and store). It returns the client key and the token.
 func callsThrough(t *testing.T, r *replica, env []string, n int) (key, tok string) {
 	t.Helper()
-	key = strings.TrimSpace(capgate(t, "", env, "client", "add", "agent").stdout)
-	res := capgate(t, "", append(env, "CAPGATE_SERVER="+r.url, "CAPGATE_CLIENT_KEY="+key),
-		"token", "request", "--capabilities", "system.settings.read", "--max-uses", "100000", "--duration", "10m")
-	mustCode(t, res, 0)
-	tok = strings.TrimSpace(res.stdout)
+	key, tok = agentToken(t, env, r.url, "100000")
 	client := &http.Client{Timeout: 10 * time.Second}
 	for i := range n {
 		if a, err := ipcCall(client, r.url, key, tok, "c"+strconv.Itoa(i)); err != nil || a.Status != "success" {
@@ -474,27 +428,24 @@ func TestAuditWitness(t *testing.T) {
 	mustCode(t, capgate(t, "", env, "audit", "public-key", "--out", pub), 0)
 
 	wdir := t.TempDir()
-	wit := exec.Command(binary, "audit", "witness", "--listen", "127.0.0.1:0", "--dir", wdir, "--public-key", pub)
-	out, _ := wit.StdoutPipe()
-	wit.Stderr = os.Stderr
-	if err := wit.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
 	url := ""
-	if sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "capgate audit witness on "); ok {
+	wit, err := startChild([]string{"audit", "witness", "--listen", "127.0.0.1:0", "--dir", wdir, "--public-key", pub}, nil, true, func(line string) bool {
+		if rest, ok := strings.CutPrefix(line, "capgate audit witness on "); ok {
 			url, _, _ = strings.Cut(rest, " ")
 		}
+		return true // the first line says where it listens
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if url == "" {
-		wit.Process.Kill()
+		wit.kill()
 		t.Fatal("the witness did not say where it listens")
 	}
 	t.Cleanup(func() {
-		wit.Process.Signal(syscall.SIGTERM)
-		io.Copy(io.Discard, out)
-		if err := wit.Wait(); err != nil {
+		wit.cmd.Process.Signal(syscall.SIGTERM)
+		<-wit.rest
+		if err := wit.cmd.Wait(); err != nil {
 			t.Errorf("the witness exited with %v", err)
 		}
 	})

@@ -173,11 +173,8 @@ func TestReplicasClientDisable(t *testing.T) {
 			}
 			rs := startReplicas(t, n, data, pg)
 			env := replicaEnv(data, pg)
-			key := strings.TrimSpace(capgate(t, "", env, "client", "add", "agent").stdout)
-			r := capgate(t, "", append(env, "CAPGATE_SERVER="+rs[0].url, "CAPGATE_CLIENT_KEY="+key),
-				"token", "request", "--capabilities", "system.settings.read", "--duration", "10m")
-			mustCode(t, r, 0)
-			toks := map[string]string{"without a token": "", "with a token": strings.TrimSpace(r.stdout)}
+			key, tok := agentToken(t, env, rs[0].url, "")
+			toks := map[string]string{"without a token": "", "with a token": tok}
 			every := func(when string, want ...string) {
 				t.Helper()
 				for i, rep := range rs {

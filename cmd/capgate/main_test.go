@@ -1,13 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // The CLI is tested as a person uses it: the real binary in a child process.
@@ -36,19 +42,182 @@ type result struct {
 func capgate(t *testing.T, stdin string, env []string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	r, err := runClean(t, cmd, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// runClean runs cmd to its end with a clean HOME and configuration, env added, and returns
+// its exit code and output; err is a failure to run it at all.
+func runClean(t *testing.T, cmd *exec.Cmd, env []string) (result, error) {
 	home := t.TempDir()
 	cmd.Env = append([]string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "PATH=" + os.Getenv("PATH")}, env...)
-	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+		code, err = ee.ExitCode(), nil
+	}
+	return result{code, out.String(), errb.String()}, err
+}
+
+// child is a capgate child process of a test that runs until the test stops it, such as
+// serve or audit witness.
+type child struct {
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer // its standard error when kept rather than the test's own; read it only once it has exited
+	rest   chan string   // the rest of its standard output, once it exits
+	killed bool          // stopped already, or stopped by the test itself
+}
+
+// startChild starts the binary with args and env (nil: the test's own environment), its
+// standard error the test's own when live, else kept in stderr. It reads the child's
+// standard output a line at a time, giving each to see, until see returns true or the
+// output ends, and the rest in the background.
+func startChild(args, env []string, live bool, see func(line string) bool) (*child, error) {
+	cmd := exec.Command(binary, args...)
+	cmd.Env = env
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	c := &child{cmd: cmd, rest: make(chan string, 1)}
+	if live {
+		cmd.Stderr = os.Stderr
+	} else {
+		c.stderr = &bytes.Buffer{}
+		cmd.Stderr = c.stderr
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	lines := bufio.NewScanner(out)
+	for lines.Scan() && !see(lines.Text()) {
+	}
+	go func() { b, _ := io.ReadAll(out); c.rest <- string(b) }()
+	return c, nil
+}
+
+// kill stops the child with SIGKILL, at once.
+func (c *child) kill() {
+	c.killed = true
+	c.cmd.Process.Kill()
+	<-c.rest
+	c.cmd.Wait()
+}
+
+// replica is one `capgate serve` child process of a test: one of several replicas on a
+// shared store, or a test's only gateway.
+type replica struct {
+	*child
+	url   string        // http://127.0.0.1:PORT
+	login string        // the one-time login link to its approval page
+	grace time.Duration // how long stop waits for it to stop after SIGTERM
+}
+
+// serveOptions are how a test runs `capgate serve --data DATA --listen 127.0.0.1:0`.
+type serveOptions struct {
+	args  []string      // more arguments
+	env   []string      // added to the test's environment and HOME
+	home  string        // HOME: "" for the data folder
+	live  bool          // its standard error the test's own, rather than kept to show if it does not start
+	grace time.Duration // how long it may take to stop on SIGTERM: 0 for 30 s
+}
+
+// launchServe starts `capgate serve` on data and reads its banner, up to the line that
+// says how to add an agent.
+func launchServe(data string, o serveOptions) (*replica, error) {
+	home := o.home
+	if home == "" {
+		home = data
+	}
+	r := &replica{grace: o.grace}
+	if r.grace == 0 {
+		r.grace = 30 * time.Second
+	}
+	var err error
+	r.child, err = startChild(append([]string{"serve", "--data", data, "--listen", "127.0.0.1:0"}, o.args...),
+		append(append(os.Environ(), "HOME="+home), o.env...), o.live, func(line string) bool {
+			if u, ok := strings.CutPrefix(line, "capgate serving on http://"); ok {
+				r.url = "http://" + u
+			}
+			if u, ok := strings.CutPrefix(line, "approve requests at "); ok {
+				r.login = u
+			}
+			return strings.HasPrefix(line, "add an agent with:")
+		})
+	if err != nil {
+		return nil, err
+	}
+	if r.url == "" {
+		r.kill()
+		if r.stderr == nil {
+			return nil, errors.New("serve did not say where it listens")
+		}
+		return nil, fmt.Errorf("serve did not say where it listens; stderr:\n%s", r.stderr.String())
+	}
+	return r, nil
+}
+
+// serveChild starts `capgate serve` on data (launchServe); it is stopped with SIGTERM at the
+// end of the test, which must be graceful unless the test has killed it.
+func serveChild(t *testing.T, data string, o serveOptions) *replica {
+	t.Helper()
+	r, err := launchServe(data, o)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return result{code, out.String(), errb.String()}
+	t.Cleanup(func() { r.stop(t) })
+	return r
+}
+
+// startServe runs `capgate serve` as a real child process on a free loopback port, with a
+// fresh HOME and its standard error the test's own, and returns its URL; the server is
+// stopped with SIGTERM at the end of the test, which must be graceful within 20 s.
+func startServe(t *testing.T, data string, args ...string) string {
+	t.Helper()
+	return serveChild(t, data, serveOptions{args: args, home: t.TempDir(), live: true, grace: 20 * time.Second}).url
+}
+
+// serveWith starts `capgate serve` on data with extra arguments, HOME the data folder and
+// its standard error kept.
+func serveWith(t *testing.T, data string, args ...string) *replica {
+	t.Helper()
+	return serveEnv(t, data, nil, args...)
+}
+
+// serveEnv is serveWith with env added to the child's environment.
+func serveEnv(t *testing.T, data string, env []string, args ...string) *replica {
+	t.Helper()
+	return serveChild(t, data, serveOptions{args: args, env: env})
+}
+
+// stop stops the replica with SIGTERM and checks that it stopped gracefully. Standard output
+// is read to its end before Wait, which closes the pipe: waiting first could lose the last
+// lines.
+func (r *replica) stop(t *testing.T) {
+	if r.killed {
+		return
+	}
+	r.killed = true
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case s := <-r.rest:
+		if err := r.cmd.Wait(); err != nil {
+			t.Errorf("serve exited with %v", err)
+		}
+		if !strings.Contains(s, "capgate stopped") {
+			t.Errorf("serve did not stop gracefully: %q", s)
+		}
+	case <-time.After(r.grace):
+		r.cmd.Process.Kill()
+		r.cmd.Wait()
+		t.Error("serve did not stop on SIGTERM")
+	}
 }
 
 func mustCode(t *testing.T, r result, want int) {

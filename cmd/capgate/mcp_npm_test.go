@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -229,37 +228,23 @@ func TestEverythingServerBehindGateway(t *testing.T) {
 	mustCode(t, capgate(t, "", nil, "audit", "verify", "--data", data), 0)
 }
 
-// inspectorRun is one run of the MCP Inspector's command-line mode.
-type inspectorRun struct {
-	code           int
-	stdout, stderr string
-}
-
 // inspector runs the MCP Inspector's command-line mode (mcp-inspector --cli) with args and
 // --format json, in a clean HOME, with a bound on its time. It reports a failure to run with
 // t.Errorf (exit code -1), never t.Fatal, since tests run it from goroutines.
-func inspector(t *testing.T, node, launcher string, args ...string) inspectorRun {
+func inspector(t *testing.T, node, launcher string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{launcher, "--cli", "--format", "json"}, args...)...)
-	home := t.TempDir()
-	cmd.Env = []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "PATH=" + os.Getenv("PATH")}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	r, err := runClean(t, exec.CommandContext(ctx, node, append([]string{launcher, "--cli", "--format", "json"}, args...)...), nil)
+	if err != nil {
 		t.Errorf("the inspector did not run: %v", err)
-		code = -1
+		r.code = -1
 	}
 	if ctx.Err() != nil {
-		t.Errorf("the inspector did not finish in time; stderr: %s", errb.String())
-		code = -1
+		t.Errorf("the inspector did not finish in time; stderr: %s", r.stderr)
+		r.code = -1
 	}
-	return inspectorRun{code, out.String(), errb.String()}
+	return r
 }
 
 // The MCP Inspector's command-line mode, @modelcontextprotocol/inspector, as the MCP client
@@ -300,7 +285,7 @@ func TestInspectorCLIThroughGateway(t *testing.T) {
 		})
 	}
 	for _, tc := range targetsOf(key) {
-		run := func(t *testing.T, args ...string) inspectorRun {
+		run := func(t *testing.T, args ...string) result {
 			t.Helper()
 			return inspector(t, node, launcher, slices.Concat(tc.pre, args, tc.post)...)
 		}
@@ -315,7 +300,7 @@ func TestInspectorCLIThroughGateway(t *testing.T) {
 		// returns the tool result.
 		call := func(t *testing.T, answer string) callResult {
 			t.Helper()
-			got := make(chan inspectorRun, 1)
+			got := make(chan result, 1)
 			go func() {
 				got <- run(t, "--method", "tools/call", "--tool-name", "calc__compute", "--tool-arg", "expression=123 + 456 * 2")
 			}()

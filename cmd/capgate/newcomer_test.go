@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -73,30 +69,8 @@ func TestSIGTERMWithAnIdleMCPStream(t *testing.T) {
 	r := capgate(t, "", nil, "client", "add", "agent", "--data", data)
 	mustCode(t, r, 0)
 	key := strings.TrimSpace(r.stdout)
-	cmd := exec.Command(binary, "serve", "--data", data, "--listen", "127.0.0.1:0", "--log-level", "warn")
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := bufio.NewScanner(out)
-	url := ""
-	for lines.Scan() {
-		if u, ok := strings.CutPrefix(lines.Text(), "capgate serving on http://"); ok {
-			url = "http://" + u
-			break
-		}
-	}
-	go io.Copy(io.Discard, out)
-	if url == "" {
-		t.Fatal("serve did not say where it listens")
-	}
+	srv := serveChild(t, data, serveOptions{args: []string{"--log-level", "warn"}, home: t.TempDir()})
+	url := srv.url
 	ctx := context.Background()
 	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "idle-agent", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: &http.Client{Transport: bearerRT(key)}}, nil)
@@ -109,24 +83,26 @@ func TestSIGTERMWithAnIdleMCPStream(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond) // the client's stream is open
 	start := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	srv.killed = true // stopped here, and checked otherwise than at the end of the test
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() { <-srv.rest; done <- srv.cmd.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Errorf("serve exited with %v: %s", err, stderr.String())
+			t.Errorf("serve exited with %v: %s", err, srv.stderr.String())
 		}
 	case <-time.After(15 * time.Second):
+		srv.cmd.Process.Kill()
 		t.Fatalf("serve did not stop within 15 s of SIGTERM with only an idle stream open")
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("the stop took %v", d)
 	}
-	if strings.Contains(stderr.String(), "deadline") {
-		t.Errorf("stderr: %s", stderr.String())
+	if strings.Contains(srv.stderr.String(), "deadline") {
+		t.Errorf("stderr: %s", srv.stderr.String())
 	}
 }
 

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,12 +9,10 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,15 +20,6 @@ import (
 	"github.com/capgate/capgate/internal/store/postgres/pgtest"
 	"github.com/capgate/capgate/internal/token"
 )
-
-// replica is one `capgate serve` child process of a test.
-type replica struct {
-	url    string // http://127.0.0.1:PORT
-	login  string // the one-time login link to its approval page
-	cmd    *exec.Cmd
-	rest   chan string // the rest of its stdout, once it exits
-	killed bool
-}
 
 // startReplicas starts n `capgate serve` processes at once on one data folder (one set of
 // keys) and the PostgreSQL store pg, each on its own loopback port. They are stopped with
@@ -43,7 +30,7 @@ func startReplicas(t *testing.T, n int, data, pg string) []*replica {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range rs {
-		wg.Go(func() { rs[i], errs[i] = startReplica(data, pg) })
+		wg.Go(func() { rs[i], errs[i] = launchServe(data, serveOptions{args: []string{"--store", pg}}) })
 	}
 	wg.Wait()
 	t.Cleanup(func() {
@@ -59,70 +46,6 @@ func startReplicas(t *testing.T, n int, data, pg string) []*replica {
 		}
 	}
 	return rs
-}
-
-func startReplica(data, pg string) (*replica, error) {
-	cmd := exec.Command(binary, "serve", "--data", data, "--listen", "127.0.0.1:0", "--store", pg)
-	cmd.Env = append(os.Environ(), "HOME="+data)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	r := &replica{cmd: cmd, rest: make(chan string, 1)}
-	lines := bufio.NewScanner(out)
-	for lines.Scan() {
-		if u, ok := strings.CutPrefix(lines.Text(), "capgate serving on http://"); ok {
-			r.url = "http://" + u
-		}
-		if u, ok := strings.CutPrefix(lines.Text(), "approve requests at "); ok {
-			r.login = u
-		}
-		if strings.HasPrefix(lines.Text(), "add an agent with:") {
-			break
-		}
-	}
-	go func() { b, _ := io.ReadAll(out); r.rest <- string(b) }()
-	if r.url == "" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		return nil, fmt.Errorf("serve did not say where it listens; stderr:\n%s", stderr.String())
-	}
-	return r, nil
-}
-
-// kill stops the replica with SIGKILL, at once.
-func (r *replica) kill() {
-	r.killed = true
-	r.cmd.Process.Kill()
-	<-r.rest
-	r.cmd.Wait()
-}
-
-// stop stops the replica with SIGTERM and checks that it stopped gracefully.
-func (r *replica) stop(t *testing.T) {
-	if r.killed {
-		return
-	}
-	r.killed = true
-	r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case s := <-r.rest:
-		if err := r.cmd.Wait(); err != nil {
-			t.Errorf("serve exited with %v", err)
-		}
-		if !strings.Contains(s, "capgate stopped") {
-			t.Errorf("serve did not stop gracefully: %q", s)
-		}
-	case <-time.After(30 * time.Second):
-		r.cmd.Process.Kill()
-		r.cmd.Wait()
-		t.Error("serve did not stop on SIGTERM")
-	}
 }
 
 // answer is the part of an IPC answer the replica tests look at.
@@ -154,6 +77,21 @@ func replicaEnv(data, pg string) []string {
 	return []string{"CAPGATE_DATA_DIR=" + data, "CAPGATE_STORE=" + pg}
 }
 
+// agentToken adds the client agent to the store env names and requests, through the gateway
+// at url, a ten-minute token for system.settings.read with at most maxUses uses ("" for no
+// limit). It returns the client key and the token.
+func agentToken(t *testing.T, env []string, url, maxUses string) (key, tok string) {
+	t.Helper()
+	key = strings.TrimSpace(capgate(t, "", env, "client", "add", "agent").stdout)
+	args := []string{"token", "request", "--capabilities", "system.settings.read"}
+	if maxUses != "" {
+		args = append(args, "--max-uses", maxUses)
+	}
+	r := capgate(t, "", append(env, "CAPGATE_SERVER="+url, "CAPGATE_CLIENT_KEY="+key), append(args, "--duration", "10m")...)
+	mustCode(t, r, 0)
+	return key, strings.TrimSpace(r.stdout)
+}
+
 // TestReplicasExactUses drives a token with 40 uses from 48 concurrent callers spread over
 // three replicas: exactly 40 calls succeed, every other one is TOKEN_EXHAUSTED, and the store
 // agrees.
@@ -161,11 +99,7 @@ func TestReplicasExactUses(t *testing.T) {
 	pg, data := pgtest.Schema(t), t.TempDir()
 	rs := startReplicas(t, 3, data, pg)
 	env := replicaEnv(data, pg)
-	key := strings.TrimSpace(capgate(t, "", env, "client", "add", "agent").stdout)
-	r := capgate(t, "", append(env, "CAPGATE_SERVER="+rs[1].url, "CAPGATE_CLIENT_KEY="+key),
-		"token", "request", "--capabilities", "system.settings.read", "--max-uses", "40", "--duration", "10m")
-	mustCode(t, r, 0)
-	tok := strings.TrimSpace(r.stdout)
+	key, tok := agentToken(t, env, rs[1].url, "40")
 
 	var ok, exhausted atomic.Int64
 	var other atomic.Pointer[string]
@@ -329,11 +263,12 @@ func TestReplicasConsent(t *testing.T) {
 	mustCode(t, capgate(t, "", env, "audit", "verify"), 0)
 }
 
-// waitPendingEnv waits for a pending consent request in the store env names and returns its id.
-func waitPendingEnv(t *testing.T, env []string) string {
+// waitPendingEnv waits for a pending consent request in the store env (and args) name and
+// returns its id.
+func waitPendingEnv(t *testing.T, env []string, args ...string) string {
 	t.Helper()
 	for range 100 {
-		l := capgate(t, "", env, "approvals", "list", "--json")
+		l := capgate(t, "", env, append([]string{"approvals", "list", "--json"}, args...)...)
 		var pending []struct{ ID string }
 		json.Unmarshal([]byte(l.stdout), &pending)
 		if len(pending) > 0 {
@@ -353,11 +288,7 @@ func TestReplicasKillDashNine(t *testing.T) {
 	pg, data := pgtest.Schema(t), t.TempDir()
 	rs := startReplicas(t, 3, data, pg)
 	env := replicaEnv(data, pg)
-	key := strings.TrimSpace(capgate(t, "", env, "client", "add", "agent").stdout)
-	r := capgate(t, "", append(env, "CAPGATE_SERVER="+rs[0].url, "CAPGATE_CLIENT_KEY="+key),
-		"token", "request", "--capabilities", "system.settings.read", "--max-uses", "1000000", "--duration", "10m")
-	mustCode(t, r, 0)
-	tok := strings.TrimSpace(r.stdout)
+	key, tok := agentToken(t, env, rs[0].url, "1000000")
 
 	const workers = 8 // per replica
 	var acked [3]atomic.Int64

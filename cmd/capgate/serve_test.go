@@ -1,72 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
-
-// startServe runs `capgate serve` as a real child process on a free loopback port and returns
-// its URL; the server is stopped with SIGTERM at the end of the test, which must be graceful.
-func startServe(t *testing.T, data string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(binary, append([]string{"serve", "--data", data, "--listen", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(out)
-	url := ""
-	for lines.Scan() {
-		if u, ok := strings.CutPrefix(lines.Text(), "capgate serving on http://"); ok {
-			url = "http://" + u
-		}
-		if strings.HasPrefix(lines.Text(), "add an agent with:") {
-			break
-		}
-	}
-	if url == "" {
-		cmd.Process.Kill()
-		t.Fatal("serve did not say where it listens")
-	}
-	rest := make(chan string, 1)
-	go func() { b, _ := io.ReadAll(out); rest <- string(b) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		// Read stdout to its end before Wait, which closes the pipe: waiting first could
-		// lose the last lines.
-		select {
-		case s := <-rest:
-			if err := cmd.Wait(); err != nil {
-				t.Errorf("serve exited with %v", err)
-			}
-			if !strings.Contains(s, "capgate stopped") {
-				t.Errorf("serve did not stop gracefully: %q", s)
-			}
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Error("serve did not stop on SIGTERM")
-		}
-	})
-	return url
-}
 
 func TestServeEndToEnd(t *testing.T) {
 	data := t.TempDir()
@@ -162,20 +108,7 @@ func TestServeEndToEnd(t *testing.T) {
 	go func() {
 		got <- capgate(t, "", env, "token", "request", "--capabilities", "app.notes.delete", "--duration", "10m", "--reason", "tidy up")
 	}()
-	id := ""
-	for i := 0; i < 100 && id == ""; i++ {
-		l := capgate(t, "", nil, "approvals", "list", "--json", "--data", data)
-		var pending []struct{ ID string }
-		json.Unmarshal([]byte(l.stdout), &pending)
-		if len(pending) > 0 {
-			id = pending[0].ID
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if id == "" {
-		t.Fatal("no pending request appeared")
-	}
-	mustCode(t, capgate(t, "", nil, "approvals", "approve", id, "--data", data), 0)
+	mustCode(t, capgate(t, "", nil, "approvals", "approve", waitPending(t, data), "--data", data), 0)
 	if r := <-got; r.code != 0 || !strings.HasPrefix(strings.TrimSpace(r.stdout), "cgt1.") {
 		t.Fatalf("approved token request: %+v", r)
 	}
@@ -202,20 +135,10 @@ func TestServeEndToEnd(t *testing.T) {
 	mustCode(t, capgate(t, "", nil, "audit", "verify", "--data", data), 0)
 }
 
-// waitPending returns the id of the first pending consent request.
+// waitPending returns the id of the first pending consent request in the data folder.
 func waitPending(t *testing.T, data string) string {
 	t.Helper()
-	for i := 0; i < 100; i++ {
-		l := capgate(t, "", nil, "approvals", "list", "--json", "--data", data)
-		var pending []struct{ ID string }
-		json.Unmarshal([]byte(l.stdout), &pending)
-		if len(pending) > 0 {
-			return pending[0].ID
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatal("no pending request appeared")
-	return ""
+	return waitPendingEnv(t, nil, "--data", data)
 }
 
 // TestServeSettingsFlow is the README's walk-through with the built-in Settings app: an
@@ -380,22 +303,8 @@ func TestServeSettingsFlow(t *testing.T) {
 // was acknowledged.
 func TestKillDashNineUnderLoad(t *testing.T) {
 	data := t.TempDir()
-	cmd := exec.Command(binary, "serve", "--data", data, "--listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-	out, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
-	url := ""
-	for sc.Scan() {
-		if u, ok := strings.CutPrefix(sc.Text(), "capgate serving on http://"); ok {
-			url = "http://" + u
-			break
-		}
-	}
-	go io.Copy(io.Discard, out)
+	srv := serveChild(t, data, serveOptions{home: t.TempDir(), live: true})
+	url := srv.url
 	key := strings.TrimSpace(capgate(t, "", nil, "client", "add", "agent", "--data", data).stdout)
 	env := []string{"CAPGATE_SERVER=" + url, "CAPGATE_CLIENT_KEY=" + key}
 	tr := capgate(t, "", env, "token", "request", "--capabilities", "system.settings.read", "--duration", "10m")
@@ -447,8 +356,7 @@ func TestKillDashNineUnderLoad(t *testing.T) {
 		}()
 	}
 	time.Sleep(1500 * time.Millisecond)
-	cmd.Process.Kill() // SIGKILL mid-load
-	cmd.Wait()
+	srv.kill() // SIGKILL mid-load
 	close(stop)
 	wg.Wait()
 	if acked.Load() == 0 {
