@@ -20,12 +20,7 @@ import (
 // gateway's address is known (--server, else $CAPGATE_SERVER), and to none when it is not.
 func TestApprovalsPrintThePage(t *testing.T) {
 	data := t.TempDir()
-	mustCode(t, capgate(t, "", nil, "client", "add", "alice", "--data", data), 0) // creates the store
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(data, gateway.DBFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, st := aliceStore(t, data)
 	c, err := consent.New(st, &consent.Options{Surface: true}).Ask(ctx, consent.Request{ClientID: "cl_alice", ClientName: "alice",
 		Kind: consent.KindCall, Permission: "app.notes.write", Summary: "Write a note"})
 	st.Close()
@@ -107,11 +102,7 @@ func TestOperatorChangesAreAudited(t *testing.T) {
 	if _, err := gateway.LoadOrCreateKey(data); err != nil {                      // as capgate serve does
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(data, gateway.DBFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, st := context.Background(), openSQLite(t, data)
 	cs := consent.New(st, &consent.Options{Surface: true})
 	ask := func(perm string) string {
 		c, err := cs.Ask(ctx, consent.Request{ClientID: "cl_alice", ClientName: "alice", Kind: consent.KindCall, Permission: perm, Summary: "Write", Wording: "alice may write notes"})
@@ -167,10 +158,7 @@ func TestOperatorChangesAreAudited(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	st, err = sqlite.Open(ctx, filepath.Join(data, gateway.DBFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st = openSQLite(t, data)
 	defer st.Close()
 	if m, err := st.GetMandate(ctx, "app.notes.write"); err != nil || m.AgreedID != approved {
 		t.Errorf("the remembered agreement: %+v %v", m, err)
@@ -180,13 +168,9 @@ func TestOperatorChangesAreAudited(t *testing.T) {
 // auditRecords are the records of the data folder's audit log, oldest first.
 func auditRecords(t *testing.T, data string) []audit.Record {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(data, gateway.DBFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openSQLite(t, data)
 	defer st.Close()
-	es, err := st.AuditRange(ctx, 1, 0, 0)
+	es, err := st.AuditRange(context.Background(), 1, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,17 +185,43 @@ func auditRecords(t *testing.T, data string) []audit.Record {
 	return out
 }
 
+// recordsOf is the records of action in the data folder's audit log, oldest first, each as
+// line puts it, joined by spaces.
+func recordsOf(t *testing.T, data, action string, line func(audit.Record) string) string {
+	t.Helper()
+	var out []string
+	for _, rec := range auditRecords(t, data) {
+		if rec.Action == action {
+			out = append(out, line(rec))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// openSQLite opens the data folder's SQLite store, as the gateway does.
+func openSQLite(t *testing.T, data string) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(data, gateway.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// aliceStore makes the data folder's store by adding the client alice, as the person does,
+// and opens it.
+func aliceStore(t *testing.T, data string) (context.Context, *sqlite.Store) {
+	t.Helper()
+	mustCode(t, capgate(t, "", nil, "client", "add", "alice", "--data", data), 0)
+	return context.Background(), openSQLite(t, data)
+}
+
 // approvals list --json and show say what a token request grants, under details beside the
 // request's own members: uses, expires_at, lifetime, constraints in words, revocable, undo,
 // and the look-alike characters of the reason; the text list says it too.
 func TestApprovalsShowWhatIsGranted(t *testing.T) {
 	data := t.TempDir()
-	mustCode(t, capgate(t, "", nil, "client", "add", "alice", "--data", data), 0) // creates the store
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(data, gateway.DBFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, st := aliceStore(t, data)
 	expires := time.Now().Add(700 * time.Hour).UTC().Truncate(time.Second)
 	c, err := consent.New(st, &consent.Options{Surface: true}).Ask(ctx, consent.Request{ClientID: "cl_alice", ClientName: "alice",
 		Kind: consent.KindToken, Grants: []string{"fs.write"}, Summary: "issue a capability token", Reason: "log in to pаypal", Risk: "high",

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/capgate/capgate/internal/audit"
 )
 
 func TestServeEndToEnd(t *testing.T) {
@@ -50,14 +52,9 @@ func TestServeEndToEnd(t *testing.T) {
 	// The operator's registration is in the audit log, before and after; a manifest that
 	// does not parse changes nothing and leaves no record.
 	mustCode(t, capgate(t, "", nil, "app", "register", "serve_test.go", "--data", data), 1)
-	var registered []string
-	for _, rec := range auditRecords(t, data) {
-		if rec.Action == "app.register" {
-			registered = append(registered, rec.Kind+"|"+rec.Result+"|"+rec.App)
-		}
-	}
-	if want := "decision|register requested|org.example.notes outcome|success|org.example.notes"; strings.Join(registered, " ") != want {
-		t.Errorf("app.register records: %s, want %s", strings.Join(registered, " "), want)
+	registered := recordsOf(t, data, "app.register", func(rec audit.Record) string { return rec.Kind + "|" + rec.Result + "|" + rec.App })
+	if want := "decision|register requested|org.example.notes outcome|success|org.example.notes"; registered != want {
+		t.Errorf("app.register records: %s, want %s", registered, want)
 	}
 	// The server sees it within its reload interval.
 	var caps struct{ Capabilities []struct{ ID string } }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/capgate/capgate/internal/audit"
 )
 
 // toolserver add, list, accept and remove, against the toolserver package's test MCP
@@ -70,37 +72,25 @@ func TestToolServerCommands(t *testing.T) {
 	}
 	// Each add and accept, not the dry run, is in the audit log by the operator, before and
 	// after; the refused add of a name taken too.
-	var adds []string
-	for _, rec := range auditRecords(t, data) {
-		if rec.Action == "toolserver.add" {
-			adds = append(adds, rec.Kind+"|"+rec.Result+"|"+rec.Code+"|"+rec.App)
+	kindResultCodeApp := func(rec audit.Record) string { return rec.Kind + "|" + rec.Result + "|" + rec.Code + "|" + rec.App }
+	adds := recordsOf(t, data, "toolserver.add", kindResultCodeApp)
+	if want := "decision|add requested||mcp.srv outcome|success||mcp.srv decision|add requested||mcp.srv outcome|error|INVALID_REQUEST|mcp.srv"; adds != want {
+		t.Errorf("add records:\n%s\nwant:\n%s", adds, want)
+	}
+	accepts := recordsOf(t, data, "toolserver.accept", func(rec audit.Record) string {
+		if !strings.HasPrefix(rec.ClientID, "cli") {
+			t.Errorf("an accept names %q, not the operator", rec.ClientID)
 		}
-	}
-	if want := "decision|add requested||mcp.srv outcome|success||mcp.srv decision|add requested||mcp.srv outcome|error|INVALID_REQUEST|mcp.srv"; strings.Join(adds, " ") != want {
-		t.Errorf("add records:\n%s\nwant:\n%s", strings.Join(adds, " "), want)
-	}
-	var accepts []string
-	for _, rec := range auditRecords(t, data) {
-		if rec.Action == "toolserver.accept" {
-			accepts = append(accepts, rec.Kind+"|"+rec.Result+"|"+rec.Code+"|"+rec.App)
-			if !strings.HasPrefix(rec.ClientID, "cli") {
-				t.Errorf("an accept names %q, not the operator", rec.ClientID)
-			}
-		}
-	}
-	if want := "decision|accept requested||mcp.srv outcome|error|INVALID_REQUEST|mcp.srv decision|accept requested||mcp.srv outcome|success||mcp.srv"; strings.Join(accepts, " ") != want {
-		t.Errorf("accept records:\n%s\nwant:\n%s", strings.Join(accepts, " "), want)
+		return kindResultCodeApp(rec)
+	})
+	if want := "decision|accept requested||mcp.srv outcome|error|INVALID_REQUEST|mcp.srv decision|accept requested||mcp.srv outcome|success||mcp.srv"; accepts != want {
+		t.Errorf("accept records:\n%s\nwant:\n%s", accepts, want)
 	}
 	mustCode(t, capgate(t, "", nil, "toolserver", "remove", "srv", "--data", data), 0)
 	mustCode(t, capgate(t, "", nil, "toolserver", "remove", "srv", "--data", data), 1)
-	var removes []string
-	for _, rec := range auditRecords(t, data) {
-		if rec.Action == "toolserver.remove" {
-			removes = append(removes, rec.Kind+"|"+rec.Result+"|"+rec.Code)
-		}
-	}
-	if want := "decision|remove requested| outcome|success| decision|remove requested| outcome|error|INVALID_REQUEST"; strings.Join(removes, " ") != want {
-		t.Errorf("remove records: %s, want %s", strings.Join(removes, " "), want)
+	removes := recordsOf(t, data, "toolserver.remove", func(rec audit.Record) string { return rec.Kind + "|" + rec.Result + "|" + rec.Code })
+	if want := "decision|remove requested| outcome|success| decision|remove requested| outcome|error|INVALID_REQUEST"; removes != want {
+		t.Errorf("remove records: %s, want %s", removes, want)
 	}
 	r = capgate(t, "", nil, "toolserver", "list", "--data", data)
 	mustCode(t, r, 0)
