@@ -49,6 +49,23 @@ func readDoc(path string) (*manifest.Document, manifest.Problems, error) {
 	return doc, doc.Validate(), nil
 }
 
+// validDoc reads a manifest (readDoc) that a command takes only when it breaks no rule: else
+// it prints each problem on standard error and ends the command with exit 1, saying what
+// was not done.
+func validDoc(cmd *cobra.Command, path, notDone string) (*manifest.Document, error) {
+	doc, ps, err := readDoc(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(ps) > 0 {
+		for _, p := range ps {
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", path, p)
+		}
+		return nil, &exitError{code: exitNo, err: fmt.Errorf("%s: %s: %d problem(s)", path, notDone, len(ps))}
+	}
+	return doc, nil
+}
+
 func newLintCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	var hf hostFlags
@@ -140,15 +157,9 @@ Exit 0 for unchanged or narrowing, 1 for widening or reject, 2 on a usage error.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var docs [2]*manifest.Document
 			for i, path := range args {
-				doc, ps, err := readDoc(path)
+				doc, err := validDoc(cmd, path, "invalid manifest")
 				if err != nil {
 					return err
-				}
-				if len(ps) > 0 {
-					for _, p := range ps {
-						fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", path, p)
-					}
-					return &exitError{code: exitNo, err: fmt.Errorf("%s: invalid manifest: %d problem(s)", path, len(ps))}
 				}
 				docs[i] = doc
 			}
@@ -190,15 +201,9 @@ The key defaults to ~/.config/portal-{app_id}/ed25519.key for the manifest's app
 file readable by group or others is refused. Output goes to stdout unless -o names a file.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			doc, ps, err := readDoc(args[0])
+			doc, err := validDoc(cmd, args[0], "not signed")
 			if err != nil {
 				return err
-			}
-			if len(ps) > 0 {
-				for _, p := range ps {
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", args[0], p)
-				}
-				return &exitError{code: exitNo, err: fmt.Errorf("%s: not signed: %d problem(s)", args[0], len(ps))}
 			}
 			if keyPath == "" {
 				keyPath, err = keys.DefaultPrivateKeyPath(doc.Manifest().AppID)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/capgate/capgate/internal/archive"
 	"github.com/capgate/capgate/internal/delta"
+	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/plugin"
 )
 
@@ -57,17 +58,11 @@ func newPluginInstallCmd(g *globals, hf *hostFlags, upgrade bool) *cobra.Command
 		Short: short,
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ops, done, err := g.pluginService(cmd, *hf)
-			if err != nil {
-				return err
-			}
-			defer done()
-			ops.Plugins.AllowTier2Unsafe = tier2
-			out, err := ops.InstallPlugin(context.Background(), byTheOperator(), args[0], plugin.Options{Upgrade: upgrade, Approve: approve})
-			if err != nil {
-				return installErr(err)
-			}
-			return reportOutcome(cmd.OutOrStdout(), out, asJSON)
+			return g.onPlugins(cmd, *hf, func(ops *operator.Service) error {
+				ops.Plugins.AllowTier2Unsafe = tier2
+				out, err := ops.InstallPlugin(context.Background(), byTheOperator(), args[0], plugin.Options{Upgrade: upgrade, Approve: approve})
+				return reportOutcome(cmd.OutOrStdout(), out, err, asJSON)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&approve, "approve", false, "approve a widening now (read the diff first)")
@@ -76,6 +71,20 @@ func newPluginInstallCmd(g *globals, hf *hostFlags, upgrade bool) *cobra.Command
 	return cmd
 }
 
+// onPlugins runs fn on the plugin commands' operator Service (pluginService), closing it
+// after.
+func (g *globals) onPlugins(cmd *cobra.Command, hf hostFlags, fn func(ops *operator.Service) error) error {
+	ops, done, err := g.pluginService(cmd, hf)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return fn(ops)
+}
+
+// installErr is a plugin change's error as the command ends with it: exit 1 for a refusal
+// (installed already or not installed, nothing pending, a package that is missing or does
+// not open), else as it is.
 func installErr(err error) error {
 	var ae *archive.Error
 	switch {
@@ -95,7 +104,12 @@ func approver() string {
 	return "cli"
 }
 
-func reportOutcome(w io.Writer, out plugin.Outcome, asJSON bool) error {
+// reportOutcome prints the outcome of a plugin change, or ends the command with its error
+// (installErr); a change refused or left pending is exit 1.
+func reportOutcome(w io.Writer, out plugin.Outcome, err error, asJSON bool) error {
+	if err != nil {
+		return installErr(err)
+	}
 	if asJSON {
 		if err := writeJSON(w, out); err != nil {
 			return err
@@ -154,16 +168,10 @@ func newPluginApproveCmd(g *globals, hf *hostFlags) *cobra.Command {
 is locked now; a reject is still refused.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ops, done, err := g.pluginService(cmd, *hf)
-			if err != nil {
-				return err
-			}
-			defer done()
-			out, err := ops.ApprovePlugin(context.Background(), byTheOperator(), args[0], "")
-			if err != nil {
-				return installErr(err)
-			}
-			return reportOutcome(cmd.OutOrStdout(), out, asJSON)
+			return g.onPlugins(cmd, *hf, func(ops *operator.Service) error {
+				out, err := ops.ApprovePlugin(context.Background(), byTheOperator(), args[0], "")
+				return reportOutcome(cmd.OutOrStdout(), out, err, asJSON)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the outcome as JSON")
@@ -230,16 +238,13 @@ func newPluginRemoveCmd(g *globals, hf *hostFlags) *cobra.Command {
 		Short: "Remove an installed plugin and any widening pending for it",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ops, done, err := g.pluginService(cmd, *hf)
-			if err != nil {
-				return err
-			}
-			defer done()
-			if err := ops.RemovePlugin(context.Background(), byTheOperator(), args[0]); err != nil {
-				return installErr(err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: removed\n", args[0])
-			return nil
+			return g.onPlugins(cmd, *hf, func(ops *operator.Service) error {
+				if err := ops.RemovePlugin(context.Background(), byTheOperator(), args[0]); err != nil {
+					return installErr(err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: removed\n", args[0])
+				return nil
+			})
 		},
 	}
 }

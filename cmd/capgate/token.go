@@ -21,37 +21,37 @@ import (
 
 func newTokenCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "token", Short: "Request, derive and revoke capability tokens"}
-	var cf clientFlags
-	var caps, reason, cons, duration string
-	var maxUses int64
+	var f tokenTerms
 	req := &cobra.Command{
 		Use:   "request --capabilities LIST --max-uses N --duration D [--reason TEXT] [--constraints JSON]",
 		Short: "Request a token and print it (its only line), waiting for consent where needed",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			secs, err := parseDuration(duration)
+			secs, err := parseDuration(f.duration)
 			if err != nil {
 				return usageErr("--duration: %v", err)
 			}
-			raw, err := constraintsFlag(cmd, cons, "")
+			raw, err := constraintsFlag(cmd, f.cons, "")
 			if err != nil {
 				return err
 			}
-			cl, err := cf.client()
+			cl, err := f.cf.client()
 			if err != nil {
 				return err
 			}
-			tok, err := cl.RequestCapability(context.Background(), client.TokenRequest{Capabilities: splitList(caps),
-				Duration: lifetime(secs), MaxUses: maxUses, Reason: reason, ConstraintsJSON: raw})
+			tok, err := cl.RequestCapability(context.Background(), client.TokenRequest{Capabilities: splitList(f.caps),
+				Duration: lifetime(secs), MaxUses: f.maxUses, Reason: f.reason, ConstraintsJSON: raw})
 			return printToken(cmd, tok, err)
 		},
 	}
-	cf.register(req)
-	req.Flags().StringVar(&caps, "capabilities", "", "comma-separated permissions or patterns such as fs.read,app.notes.*")
-	req.Flags().Int64Var(&maxUses, "max-uses", 0, "most uses (0: no limit)")
-	req.Flags().StringVar(&duration, "duration", "1h", "how long the token lives: seconds or a Go duration such as 30m")
-	req.Flags().StringVar(&reason, "reason", "", "why, shown to the person and recorded as the audit tag")
-	req.Flags().StringVar(&cons, "constraints", "", `constraints JSON, e.g. {"allowed_paths":["/home/me/*"]}`)
+	f.register(req, termsHelp{
+		capabilities:    "comma-separated permissions or patterns such as fs.read,app.notes.*",
+		maxUses:         "most uses (0: no limit)",
+		duration:        "how long the token lives: seconds or a Go duration such as 30m",
+		durationDefault: "1h",
+		reason:          "why, shown to the person and recorded as the audit tag",
+		constraints:     `constraints JSON, e.g. {"allowed_paths":["/home/me/*"]}`,
+	})
 
 	var data string
 	var rcf clientFlags
@@ -79,7 +79,6 @@ revokes any token directly in the data folder's store, as the operator or the pe
 				fmt.Fprintf(cmd.OutOrStdout(), "revoked %s\n", id)
 				return nil
 			}
-			ctx := context.Background()
 			id := args[0]
 			if t, err := token.Parse(args[0]); err == nil {
 				id = t.ID
@@ -87,20 +86,16 @@ revokes any token directly in the data folder's store, as the operator or the pe
 			if len(id) > audit.MaxFieldBytes {
 				return &exitError{code: exitNo, err: errors.New("no such token")}
 			}
-			ch, err := g.openChanges(ctx, cmd, changeTarget{data: data})
-			if err != nil {
-				return err
-			}
-			err = ch.Revoke(ctx, byTheOperator(), id)
-			ch.close()
-			if err != nil {
-				if errors.Is(err, store.ErrNotFound) {
-					return &exitError{code: exitNo, err: errors.New("no such token")}
+			return g.onChanges(cmd, changeTarget{data: data}, func(ctx context.Context, ch *changes) error {
+				if err := ch.Revoke(ctx, byTheOperator(), id); err != nil {
+					if errors.Is(err, store.ErrNotFound) {
+						return &exitError{code: exitNo, err: errors.New("no such token")}
+					}
+					return err
 				}
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "revoked %s\n", id)
-			return nil
+				fmt.Fprintf(cmd.OutOrStdout(), "revoked %s\n", id)
+				return nil
+			})
 		},
 	}
 	revoke.Flags().StringVar(&data, "data", "", "data folder (revoke directly in the store)")
@@ -109,10 +104,28 @@ revokes any token directly in the data folder's store, as the operator or the pe
 	return cmd
 }
 
+// tokenTerms are the flags of token request and token derive: the gateway to ask and the
+// terms of the token asked for.
+type tokenTerms struct {
+	cf                           clientFlags
+	caps, reason, cons, duration string
+	maxUses                      int64
+}
+
+// termsHelp is what each flag of tokenTerms says in one command, and --duration's default.
+type termsHelp struct{ capabilities, maxUses, duration, durationDefault, reason, constraints string }
+
+func (f *tokenTerms) register(cmd *cobra.Command, h termsHelp) {
+	f.cf.register(cmd)
+	cmd.Flags().StringVar(&f.caps, "capabilities", "", h.capabilities)
+	cmd.Flags().Int64Var(&f.maxUses, "max-uses", 0, h.maxUses)
+	cmd.Flags().StringVar(&f.duration, "duration", h.durationDefault, h.duration)
+	cmd.Flags().StringVar(&f.reason, "reason", "", h.reason)
+	cmd.Flags().StringVar(&f.cons, "constraints", "", h.constraints)
+}
+
 func newTokenDeriveCmd() *cobra.Command {
-	var cf clientFlags
-	var caps, reason, cons, duration string
-	var maxUses int64
+	var f tokenTerms
 	cmd := &cobra.Command{
 		Use:   "derive TOKEN --capabilities LIST [--max-uses N] [--duration D] [--reason TEXT] [--constraints JSON]",
 		Short: "Derive a narrower token from one of this client's tokens and print it (its only line)",
@@ -122,19 +135,19 @@ within TOKEN's, denied lists kept). No consent is asked: the child can do nothin
 cannot. Its uses count against the parent, and revoking the parent revokes it.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r := client.DeriveRequest{Parent: args[0], Capabilities: splitList(caps), MaxUses: maxUses, Reason: reason}
-			if duration != "" {
-				secs, err := parseDuration(duration)
+			r := client.DeriveRequest{Parent: args[0], Capabilities: splitList(f.caps), MaxUses: f.maxUses, Reason: f.reason}
+			if f.duration != "" {
+				secs, err := parseDuration(f.duration)
 				if err != nil {
 					return usageErr("--duration: %v", err)
 				}
 				r.Duration = lifetime(secs)
 			}
 			var err error
-			if r.ConstraintsJSON, err = constraintsFlag(cmd, cons, args[0]); err != nil {
+			if r.ConstraintsJSON, err = constraintsFlag(cmd, f.cons, args[0]); err != nil {
 				return err
 			}
-			cl, err := cf.client()
+			cl, err := f.cf.client()
 			if err != nil {
 				return err
 			}
@@ -142,12 +155,13 @@ cannot. Its uses count against the parent, and revoking the parent revokes it.`,
 			return printToken(cmd, tok, err)
 		},
 	}
-	cf.register(cmd)
-	cmd.Flags().StringVar(&caps, "capabilities", "", "comma-separated grants, each within a grant of TOKEN")
-	cmd.Flags().Int64Var(&maxUses, "max-uses", 0, "most uses (0: the parent's limit)")
-	cmd.Flags().StringVar(&duration, "duration", "", "how long the child lives (default: until the parent expires)")
-	cmd.Flags().StringVar(&reason, "reason", "", "why; recorded as the child's audit tag")
-	cmd.Flags().StringVar(&cons, "constraints", "", `constraints JSON added to the parent's, e.g. {"allowed_paths":["/home/me/docs/**"]}`)
+	f.register(cmd, termsHelp{
+		capabilities: "comma-separated grants, each within a grant of TOKEN",
+		maxUses:      "most uses (0: the parent's limit)",
+		duration:     "how long the child lives (default: until the parent expires)",
+		reason:       "why; recorded as the child's audit tag",
+		constraints:  `constraints JSON added to the parent's, e.g. {"allowed_paths":["/home/me/docs/**"]}`,
+	})
 	return cmd
 }
 

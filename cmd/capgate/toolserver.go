@@ -71,31 +71,27 @@ NAME is lowercase letters, digits and '-', starting with a letter, at most 32 by
 			if err := c.Validate(); err != nil {
 				return usageErr("%w", err)
 			}
-			ctx := cmd.Context()
 			dir, err := g.dataDir(data)
 			if err != nil {
 				return err
 			}
-			ch, err := g.openChanges(ctx, cmd, changeTarget{data: data})
-			if err != nil {
-				return err
-			}
-			defer ch.close()
-			r, err := ch.AddToolServer(ctx, byTheOperator(), c)
-			if err != nil {
-				return &exitError{code: exitNo, err: err}
-			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "added the tool server %s as the app %s (alias %s): %d tools accepted and pinned\n", c.Name, r.AppID, c.Name, len(r.Accepted))
-			printPins(w, r.AppID, r.Accepted)
-			printLeft(w, r)
-			fmt.Fprintf(w, "side effects count as system until classified in %s\n", toolserver.OverlayFile(dir, c.Name))
-			if ch.viaGateway {
-				fmt.Fprintln(w, "the running gateway has started the server")
-			} else {
-				fmt.Fprintln(w, "a running gateway starts the server within a second")
-			}
-			return nil
+			return g.onChanges(cmd, changeTarget{data: data}, func(ctx context.Context, ch *changes) error {
+				r, err := ch.AddToolServer(ctx, byTheOperator(), c)
+				if err != nil {
+					return &exitError{code: exitNo, err: err}
+				}
+				w := cmd.OutOrStdout()
+				fmt.Fprintf(w, "added the tool server %s as the app %s (alias %s): %d tools accepted and pinned\n", c.Name, r.AppID, c.Name, len(r.Accepted))
+				printPins(w, r.AppID, r.Accepted)
+				printLeft(w, r)
+				fmt.Fprintf(w, "side effects count as system until classified in %s\n", toolserver.OverlayFile(dir, c.Name))
+				if ch.viaGateway {
+					fmt.Fprintln(w, "the running gateway has started the server")
+				} else {
+					fmt.Fprintln(w, "a running gateway starts the server within a second")
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", "", "data folder")
