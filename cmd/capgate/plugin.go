@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -197,20 +198,12 @@ func newPluginListCmd(g *globals, hf *hostFlags) *cobra.Command {
 			if asJSON {
 				return writeJSON(w, f)
 			}
-			ids := make([]string, 0, len(f.Plugins))
-			for id := range f.Plugins {
-				ids = append(ids, id)
-			}
-			sort.Strings(ids)
+			ids := slices.Sorted(maps.Keys(f.Plugins))
 			for _, id := range ids {
 				e := f.Plugins[id]
 				fmt.Fprintf(w, "%s %s  tier %d  %s  signer %s\n", e.AppID, e.Version, e.Tier, e.Digest, orNone(e.Signer))
 			}
-			pids := make([]string, 0, len(f.Pending))
-			for id := range f.Pending {
-				pids = append(pids, id)
-			}
-			sort.Strings(pids)
+			pids := slices.Sorted(maps.Keys(f.Pending))
 			for _, id := range pids {
 				p := f.Pending[id]
 				fmt.Fprintf(w, "%s %s  PENDING approval since %s\n", id, p.Entry.Version, p.Since.Format("2006-01-02 15:04:05Z07:00"))

@@ -77,17 +77,25 @@ func replicaEnv(data, pg string) []string {
 	return []string{"CAPGATE_DATA_DIR=" + data, "CAPGATE_STORE=" + pg}
 }
 
-// agentToken adds the client agent to the store env names and requests, through the gateway
-// at url, a ten-minute token for system.settings.read with at most maxUses uses ("" for no
-// limit). It returns the client key and the token.
-func agentToken(t *testing.T, env []string, url, maxUses string) (key, tok string) {
+// agentOn adds the client agent to the store env names and returns its key and the
+// environment of its commands through the gateway at url.
+func agentOn(t *testing.T, env []string, url string) (key string, agent []string) {
 	t.Helper()
 	key = strings.TrimSpace(capgate(t, "", env, "client", "add", "agent").stdout)
+	return key, append(env, "CAPGATE_SERVER="+url, "CAPGATE_CLIENT_KEY="+key)
+}
+
+// agentToken adds the client agent (agentOn) and requests a ten-minute token for
+// system.settings.read with at most maxUses uses ("" for no limit). It returns the client
+// key and the token.
+func agentToken(t *testing.T, env []string, url, maxUses string) (key, tok string) {
+	t.Helper()
+	key, agent := agentOn(t, env, url)
 	args := []string{"token", "request", "--capabilities", "system.settings.read"}
 	if maxUses != "" {
 		args = append(args, "--max-uses", maxUses)
 	}
-	r := capgate(t, "", append(env, "CAPGATE_SERVER="+url, "CAPGATE_CLIENT_KEY="+key), append(args, "--duration", "10m")...)
+	r := capgate(t, "", agent, append(args, "--duration", "10m")...)
 	mustCode(t, r, 0)
 	return key, strings.TrimSpace(r.stdout)
 }
@@ -158,8 +166,7 @@ func TestReplicasRevocation(t *testing.T) {
 	pg, data := pgtest.Schema(t), t.TempDir()
 	rs := startReplicas(t, 3, data, pg)
 	env := replicaEnv(data, pg)
-	key := strings.TrimSpace(capgate(t, "", env, "client", "add", "agent").stdout)
-	agent := append(env, "CAPGATE_SERVER="+rs[0].url, "CAPGATE_CLIENT_KEY="+key)
+	key, agent := agentOn(t, env, rs[0].url)
 	client := &http.Client{Timeout: 30 * time.Second}
 	for _, limit := range []string{"", "1000"} {
 		for _, via := range []string{"replica", "store"} {
@@ -202,8 +209,7 @@ func TestReplicasConsent(t *testing.T) {
 	pg, data := pgtest.Schema(t), t.TempDir()
 	rs := startReplicas(t, 3, data, pg)
 	env := replicaEnv(data, pg)
-	key := strings.TrimSpace(capgate(t, "", env, "client", "add", "agent").stdout)
-	agent := append(env, "CAPGATE_SERVER="+rs[0].url, "CAPGATE_CLIENT_KEY="+key)
+	_, agent := agentOn(t, env, rs[0].url)
 
 	for _, tc := range []struct {
 		page    *replica
