@@ -12,6 +12,7 @@ import (
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/store/sqlite"
 )
@@ -170,19 +171,7 @@ func auditRecords(t *testing.T, data string) []audit.Record {
 	t.Helper()
 	st := openSQLite(t, data)
 	defer st.Close()
-	es, err := st.AuditRange(context.Background(), 1, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]audit.Record, len(es))
-	for i, e := range es {
-		d, err := audit.DecodeEntry(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = d.Record
-	}
-	return out
+	return gatewaytest.AuditRecords(t, st)
 }
 
 // recordsOf is the records of action in the data folder's audit log, oldest first, each as
