@@ -12,8 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -235,31 +233,7 @@ func TestAuditMirrorAfterKillDashNine(t *testing.T) {
 	r := serveWith(t, data)
 	env := []string{"CAPGATE_DATA_DIR=" + data}
 	key, tok := callsThrough(t, r, env, 1)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var acked atomic.Int64
-	for i := range 16 {
-		wg.Go(func() {
-			client := &http.Client{Timeout: 5 * time.Second}
-			for j := 0; ; j++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if a, err := ipcCall(client, r.url, key, tok, fmt.Sprintf("k%d-%d", i, j)); err == nil && a.Status == "success" {
-					acked.Add(1)
-				}
-			}
-		})
-	}
-	time.Sleep(1200 * time.Millisecond)
-	r.kill()
-	close(stop)
-	wg.Wait()
-	if acked.Load() == 0 {
-		t.Fatal("no call was acknowledged before the kill")
-	}
+	loadThenKill(t, r, key, tok, 1200*time.Millisecond)
 
 	mirror := filepath.Join(data, "audit.jsonl")
 	v, res := verifyJSON(t, env)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -295,6 +296,44 @@ func TestServeSettingsFlow(t *testing.T) {
 	}
 }
 
+// loadThenKill has 16 callers make settings calls with tok through r for d, then kills r with
+// SIGKILL while they call. It returns how many calls were acknowledged, and fails the test
+// when none was; the first call that was not is logged.
+func loadThenKill(t *testing.T, r *replica, key, tok string, d time.Duration) int64 {
+	t.Helper()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var acked atomic.Int64
+	var logged atomic.Bool
+	for i := range 16 {
+		wg.Go(func() {
+			client := &http.Client{Timeout: 5 * time.Second}
+			for j := 0; ; j++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				a, err := ipcCall(client, r.url, key, tok, fmt.Sprintf("k%d-%d", i, j))
+				switch {
+				case err == nil && a.Status == "success":
+					acked.Add(1)
+				case logged.CompareAndSwap(false, true): // the server is gone, or refused: not acknowledged
+					t.Logf("a call was not acknowledged: %+v %v", a, err)
+				}
+			}
+		})
+	}
+	time.Sleep(d)
+	r.kill() // SIGKILL mid-load
+	close(stop)
+	wg.Wait()
+	if acked.Load() == 0 {
+		t.Fatal("no call was acknowledged before the kill")
+	}
+	return acked.Load()
+}
+
 // TestKillDashNineUnderLoad kills the server with SIGKILL while agents call it, restarts it on
 // the same data, and checks that the audit log is intact and holds a record of every call that
 // was acknowledged.
@@ -308,57 +347,10 @@ func TestKillDashNineUnderLoad(t *testing.T) {
 	mustCode(t, tr, 0)
 	tok := strings.TrimSpace(tr.stdout)
 
-	body := `{"header":{"msg_type":"llm_request","version":"1.0","request_id":"load"},"body":{"action":"query","app":"settings","method":"get_setting","params":{"category":"sound","key":"master_volume"},"capability_token":"` + tok + `"}}`
-	{
-		req, _ := http.NewRequest("POST", url+"/v1/ipc", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("first call: %v (url %q, token %d bytes)", err, url, len(tok))
-		}
-		resp.Body.Close()
+	if _, err := ipcCall(http.DefaultClient, url, key, tok, "load"); err != nil {
+		t.Fatalf("first call: %v (url %q, token %d bytes)", err, url, len(tok))
 	}
-	var acked atomic.Int64
-	var firstErr atomic.Pointer[[]byte]
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := 0; i < 16; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			client := &http.Client{Timeout: 5 * time.Second}
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				req, _ := http.NewRequest("POST", url+"/v1/ipc", strings.NewReader(body))
-				req.Header.Set("Authorization", "Bearer "+key)
-				resp, err := client.Do(req)
-				if err != nil {
-					if e := []byte(err.Error()); firstErr.CompareAndSwap(nil, &e) {
-						t.Logf("a call failed: %v", err)
-					}
-					continue // the server is gone: not acknowledged
-				}
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if strings.Contains(string(b), `"status":"success"`) {
-					acked.Add(1)
-				} else if firstErr.CompareAndSwap(nil, &b) {
-					t.Logf("a call was refused: %s", b)
-				}
-			}
-		}()
-	}
-	time.Sleep(1500 * time.Millisecond)
-	srv.kill() // SIGKILL mid-load
-	close(stop)
-	wg.Wait()
-	if acked.Load() == 0 {
-		t.Fatal("no call was acknowledged before the kill")
-	}
+	acked := loadThenKill(t, srv, key, tok, 1500*time.Millisecond)
 
 	// Restart on the same data: it must come up, and the log must hold every acknowledged call.
 	startServe(t, data)
@@ -371,8 +363,8 @@ func TestKillDashNineUnderLoad(t *testing.T) {
 			recorded++
 		}
 	}
-	if int64(recorded) < acked.Load() {
-		t.Fatalf("%d calls acknowledged, %d recorded", acked.Load(), recorded)
+	if int64(recorded) < acked {
+		t.Fatalf("%d calls acknowledged, %d recorded", acked, recorded)
 	}
-	t.Logf("%d calls acknowledged before SIGKILL, %d recorded", acked.Load(), recorded)
+	t.Logf("%d calls acknowledged before SIGKILL, %d recorded", acked, recorded)
 }
