@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -155,9 +154,7 @@ func newToolServerListCmd(g *globals) *cobra.Command {
 				}
 				w := cmd.OutOrStdout()
 				if asJSON {
-					enc := json.NewEncoder(w)
-					enc.SetIndent("", "  ")
-					return enc.Encode(out)
+					return writeJSON(w, out)
 				}
 				if len(out) == 0 {
 					fmt.Fprintln(w, "no tool servers")
