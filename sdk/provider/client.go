@@ -1,0 +1,135 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/capgate/capgate/manifest"
+	providerv1 "github.com/capgate/capgate/proto/capgate/provider/v1"
+	"github.com/capgate/capgate/sdk"
+)
+
+// Client is the host's side of the protocol, on one started provider: what capgate (or a
+// test of a provider) asks of it. What the provider answers is its claim: the host checks
+// the manifest against the installed one and the reported effects against the declared ones.
+type Client struct {
+	c      providerv1.ProviderServiceClient
+	broker *plugin.GRPCBroker
+}
+
+// Manifest returns the manifest the provider reports, as it sent it.
+func (c *Client) Manifest(ctx context.Context) ([]byte, error) {
+	r, err := c.c.GetManifest(ctx, &providerv1.GetManifestRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("provider: GetManifest: %w", err)
+	}
+	return r.Manifest, nil
+}
+
+// ValidateParams asks the provider's own param rules; nil when they pass.
+func (c *Client) ValidateParams(ctx context.Context, capabilityID string, params json.RawMessage) error {
+	r, err := c.c.ValidateParams(ctx, &providerv1.ValidateParamsRequest{CapabilityId: capabilityID, Params: params})
+	if err != nil {
+		return unresponsive(err)
+	}
+	return sdkError(r.Error)
+}
+
+// Outcome is what came of a call to a provider: its result or error, and what it reported
+// it did.
+type Outcome struct {
+	Result   sdk.Result
+	Err      error // a *sdk.Error the provider answered, nil on a result
+	Effects  []sdk.Effect
+	Evidence []sdk.Evidence
+}
+
+// Invoke runs capabilityID with params; ctx's deadline is the call's. progress, when not nil,
+// receives the provider's progress reports. The error is the protocol's (the provider did not
+// answer with a terminal message, as app_unresponsive or timeout); the capability's own is
+// Outcome.Err.
+func (c *Client) Invoke(ctx context.Context, capabilityID string, params json.RawMessage, ic sdk.InvocationContext, dryRun bool,
+	progress func(message string, fraction float64)) (Outcome, error) {
+	stream, err := c.c.Invoke(ctx, &providerv1.InvokeRequest{CapabilityId: capabilityID, Params: params, Context: contextPB(ic), DryRun: dryRun})
+	if err != nil {
+		return Outcome{}, unresponsive(err)
+	}
+	for {
+		ev, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return Outcome{}, &sdk.Error{Code: sdk.CodeAppUnresponsive, Reason: "the provider ended the call without an answer"}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return Outcome{}, &sdk.Error{Code: sdk.CodeTimeout, CapabilityID: capabilityID}
+			}
+			return Outcome{}, unresponsive(err)
+		}
+		switch e := ev.Event.(type) {
+		case *providerv1.InvokeEvent_Progress:
+			if progress != nil && e.Progress != nil {
+				progress(e.Progress.Message, e.Progress.Fraction)
+			}
+		case *providerv1.InvokeEvent_Terminal:
+			return outcomeOf(e.Terminal), nil
+		}
+	}
+}
+
+func outcomeOf(t *providerv1.Terminal) Outcome {
+	var out Outcome
+	switch o := t.GetOutcome().(type) {
+	case *providerv1.Terminal_Result:
+		r := o.Result
+		out.Result = sdk.Result{Success: r.Success, Data: r.Data, StateAfter: r.StateAfter, UndoToken: r.UndoToken}
+	case *providerv1.Terminal_Error:
+		out.Err = sdkError(o.Error)
+	default:
+		out.Err = &sdk.Error{Code: sdk.CodeAppUnresponsive, Reason: "the provider's answer holds neither a result nor an error"}
+	}
+	for _, e := range t.ObservedSideEffects {
+		out.Effects = append(out.Effects, sdk.Effect{Effect: e.Effect, Target: e.Target})
+	}
+	for _, e := range t.Evidence {
+		out.Evidence = append(out.Evidence, sdk.Evidence{Type: e.Type, Body: e.Body})
+	}
+	return out
+}
+
+// Undo undoes a call with its undo token.
+func (c *Client) Undo(ctx context.Context, capabilityID, undoToken string, ic sdk.InvocationContext) error {
+	r, err := c.c.Undo(ctx, &providerv1.UndoRequest{CapabilityId: capabilityID, UndoToken: undoToken, Context: contextPB(ic)})
+	if err != nil {
+		return unresponsive(err)
+	}
+	return sdkError(r.Error)
+}
+
+// knownCodes are the codes a provider may answer with; any other is refused as a failure.
+var knownCodes = map[sdk.Code]bool{sdk.CodeNotFound: true, sdk.CodeInvalidParams: true, sdk.CodeExecutionFailed: true,
+	sdk.CodePermissionDenied: true, sdk.CodeTimeout: true, sdk.CodeAppUnresponsive: true}
+
+// sdkError is the provider's error as the SDK's. A code outside the manifest document's is
+// an execution failure.
+func sdkError(e *providerv1.CapabilityError) error {
+	if e == nil {
+		return nil
+	}
+	se := &sdk.Error{Code: sdk.Code(e.Code), Reason: e.Reason, Recoverable: e.Recoverable}
+	if !knownCodes[se.Code] {
+		se.Code = sdk.CodeExecutionFailed
+	}
+	for _, p := range e.Problems {
+		se.Problems = append(se.Problems, manifest.Problem{Path: p.Path, Rule: p.Rule})
+	}
+	return se
+}
+
+func unresponsive(err error) error {
+	return &sdk.Error{Code: sdk.CodeAppUnresponsive, Reason: "the provider did not answer: " + err.Error()}
+}

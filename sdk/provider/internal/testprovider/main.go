@@ -1,0 +1,78 @@
+// Command testprovider is a provider process for the tests of package provider: an sdk.Handler
+// served with provider.Serve.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/capgate/capgate/manifest"
+	"github.com/capgate/capgate/sdk"
+	"github.com/capgate/capgate/sdk/provider"
+)
+
+// Manifest is the test provider's manifest (unsigned: the tests check the protocol, not trust).
+const Manifest = `{"app_id":"org.example.echo","version":"1.0.0","manifest_version":"1.0","capabilities":[
+ {"id":"tools.org.example.echo.echo","name":"Echo","description":"Answers with its params.","category":"TEXT_QUERY",
+  "parameters":{"type":"object","properties":{"text":{"type":"string"}}},"returns":{"type":"object"},"side_effects":"read"},
+ {"id":"tools.org.example.echo.wait","name":"Wait","description":"Waits until the call's deadline.","category":"TEXT_QUERY",
+  "parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"none"},
+ {"id":"tools.org.example.echo.save","name":"Save","description":"Saves a text; undoable.","category":"TEXT_INPUT",
+  "parameters":{"type":"object","properties":{"text":{"type":"string"}}},"returns":{"type":"object"},"side_effects":"write","undo_window_ms":60000}
+]}`
+
+type handler struct{ doc *manifest.Document }
+
+func (h handler) Manifest() *manifest.Document { return h.doc }
+
+func (h handler) ValidateParams(id string, params json.RawMessage) error {
+	var p struct{ Text string }
+	_ = json.Unmarshal(params, &p)
+	if p.Text == "forbidden" {
+		return sdk.InvalidParams(manifest.Problems{{Path: "text", Rule: "must not be the word forbidden"}})
+	}
+	return nil
+}
+
+func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, ic sdk.InvocationContext) (sdk.Result, error) {
+	switch id {
+	case "tools.org.example.echo.echo":
+		sdk.ReportProgress(ctx, "echoing", 0.5)
+		sdk.ReportEffect(ctx, "read", "the params")
+		sdk.EmitEvidence(ctx, "echo.v1", json.RawMessage(`{"call":`+jsonString(ic.CallID)+`}`))
+		data, _ := json.Marshal(map[string]any{"params": json.RawMessage(params), "dry_run": sdk.IsDryRun(ctx), "client": ic.ClientID})
+		return sdk.Result{Success: true, Data: data}, nil
+	case "tools.org.example.echo.wait":
+		<-ctx.Done()
+		return sdk.Result{}, sdk.ExecutionFailed("cancelled", true)
+	case "tools.org.example.echo.save":
+		if !sdk.IsDryRun(ctx) {
+			sdk.ReportEffect(ctx, "write", "a text")
+		}
+		return sdk.Result{Success: true, Data: json.RawMessage(`{}`), UndoToken: "undo-1"}, nil
+	}
+	return sdk.Result{}, sdk.NotFound(id)
+}
+
+func (h handler) Undo(ctx context.Context, id, token string, ic sdk.InvocationContext) error {
+	if token != "undo-1" {
+		return sdk.ExecutionFailed("no such undo token", false)
+	}
+	return nil
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func main() {
+	doc, err := manifest.Load([]byte(Manifest))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	provider.Serve(handler{doc: doc})
+}

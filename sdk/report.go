@@ -1,0 +1,97 @@
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+)
+
+// Effect is a side effect a call had, as its handler reports it: the manifest's side_effects
+// value ("none", "read", "write", "network", "system") and what it touched, in words. The host
+// compares each with the capability's declared side_effects: one above it fails the call.
+type Effect struct {
+	Effect string `json:"effect"`
+	Target string `json:"target,omitempty"` // untrusted text
+}
+
+// Evidence is an evidence record a call emitted: a type the capability declares and its JSON
+// body. A declared type the call did not emit makes its outcome PARTIAL.
+type Evidence struct {
+	Type string          `json:"type"`
+	Body json.RawMessage `json:"body,omitempty"`
+}
+
+// Report is what a handler tells the host about one call beside its result: the effects it
+// had and the evidence it emitted, and whether the call is a dry run. The host puts one in
+// the call's context (WithReport); a handler reaches it with the functions below, which do
+// nothing when the context holds none. Safe for concurrent use.
+type Report struct {
+	// DryRun is set when the call must show what it would do and change nothing.
+	DryRun bool
+	// Progress, when not nil, receives progress reports (ReportProgress).
+	Progress func(message string, fraction float64)
+
+	mu       sync.Mutex
+	effects  []Effect
+	evidence []Evidence
+}
+
+// Effects returns the effects reported so far.
+func (r *Report) Effects() []Effect {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Effect(nil), r.effects...)
+}
+
+// Evidence returns the evidence emitted so far.
+func (r *Report) Evidence() []Evidence {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Evidence(nil), r.evidence...)
+}
+
+type reportKey struct{}
+
+// WithReport returns ctx carrying r, for the handler of one call.
+func WithReport(ctx context.Context, r *Report) context.Context {
+	return context.WithValue(ctx, reportKey{}, r)
+}
+
+func reportOf(ctx context.Context) *Report {
+	r, _ := ctx.Value(reportKey{}).(*Report)
+	return r
+}
+
+// IsDryRun reports whether the call of ctx is a dry run: the handler must change nothing and
+// report the effects it would have had.
+func IsDryRun(ctx context.Context) bool {
+	r := reportOf(ctx)
+	return r != nil && r.DryRun
+}
+
+// ReportEffect tells the host the call had (or, in a dry run, would have had) effect on
+// target.
+func ReportEffect(ctx context.Context, effect, target string) {
+	if r := reportOf(ctx); r != nil {
+		r.mu.Lock()
+		r.effects = append(r.effects, Effect{Effect: effect, Target: target})
+		r.mu.Unlock()
+	}
+}
+
+// EmitEvidence records an evidence record of type typ with the JSON body.
+func EmitEvidence(ctx context.Context, typ string, body json.RawMessage) {
+	if r := reportOf(ctx); r != nil {
+		r.mu.Lock()
+		r.evidence = append(r.evidence, Evidence{Type: typ, Body: body})
+		r.mu.Unlock()
+	}
+}
+
+// ReportProgress tells the host how far the call has come: message is untrusted text for
+// people, fraction 0 to 1 (0 when unknown).
+func ReportProgress(ctx context.Context, message string, fraction float64) {
+	if r := reportOf(ctx); r != nil && r.Progress != nil {
+		r.Progress(message, fraction)
+	}
+}
