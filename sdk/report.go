@@ -7,7 +7,7 @@ import (
 )
 
 // Effect is a side effect a call had, as its handler reports it: the manifest's side_effects
-// value ("none", "read", "write", "network", "system") and what it touched, in words. The host
+// value ("none", "read", "write", "network", "destructive", "system") and what it touched, in words. The host
 // compares each with the capability's declared side_effects: one above it fails the call.
 type Effect struct {
 	Effect string `json:"effect"`

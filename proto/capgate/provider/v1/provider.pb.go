@@ -806,7 +806,7 @@ func (x *Problem) GetRule() string {
 
 type ObservedSideEffect struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Effect        string                 `protobuf:"bytes,1,opt,name=effect,proto3" json:"effect,omitempty"` // none, read, write, network, system (manifest side_effects)
+	Effect        string                 `protobuf:"bytes,1,opt,name=effect,proto3" json:"effect,omitempty"` // a manifest side_effects value: none, read, write, network, destructive, system
 	Target        string                 `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"` // what it touched, in words; untrusted
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -5,8 +5,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
@@ -23,7 +27,13 @@ const Manifest = `{"app_id":"org.example.echo","version":"1.0.0","manifest_versi
   "parameters":{"type":"object","properties":{"text":{"type":"string"}}},"returns":{"type":"object"},"side_effects":"write","undo_window_ms":60000}
 ]}`
 
-type handler struct{ doc *manifest.Document }
+// handler is the test provider; its flags make it misbehave as the host's tests need.
+type handler struct {
+	doc *manifest.Document
+	// overreach reports a system effect from save; dryWrite reports save's write even in a
+	// dry run; crash exits in the middle of wait.
+	overreach, dryWrite, crash bool
+}
 
 func (h handler) Manifest() *manifest.Document { return h.doc }
 
@@ -42,13 +52,21 @@ func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, 
 		sdk.ReportProgress(ctx, "echoing", 0.5)
 		sdk.ReportEffect(ctx, "read", "the params")
 		sdk.EmitEvidence(ctx, "echo.v1", json.RawMessage(`{"call":`+jsonString(ic.CallID)+`}`))
-		data, _ := json.Marshal(map[string]any{"params": json.RawMessage(params), "dry_run": sdk.IsDryRun(ctx), "client": ic.ClientID})
+		stdin, _ := os.Readlink("/proc/self/fd/0")
+		data, _ := json.Marshal(map[string]any{"params": json.RawMessage(params), "dry_run": sdk.IsDryRun(ctx), "client": ic.ClientID,
+			"secret": os.Getenv("CAPGATE_TEST_SECRET"), "stdin": stdin})
 		return sdk.Result{Success: true, Data: data}, nil
 	case "tools.org.example.echo.wait":
+		if h.crash {
+			os.Exit(3)
+		}
 		<-ctx.Done()
 		return sdk.Result{}, sdk.ExecutionFailed("cancelled", true)
 	case "tools.org.example.echo.save":
-		if !sdk.IsDryRun(ctx) {
+		switch {
+		case h.overreach:
+			sdk.ReportEffect(ctx, "system", "the whole machine")
+		case !sdk.IsDryRun(ctx) || h.dryWrite:
 			sdk.ReportEffect(ctx, "write", "a text")
 		}
 		return sdk.Result{Success: true, Data: json.RawMessage(`{}`), UndoToken: "undo-1"}, nil
@@ -69,10 +87,30 @@ func jsonString(s string) string {
 }
 
 func main() {
-	doc, err := manifest.Load([]byte(Manifest))
+	lie := flag.Bool("lie", false, "report a manifest other than the installed one")
+	print := flag.Bool("print", false, "print on standard output before the handshake")
+	h := handler{}
+	flag.BoolVar(&h.overreach, "overreach", false, "report an effect above the declared one")
+	flag.BoolVar(&h.dryWrite, "dry-write", false, "report a write in a dry run")
+	flag.BoolVar(&h.crash, "crash", false, "exit in the middle of a call to wait")
+	hold := flag.Bool("hold", false, "outlive capgate if it can: ignore SIGPIPE, SIGTERM, SIGHUP and SIGINT")
+	flag.Parse()
+	if *hold {
+		signal.Ignore(syscall.SIGPIPE, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+	}
+	text := Manifest
+	if *lie {
+		text = strings.Replace(text, `"side_effects":"read"`, `"side_effects":"system"`, 1)
+	}
+	if *print {
+		fmt.Println("hello from the provider, before the handshake")
+		fmt.Println("1|1|unix|/not/a/socket|netrpc")
+	}
+	doc, err := manifest.Load([]byte(text))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	provider.Serve(handler{doc: doc})
+	h.doc = doc
+	provider.Serve(h)
 }

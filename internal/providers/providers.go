@@ -1,0 +1,352 @@
+// Package providers starts and supervises provider processes (installed plugins, apps that
+// run out of process) and holds each to its signed declaration. A provider is a program
+// built with sdk/provider; capgate starts it with a scrubbed environment, /dev/null for
+// standard input and its output only as logged lines, kills it with capgate, and speaks the
+// provider protocol to it (proto/capgate/provider/v1 over hashicorp/go-plugin).
+//
+// Nothing a provider says is believed because it says it: a provider whose GetManifest is
+// not the installed manifest, byte for byte in canonical form, is not started, and says why;
+// a call that reports an effect above the capability's declared side_effects fails, as does
+// a dry run that reports one above read. A provider that exits is started again with
+// backoff; meanwhile its capabilities are not working.
+package providers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/capgate/capgate/manifest"
+	"github.com/capgate/capgate/sdk"
+	"github.com/capgate/capgate/sdk/provider"
+)
+
+// Config is one provider to run.
+type Config struct {
+	// Manifest is the installed manifest, the one the provider must report.
+	Manifest *manifest.Document
+	// Command and Args start it; Env is its whole environment (nothing of capgate's own
+	// is passed on).
+	Command string
+	Args    []string
+	Env     []string
+	// Logger receives what the provider prints and what happens to it (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// The restart backoff: a provider that exits is started again after MinBackoff, doubling up
+// to MaxBackoff while it keeps failing; one that ran for a minute starts over at MinBackoff.
+const (
+	MinBackoff = 100 * time.Millisecond
+	MaxBackoff = 30 * time.Second
+	// StartTimeout bounds a provider's start and handshake.
+	StartTimeout = 10 * time.Second
+)
+
+// ErrManifestMismatch is a provider whose reported manifest is not the installed one.
+var ErrManifestMismatch = errors.New("the provider reports a manifest other than the one installed")
+
+// Process is one supervised provider.
+type Process struct {
+	cfg  Config
+	log  *slog.Logger
+	stop chan struct{}
+	done chan struct{}
+
+	mu     sync.Mutex
+	client *provider.Client
+	pc     *plugin.Client
+	why    error // why it is not up (nil while up, or before the first start)
+	up     bool
+	starts int
+}
+
+// Start starts supervising the provider cfg: it is started now and whenever it exits, until
+// Close. Up says whether it is working.
+func Start(cfg Config) *Process {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	p := &Process{cfg: cfg, log: cfg.Logger.With("app", cfg.Manifest.Manifest().AppID), stop: make(chan struct{}), done: make(chan struct{})}
+	go p.supervise()
+	return p
+}
+
+// State says whether the provider is up, and when it is not, why (nil before its first start
+// has finished).
+func (p *Process) State() (up bool, why error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.up, p.why
+}
+
+// Starts is how many times the provider was started.
+func (p *Process) Starts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.starts
+}
+
+// Close stops the provider and its supervision, and returns once the process is gone.
+func (p *Process) Close() error {
+	select {
+	case <-p.stop:
+	default:
+		close(p.stop)
+	}
+	<-p.done
+	return nil
+}
+
+func (p *Process) supervise() {
+	defer close(p.done)
+	backoff := MinBackoff
+	for {
+		began := time.Now()
+		pc, err := p.start()
+		if err != nil {
+			p.setDown(err)
+			p.log.Warn("provider not started", "err", err)
+			if errors.Is(err, ErrManifestMismatch) {
+				// The program on disk is not what was installed: starting it again changes
+				// nothing. It waits for capgate to stop it.
+				<-p.stop
+				return
+			}
+		} else {
+			p.waitExit(pc)
+			pc.Kill()
+		}
+		select {
+		case <-p.stop:
+			p.setDown(errors.New("stopped"))
+			return
+		default:
+		}
+		if time.Since(began) > time.Minute {
+			backoff = MinBackoff
+		}
+		select {
+		case <-p.stop:
+			p.setDown(errors.New("stopped"))
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, MaxBackoff)
+	}
+}
+
+// waitExit returns once the provider has exited or capgate stops it.
+func (p *Process) waitExit(pc *plugin.Client) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			pc.Kill()
+			return
+		case <-t.C:
+			if pc.Exited() {
+				p.setDown(errors.New("the provider exited"))
+				p.log.Warn("provider exited; starting it again")
+				return
+			}
+		}
+	}
+}
+
+func (p *Process) setDown(why error) {
+	p.mu.Lock()
+	p.up, p.why, p.client = false, why, nil
+	p.mu.Unlock()
+}
+
+// start starts the provider once and checks its manifest.
+func (p *Process) start() (*plugin.Client, error) {
+	p.mu.Lock()
+	p.starts++
+	p.mu.Unlock()
+	out := &lineLog{log: p.log, stream: "stderr"}
+	pc := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:     provider.Handshake,
+		VersionedPlugins:    provider.Plugins(nil),
+		SkipHostEnv:         true,
+		RunnerFunc:          runnerFunc(p.log, p.cfg.Command, p.cfg.Args, p.cfg.Env),
+		AllowedProtocols:    []plugin.Protocol{plugin.ProtocolGRPC},
+		GRPCBrokerMultiplex: true,
+		StartTimeout:        StartTimeout,
+		Stderr:              out,
+		SyncStdout:          &lineLog{log: p.log, stream: "stdout"},
+		SyncStderr:          out,
+		Logger:              hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off}),
+	})
+	rpc, err := pc.Client()
+	if err != nil {
+		pc.Kill()
+		return nil, fmt.Errorf("providers: start: %w", err)
+	}
+	raw, err := rpc.Dispense(provider.Name)
+	if err != nil {
+		pc.Kill()
+		return nil, fmt.Errorf("providers: start: %w", err)
+	}
+	c := raw.(*provider.Client)
+	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	defer cancel()
+	got, err := c.Manifest(ctx)
+	if err != nil {
+		pc.Kill()
+		return nil, err
+	}
+	if err := sameManifest(got, p.cfg.Manifest); err != nil {
+		pc.Kill()
+		return nil, err
+	}
+	p.mu.Lock()
+	p.client, p.pc, p.up, p.why = c, pc, true, nil
+	p.mu.Unlock()
+	p.log.Info("provider up", "protocol", pc.NegotiatedVersion())
+	return pc, nil
+}
+
+// sameManifest checks that the manifest the provider reports is the installed one, byte for
+// byte in canonical form (RFC 8785), signature included.
+func sameManifest(got []byte, installed *manifest.Document) error {
+	doc, err := manifest.Parse(got)
+	if err != nil {
+		return fmt.Errorf("%w: it does not parse", ErrManifestMismatch)
+	}
+	if !bytes.Equal(doc.Raw(), installed.Raw()) {
+		return ErrManifestMismatch
+	}
+	return nil
+}
+
+// lineLog logs what a provider writes, a line at a time.
+type lineLog struct {
+	log    *slog.Logger
+	stream string
+	mu     sync.Mutex
+	buf    []byte
+}
+
+// maxLine bounds a logged line: a provider cannot fill capgate's log with one.
+const maxLine = 4096
+
+func (l *lineLog) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, b...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			if len(l.buf) > maxLine {
+				l.log.Info("provider output", "stream", l.stream, "line", string(l.buf[:maxLine]))
+				l.buf = l.buf[:0]
+			}
+			return len(b), nil
+		}
+		line := l.buf[:i]
+		if len(line) > maxLine {
+			line = line[:maxLine]
+		}
+		l.log.Info("provider output", "stream", l.stream, "line", string(line))
+		l.buf = l.buf[i+1:]
+	}
+}
+
+// Handler is the provider as the broker calls it: the installed manifest, and calls held to
+// it. Its calls fail as app_unresponsive while the provider is down.
+func (p *Process) Handler() sdk.Handler { return handler{p} }
+
+type handler struct{ p *Process }
+
+var (
+	_ sdk.Handler        = handler{}
+	_ sdk.ParamValidator = handler{}
+	_ sdk.Undoer         = handler{}
+)
+
+func (h handler) Manifest() *manifest.Document { return h.p.cfg.Manifest }
+
+func (h handler) client() (*provider.Client, error) {
+	h.p.mu.Lock()
+	defer h.p.mu.Unlock()
+	if !h.p.up || h.p.client == nil {
+		return nil, &sdk.Error{Code: sdk.CodeAppUnresponsive, AppID: string(h.p.cfg.Manifest.Manifest().AppID)}
+	}
+	return h.p.client, nil
+}
+
+func (h handler) ValidateParams(id string, params json.RawMessage) error {
+	c, err := h.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return c.ValidateParams(ctx, id, params)
+}
+
+// Invoke calls the provider and holds the call to the capability's declaration: an effect
+// the provider reports above the declared side_effects, or one it does not name, fails the
+// call; in a dry run, so does one above read.
+func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, ic sdk.InvocationContext) (sdk.Result, error) {
+	c, err := h.client()
+	if err != nil {
+		return sdk.Result{}, err
+	}
+	capability := h.p.cfg.Manifest.Manifest().Capability(id)
+	if capability == nil {
+		return sdk.Result{}, sdk.NotFound(id)
+	}
+	dry := sdk.IsDryRun(ctx)
+	out, err := c.Invoke(ctx, id, params, ic, dry, func(m string, f float64) { sdk.ReportProgress(ctx, m, f) })
+	if err != nil {
+		return sdk.Result{}, err
+	}
+	for _, e := range out.Effects {
+		sdk.ReportEffect(ctx, e.Effect, e.Target)
+	}
+	for _, e := range out.Evidence {
+		sdk.EmitEvidence(ctx, e.Type, e.Body)
+	}
+	if err := held(capability.SideEffects, dry, out.Effects); err != nil {
+		return sdk.Result{}, err
+	}
+	return out.Result, out.Err
+}
+
+// held checks the effects a call reports against its capability's declared side effects.
+func held(declared manifest.SideEffect, dryRun bool, effects []sdk.Effect) error {
+	for _, e := range effects {
+		got := manifest.SideEffect(e.Effect)
+		if !got.Valid() {
+			return sdk.ExecutionFailed(fmt.Sprintf("the provider reported an effect %q that is no side_effects value", e.Effect), false)
+		}
+		if got.Rank() > declared.Rank() {
+			return sdk.ExecutionFailed(fmt.Sprintf("the provider reported a %s effect, above the capability's declared side_effects %s", got, declared), false)
+		}
+		if dryRun && got.Rank() > manifest.SideEffectRead.Rank() {
+			return sdk.ExecutionFailed(fmt.Sprintf("the provider reported a %s effect in a dry run", got), false)
+		}
+	}
+	return nil
+}
+
+func (h handler) Undo(ctx context.Context, id, undoToken string, ic sdk.InvocationContext) error {
+	c, err := h.client()
+	if err != nil {
+		return err
+	}
+	return c.Undo(ctx, id, undoToken, ic)
+}

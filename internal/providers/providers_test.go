@@ -1,0 +1,306 @@
+package providers_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/capgate/capgate/internal/providers"
+	"github.com/capgate/capgate/manifest"
+	"github.com/capgate/capgate/sdk"
+)
+
+// The test provider's manifest, as it is installed (sdk/provider/internal/testprovider).
+const installed = `{"app_id":"org.example.echo","version":"1.0.0","manifest_version":"1.0","capabilities":[
+ {"id":"tools.org.example.echo.echo","name":"Echo","description":"Answers with its params.","category":"TEXT_QUERY",
+  "parameters":{"type":"object","properties":{"text":{"type":"string"}}},"returns":{"type":"object"},"side_effects":"read"},
+ {"id":"tools.org.example.echo.wait","name":"Wait","description":"Waits until the call's deadline.","category":"TEXT_QUERY",
+  "parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"none"},
+ {"id":"tools.org.example.echo.save","name":"Save","description":"Saves a text; undoable.","category":"TEXT_INPUT",
+  "parameters":{"type":"object","properties":{"text":{"type":"string"}}},"returns":{"type":"object"},"side_effects":"write","undo_window_ms":60000}
+]}`
+
+var (
+	buildOnce sync.Once
+	built     string
+	buildErr  error
+)
+
+func testProvider(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "providers")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		built = filepath.Join(dir, "testprovider")
+		if out, err := exec.Command("go", "build", "-o", built, "github.com/capgate/capgate/sdk/provider/internal/testprovider").CombinedOutput(); err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building the test provider: %v", buildErr)
+	}
+	return built
+}
+
+// syncBuffer is a log the provider's supervision writes from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// run supervises the test provider with args and waits until it is up, or has said why not.
+func run(t *testing.T, args ...string) (*providers.Process, *syncBuffer) {
+	t.Helper()
+	doc, err := manifest.Load([]byte(installed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &syncBuffer{}
+	p := providers.Start(providers.Config{Manifest: doc, Command: testProvider(t), Args: args, Env: []string{"LANG=C"},
+		Logger: slog.New(slog.NewTextHandler(io.MultiWriter(log), nil))})
+	t.Cleanup(func() { p.Close() })
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if up, why := p.State(); up || why != nil {
+			return p, log
+		}
+	}
+	t.Fatal("the provider neither came up nor said why")
+	return nil, nil
+}
+
+func call(t *testing.T, p *providers.Process, id, params string, dryRun bool) (sdk.Result, []sdk.Effect, error) {
+	t.Helper()
+	rep := &sdk.Report{DryRun: dryRun}
+	ctx, cancel := context.WithTimeout(sdk.WithReport(context.Background(), rep), 10*time.Second)
+	defer cancel()
+	res, err := p.Handler().Invoke(ctx, id, json.RawMessage(params), sdk.InvocationContext{CallID: "c1"})
+	return res, rep.Effects(), err
+}
+
+// A provider that keeps to its declaration is started, called and held to it; what it prints
+// before the handshake, even a line that looks like one, is logged and breaks nothing.
+func TestProviderRuns(t *testing.T) {
+	t.Setenv("CAPGATE_TEST_SECRET", "capgate's own")
+	p, log := run(t, "-print")
+	if up, why := p.State(); !up {
+		t.Fatalf("not up: %v\n%s", why, log)
+	}
+	res, effects, err := call(t, p, "tools.org.example.echo.echo", `{"text":"hi"}`, false)
+	if err != nil || !res.Success || len(effects) != 1 || effects[0].Effect != "read" {
+		t.Fatalf("echo: %+v %+v %v", res, effects, err)
+	}
+	// The scrubbed environment and /dev/null for standard input.
+	if !bytes.Contains(res.Data, []byte(`"secret":""`)) || !bytes.Contains(res.Data, []byte(`"stdin":"/dev/null"`)) {
+		t.Errorf("the provider saw %s", res.Data)
+	}
+	if !strings.Contains(log.String(), "hello from the provider") {
+		t.Errorf("the provider's print is not in the log:\n%s", log)
+	}
+	if err := p.Handler().(sdk.ParamValidator).ValidateParams("tools.org.example.echo.echo", json.RawMessage(`{"text":"forbidden"}`)); err == nil {
+		t.Error("the provider's own param rules were not asked")
+	}
+}
+
+// A provider that reports a manifest other than the installed one is not started, says why,
+// and is not started again.
+func TestManifestMismatchRefused(t *testing.T) {
+	p, _ := run(t, "-lie")
+	up, why := p.State()
+	if up || !errors.Is(why, providers.ErrManifestMismatch) {
+		t.Fatalf("a lying provider: up %v, why %v", up, why)
+	}
+	time.Sleep(3 * providers.MinBackoff)
+	if n := p.Starts(); n != 1 {
+		t.Errorf("started %d times, want once", n)
+	}
+	_, _, err := call(t, p, "tools.org.example.echo.echo", `{}`, false)
+	var se *sdk.Error
+	if !errors.As(err, &se) || se.Code != sdk.CodeAppUnresponsive {
+		t.Errorf("a call to it: %v", err)
+	}
+}
+
+// An effect above the declaration fails the call, as does a write in a dry run, and an
+// effect that is no side_effects value.
+func TestHeldToDeclaration(t *testing.T) {
+	p, _ := run(t, "-overreach")
+	_, _, err := call(t, p, "tools.org.example.echo.save", `{}`, false)
+	var se *sdk.Error
+	if !errors.As(err, &se) || se.Code != sdk.CodeExecutionFailed || !strings.Contains(se.Reason, "system effect, above") {
+		t.Errorf("an effect above the declaration: %v", err)
+	}
+	q, _ := run(t, "-dry-write")
+	if _, _, err := call(t, q, "tools.org.example.echo.save", `{}`, false); err != nil {
+		t.Errorf("a declared write: %v", err)
+	}
+	_, _, err = call(t, q, "tools.org.example.echo.save", `{}`, true)
+	if !errors.As(err, &se) || !strings.Contains(se.Reason, "in a dry run") {
+		t.Errorf("a write in a dry run: %v", err)
+	}
+}
+
+// A provider that crashes mid-call fails that call as unresponsive and is started again;
+// while it is down its calls fail, and once it is up they work again.
+func TestCrashRestarts(t *testing.T) {
+	p, _ := run(t, "-crash")
+	_, _, err := call(t, p, "tools.org.example.echo.wait", `{}`, false)
+	var se *sdk.Error
+	if !errors.As(err, &se) || se.Code != sdk.CodeAppUnresponsive {
+		t.Errorf("a call it crashed in: %v", err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); p.Starts() < 2 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	}
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if up, _ := p.State(); up && p.Starts() >= 2 {
+			break
+		}
+	}
+	if up, why := p.State(); !up || p.Starts() < 2 {
+		t.Fatalf("not started again: up %v (%v), %d starts", up, why, p.Starts())
+	}
+	if _, _, err := call(t, p, "tools.org.example.echo.echo", `{}`, false); err != nil {
+		t.Errorf("a call after the restart: %v", err)
+	}
+}
+
+// Close stops the provider: its process is gone when Close returns.
+func TestCloseKillsTheProcess(t *testing.T) {
+	p, _ := run(t)
+	pids := providerPIDs(t)
+	if len(pids) == 0 {
+		t.Fatal("no provider process found")
+	}
+	p.Close()
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, 0); err == nil {
+			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); !strings.Contains(string(b), ") Z ") {
+				t.Errorf("the provider process %d outlived Close", pid)
+			}
+		}
+	}
+}
+
+// providerPIDs are the test provider processes now running.
+func providerPIDs(t *testing.T) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if exe, err := os.Readlink("/proc/" + e.Name() + "/exe"); err == nil && exe == testProvider(t) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// parentEnv makes the test binary a capgate stand-in that starts the test provider, prints
+// its pid and waits to be killed.
+const parentEnv = "PROVIDERS_TEST_PARENT"
+
+func TestMain(m *testing.M) {
+	if bin := os.Getenv(parentEnv); bin != "" {
+		doc, err := manifest.Load([]byte(installed))
+		if err != nil {
+			panic(err)
+		}
+		p := providers.Start(providers.Config{Manifest: doc, Command: bin, Args: []string{"-hold"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		for {
+			if up, why := p.State(); up {
+				break
+			} else if why != nil {
+				panic(why)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		os.Stdout.WriteString("up\n")
+		select {}
+	}
+	os.Exit(m.Run())
+}
+
+// kill -9 of capgate leaves no provider process behind, even one that would outlive it
+// (-hold: it ignores SIGPIPE and the signals of a terminal going away).
+func TestNoOrphanAfterKill9(t *testing.T) {
+	bin := testProvider(t)
+	before := map[int]bool{}
+	for _, pid := range providerPIDs(t) {
+		before[pid] = true
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := exec.Command(exe, "-test.run=^$")
+	parent.Env = append(os.Environ(), parentEnv+"="+bin)
+	out, err := parent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, 3)
+	if _, err := io.ReadFull(out, line); err != nil || string(line) != "up\n" {
+		parent.Process.Kill()
+		t.Fatalf("the stand-in did not start its provider: %q %v", line, err)
+	}
+	var mine []int
+	for _, pid := range providerPIDs(t) {
+		if !before[pid] {
+			mine = append(mine, pid)
+		}
+	}
+	if len(mine) == 0 {
+		t.Fatal("no provider process of the stand-in")
+	}
+	parent.Process.Signal(syscall.SIGKILL)
+	parent.Wait()
+	for _, pid := range mine {
+		gone := false
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+			if err != nil || strings.Contains(string(b), ") Z ") {
+				gone = true
+				break
+			}
+		}
+		if !gone {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("the provider %d outlived kill -9 of its capgate", pid)
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package providers
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin/runner"
+)
+
+// handshakeLine is go-plugin's handshake on a provider's standard output:
+// CORE|APP|NETWORK|ADDRESS|PROTOCOL[|CERT[|MULTIPLEX]]. Every other line the provider prints is logged,
+// never read as the handshake, so a print before it cannot break the start.
+var handshakeLine = regexp.MustCompile(`^\d+\|\d+\|(unix|tcp)\|[^|]+\|grpc(\|[^|]*)*$`)
+
+// procRunner runs a provider as a child process the way capgate wants it run: standard input
+// /dev/null, standard output filtered to the handshake line (the rest logged), standard
+// error logged, its own process group, killed with capgate (the parent-death signal) and
+// killed as a group.
+type procRunner struct {
+	cmd    *exec.Cmd
+	log    *slog.Logger
+	stdout io.ReadCloser // the handshake lines alone
+	stderr io.ReadCloser
+	raw    io.ReadCloser
+	pid    int
+}
+
+var _ runner.Runner = (*procRunner)(nil)
+
+// runnerFunc is the go-plugin RunnerFunc that runs command with args: go-plugin's spec holds
+// only the protocol's own variables (SkipHostEnv), and env is added to them, nothing else of
+// capgate's environment.
+func runnerFunc(log *slog.Logger, command string, args, env []string) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
+	return func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
+		cmd := exec.Command(command, args...)
+		cmd.Env = append(append([]string(nil), env...), spec.Env...)
+		cmd.Stdin = nil // /dev/null: go-plugin would hand the child capgate's own
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		raw, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			return nil, err
+		}
+		return &procRunner{cmd: cmd, log: log, raw: raw, stderr: stderr}, nil
+	}
+}
+
+func (r *procRunner) Start(context.Context) error {
+	if err := r.cmd.Start(); err != nil {
+		return err
+	}
+	r.pid = r.cmd.Process.Pid
+	pr, pw := io.Pipe()
+	r.stdout = pr
+	go func() {
+		sc := bufio.NewScanner(r.raw)
+		sc.Buffer(make([]byte, 4096), 64<<10)
+		for sc.Scan() {
+			line := sc.Text()
+			if handshakeLine.MatchString(line) {
+				if _, err := pw.Write([]byte(line + "\n")); err != nil {
+					break
+				}
+				continue
+			}
+			r.log.Info("provider output", "stream", "stdout", "line", line)
+		}
+		pw.Close()
+	}()
+	return nil
+}
+
+func (r *procRunner) Wait(context.Context) error { return r.cmd.Wait() }
+
+// Kill kills the provider's whole process group: a child it started dies with it.
+func (r *procRunner) Kill(context.Context) error {
+	if r.pid == 0 {
+		return nil
+	}
+	err := syscall.Kill(-r.pid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	if err != nil {
+		if perr := r.cmd.Process.Kill(); perr != nil && !errors.Is(perr, os.ErrProcessDone) {
+			return perr
+		}
+	}
+	return nil
+}
+
+func (r *procRunner) Stdout() io.ReadCloser { return r.stdout }
+func (r *procRunner) Stderr() io.ReadCloser { return r.stderr }
+func (r *procRunner) Name() string          { return r.cmd.Path }
+func (r *procRunner) ID() string            { return strconv.Itoa(r.pid) }
+func (r *procRunner) Diagnose(context.Context) string {
+	return "the provider did not complete capgate's handshake: is it a program built with capgate's sdk/provider?"
+}
+
+func (r *procRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
+func (r *procRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }
