@@ -35,8 +35,10 @@ type Config struct {
 	// Manifest is the installed manifest, the one the provider must report.
 	Manifest *manifest.Document
 	// Command and Args start it; Env is its whole environment (nothing of capgate's own
-	// is passed on).
+	// is passed on). With Digest ("sha256:..."), a program whose content differs is not
+	// run, and the content checked is the content run (ProgramDigest makes it).
 	Command string
+	Digest  string
 	Args    []string
 	Env     []string
 	// Logger receives what the provider prints and what happens to it (nil: slog.Default()).
@@ -116,7 +118,7 @@ func (p *Process) supervise() {
 		if err != nil {
 			p.setDown(err)
 			p.log.Warn("provider not started", "err", err)
-			if errors.Is(err, ErrManifestMismatch) {
+			if errors.Is(err, ErrManifestMismatch) || errors.Is(err, ErrDigest) {
 				// The program on disk is not what was installed: starting it again changes
 				// nothing. It waits for capgate to stop it.
 				<-p.stop
@@ -180,7 +182,7 @@ func (p *Process) start() (*plugin.Client, error) {
 		HandshakeConfig:     provider.Handshake,
 		VersionedPlugins:    provider.Plugins(nil),
 		SkipHostEnv:         true,
-		RunnerFunc:          runnerFunc(p.log, p.cfg.Command, p.cfg.Args, p.cfg.Env),
+		RunnerFunc:          runnerFunc(p.log, p.cfg.Command, p.cfg.Digest, p.cfg.Args, p.cfg.Env),
 		AllowedProtocols:    []plugin.Protocol{plugin.ProtocolGRPC},
 		GRPCBrokerMultiplex: true,
 		StartTimeout:        StartTimeout,

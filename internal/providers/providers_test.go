@@ -304,3 +304,74 @@ func TestNoOrphanAfterKill9(t *testing.T) {
 		}
 	}
 }
+
+// With a digest, the program run is a sealed copy of the one checked: the provider runs
+// from memory, not from the path; a program whose content is not the digest is not run, and
+// not tried again.
+func TestProgramDigest(t *testing.T) {
+	bin := testProvider(t)
+	digest, err := providers.ProgramDigest(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := manifest.Load([]byte(installed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(path, digest string) *providers.Process {
+		p := providers.Start(providers.Config{Manifest: doc, Command: path, Digest: digest, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		t.Cleanup(func() { p.Close() })
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if up, why := p.State(); up || why != nil {
+				break
+			}
+		}
+		return p
+	}
+	before := map[int]bool{}
+	for _, pid := range providerPIDs(t) {
+		before[pid] = true
+	}
+	p := start(bin, digest)
+	if up, why := p.State(); !up {
+		t.Fatalf("the program with its digest: %v", why)
+	}
+	if _, _, err := call(t, p, "tools.org.example.echo.echo", `{}`, false); err != nil {
+		t.Errorf("a call: %v", err)
+	}
+	ran := false
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		exe, err := os.Readlink("/proc/" + e.Name() + "/exe")
+		if err == nil && strings.HasPrefix(exe, "/memfd:capgate-provider") {
+			ran = true
+		}
+	}
+	if !ran {
+		t.Error("the provider does not run from its sealed copy")
+	}
+
+	// The same path, other content: refused, once.
+	other := filepath.Join(t.TempDir(), "provider")
+	raw, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, append(raw, 0), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	q := start(other, digest)
+	if up, why := q.State(); up || !errors.Is(why, providers.ErrDigest) {
+		t.Fatalf("a program with other content: up %v, %v", up, why)
+	}
+	time.Sleep(3 * providers.MinBackoff)
+	if n := q.Starts(); n != 1 {
+		t.Errorf("tried %d times, want once", n)
+	}
+	for _, bad := range []string{filepath.Join(t.TempDir(), "missing"), t.TempDir()} {
+		r := start(bad, digest)
+		if up, why := r.State(); up || why == nil {
+			t.Errorf("%s: up %v, %v", bad, up, why)
+		}
+	}
+}

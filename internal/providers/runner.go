@@ -30,8 +30,9 @@ type procRunner struct {
 	log    *slog.Logger
 	stdout io.ReadCloser // the handshake lines alone
 	stderr io.ReadCloser
-	raw    io.ReadCloser
-	pid    int
+	raw     io.ReadCloser
+	pid     int
+	program *os.File // the sealed copy it runs, closed once it has started
 }
 
 var _ runner.Runner = (*procRunner)(nil)
@@ -39,9 +40,22 @@ var _ runner.Runner = (*procRunner)(nil)
 // runnerFunc is the go-plugin RunnerFunc that runs command with args: go-plugin's spec holds
 // only the protocol's own variables (SkipHostEnv), and env is added to them, nothing else of
 // capgate's environment.
-func runnerFunc(log *slog.Logger, command string, args, env []string) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
+//
+// With digest set, the program run is a sealed copy of command whose digest was checked
+// (sealedProgram), as the child's /proc/self/fd/3: the file checked is the file executed.
+func runnerFunc(log *slog.Logger, command, digest string, args, env []string) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
 	return func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
 		cmd := exec.Command(command, args...)
+		var program *os.File
+		if digest != "" {
+			var err error
+			if program, err = sealedProgram(command, digest); err != nil {
+				return nil, err
+			}
+			cmd = exec.Command("/proc/self/fd/3", args...)
+			cmd.Args[0] = command
+			cmd.ExtraFiles = []*os.File{program}
+		}
 		cmd.Env = append(append([]string(nil), env...), spec.Env...)
 		cmd.Stdin = nil // /dev/null: go-plugin would hand the child capgate's own
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -53,12 +67,16 @@ func runnerFunc(log *slog.Logger, command string, args, env []string) func(hclog
 		if err != nil {
 			return nil, err
 		}
-		return &procRunner{cmd: cmd, log: log, raw: raw, stderr: stderr}, nil
+		return &procRunner{cmd: cmd, log: log, raw: raw, stderr: stderr, program: program}, nil
 	}
 }
 
 func (r *procRunner) Start(context.Context) error {
-	if err := r.cmd.Start(); err != nil {
+	err := r.cmd.Start()
+	if r.program != nil {
+		r.program.Close() // the child holds its own descriptor of it
+	}
+	if err != nil {
 		return err
 	}
 	r.pid = r.cmd.Process.Pid
