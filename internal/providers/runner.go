@@ -26,10 +26,10 @@ var handshakeLine = regexp.MustCompile(`^\d+\|\d+\|(unix|tcp)\|[^|]+\|grpc(\|[^|
 // error logged, its own process group, killed with capgate (the parent-death signal) and
 // killed as a group.
 type procRunner struct {
-	cmd    *exec.Cmd
-	log    *slog.Logger
-	stdout io.ReadCloser // the handshake lines alone
-	stderr io.ReadCloser
+	cmd     *exec.Cmd
+	log     *slog.Logger
+	stdout  io.ReadCloser // the handshake lines alone
+	stderr  io.ReadCloser
 	raw     io.ReadCloser
 	pid     int
 	program *os.File // the sealed copy it runs, closed once it has started
