@@ -4,25 +4,42 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/capgate/capgate/internal/providers"
+	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/manifest"
 )
 
 func newAppCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "app", Short: "Register apps with the gateway"}
-	var data, alias, trusted string
+	var data, alias, trusted, command string
 	reg := &cobra.Command{
-		Use:   "register MANIFEST [--alias NAME] [--data DIR]",
+		Use:   "register MANIFEST [--alias NAME] [--data DIR] [--command PATH [-- ARGS...]]",
 		Short: "Register an app from its manifest: Tier 1 when its signature verifies, else Tier 2",
 		Long: `Register an app from its signed manifest (JSON: sign a manifest.yaml first with capgate
 manifest sign): Tier 1 when its signature verifies against a trusted key (DATA/trusted, then
 --trusted-dir), else Tier 2. With a gateway serving the data folder, the gateway registers it
 (with its own trusted keys) and serves it at once; otherwise it is registered in the folder's
 store (--data, --store), created if need be, and a gateway serves it when it starts or at its
-next look. Nothing else is started.`,
-		Args: exactArgs(1),
+next look. Nothing else is started.
+
+--command PATH registers an app that runs out of process: a program built with capgate's
+sdk/provider, started by the gateway with the arguments after --, a scrubbed environment and
+/dev/null for input, and held to this manifest (a program that reports another manifest is not
+started). The program's digest is taken now: a program changed afterwards is not run.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			dash := cmd.ArgsLenAtDash()
+			switch {
+			case dash == -1 && len(args) != 1, dash != -1 && dash != 1:
+				return usageErr("usage: capgate app register MANIFEST [--command PATH [-- ARGS...]]")
+			case dash != -1 && command == "":
+				return usageErr("arguments after -- are the program's: give its --command")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if manifest.IsYAML(args[0]) {
 				// Refused before anything is opened or recorded: YAML is for authoring.
@@ -32,11 +49,31 @@ next look. Nothing else is started.`,
 			if err != nil {
 				return usageErr("%w", err)
 			}
+			var prog *providers.Program
+			if command != "" {
+				abs, err := filepath.Abs(command)
+				if err != nil {
+					return usageErr("--command: %w", err)
+				}
+				digest, err := providers.ProgramDigest(abs)
+				if err != nil {
+					return usageErr("--command: %w", err)
+				}
+				prog = &providers.Program{Command: abs, Args: args[1:], Digest: digest}
+				if err := prog.Check(); err != nil {
+					return usageErr("--command: %w", err)
+				}
+			}
 			return g.onChanges(cmd, changeTarget{data: data, trustedDir: trusted, create: true}, func(ctx context.Context, ch *changes) error {
 				if ch.viaGateway && cmd.Flags().Changed("trusted-dir") {
 					fmt.Fprintln(cmd.ErrOrStderr(), "capgate: --trusted-dir is not used: the gateway serving the data folder registers the app with its own trusted keys (capgate serve --trusted-dir)")
 				}
-				app, err := ch.RegisterApp(ctx, byTheOperator(), raw, alias)
+				var app registry.App
+				if prog != nil {
+					app, err = ch.RegisterProvider(ctx, byTheOperator(), raw, alias, *prog)
+				} else {
+					app, err = ch.RegisterApp(ctx, byTheOperator(), raw, alias)
+				}
 				if err != nil {
 					return &exitError{code: exitNo, err: err}
 				}
@@ -48,6 +85,7 @@ next look. Nothing else is started.`,
 	reg.Flags().StringVar(&data, "data", "", "data folder")
 	reg.Flags().StringVar(&alias, "alias", "", "short name agents use for the app (default: the app id's last label)")
 	reg.Flags().StringVar(&trusted, "trusted-dir", "", "folder of trusted app keys")
+	reg.Flags().StringVar(&command, "command", "", "the program of an app that runs out of process (built with sdk/provider)")
 	cmd.AddCommand(reg)
 	return cmd
 }

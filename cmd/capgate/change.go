@@ -59,7 +59,7 @@ func (g *globals) openChanges(ctx context.Context, cmd *cobra.Command, t changeT
 		return nil, err
 	}
 	ops, done := operatorService(cmd, st, dir)
-	ops.Registry = reg
+	ops.Registry, ops.Programs = reg, st
 	ops.ToolServers = &toolserver.Env{Store: st, Registry: reg, DataDir: dir, Version: version}
 	return &changes{Changes: ops, close: func() { done(); st.Close() }}, nil
 }

@@ -130,6 +130,7 @@ type Gateway struct {
 	ring       *syslog.Ring // capgate's own log, which the syslog app reads
 	closers    []io.Closer  // built-in apps that hold processes or open folders
 	tools      *toolserver.Manager
+	procs      *procs          // the provider processes of the apps that run out of process
 	web        *web.Server     // the approval page, /ui/
 	toolsKick  chan struct{}   // a registry reload asks the tool-server connections to sync
 	notStarted map[string]bool // built-in apps whose handler could not start
@@ -190,7 +191,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		st.Close()
 		return nil, err
 	}
-	g := &Gateway{cfg: cfg, Store: st, Key: key, toolsKick: make(chan struct{}, 1)}
+	g := &Gateway{cfg: cfg, Store: st, Key: key, toolsKick: make(chan struct{}, 1), procs: &procs{}}
 	g.life, g.endLife = context.WithCancel(context.Background())
 	g.streams, g.endStreams = context.WithCancel(context.Background())
 	// capgate's own log goes where the operator sent it and into the ring the syslog app reads.
@@ -241,7 +242,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	g.Broker, err = broker.New(broker.Options{Store: st, Registry: g.Registry, Tokens: token.NewVerifier(key.Public().(ed25519.PublicKey), 4096),
 		Audit: g.Audit, Consent: g.Consent, Handlers: handlers, TokenKey: key, Meter: g.metrics,
 		ConsentWait: cfg.ConsentWait, DelayedCommit: cfg.DelayedCommit, PathDir: g.workspace,
-		AlsoNeeds: map[string][]string{python.ExecuteFileID: {"fs.read"}}, Providers: providers{notStarted: g.notStarted, tools: g.tools},
+		AlsoNeeds: map[string][]string{python.ExecuteFileID: {"fs.read"}}, Providers: providers{notStarted: g.notStarted, tools: g.tools, procs: g.procs},
 		RequireToken: cfg.RequireToken})
 	if err != nil {
 		g.Close()
@@ -251,7 +252,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	// The lockfile in the data folder, as capgate plugin uses it. Approving re-diffs the
 	// pending widening against the lock; it verifies no signature, so no trust is needed.
 	plugins := &plugin.Host{DataDir: cfg.DataDir}
-	g.Operator = &operator.Service{Audit: g.Audit, Consent: g.Consent, Tokens: g.Broker, Mandates: g.Broker, Clients: st,
+	g.Operator = &operator.Service{Audit: g.Audit, Consent: g.Consent, Tokens: g.Broker, Mandates: g.Broker, Clients: st, Programs: st,
 		Registry: g.Registry, ToolServers: tsEnv, Plugins: plugins,
 		Warn: func(action string, err error) { g.log.Warn("an operator's change", "action", action, "err", err) }}
 	g.web = web.New(web.Options{Consent: g.Consent, Store: st, Broker: g.Broker, Registry: g.Registry, PublicKey: key.Public().(ed25519.PublicKey), Logger: g.log, AuditHeadFile: filepath.Join(cfg.DataDir, HeadFile),
@@ -263,6 +264,11 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	if _, err := g.Broker.Sync(ctx); err != nil {
 		g.Close()
 		return nil, err
+	}
+	// The apps that run out of process are started; each is up once its manifest checks.
+	if err := g.procs.sync(ctx, st, g.Registry, g.log); err != nil {
+		g.Close()
+		return nil, fmt.Errorf("gateway: providers: %w", err)
 	}
 	// The registered tool servers are connected and their tools checked against their pins
 	// before the gateway serves; one that cannot be reached is retried in the background.
@@ -297,6 +303,7 @@ func (g *Gateway) spawn(fn func(ctx context.Context)) bool {
 type providers struct {
 	notStarted map[string]bool // fixed at Open: read without a lock
 	tools      *toolserver.Manager
+	procs      *procs
 }
 
 var _ broker.Providers = providers{}
@@ -307,6 +314,12 @@ func (p providers) Provider(id manifest.AppID) (sdk.Handler, broker.State) {
 	appID := id.String()
 	if p.notStarted[appID] {
 		return nil, broker.NotWorking
+	}
+	if h, up, ok := p.procs.provider(appID); ok {
+		if !up {
+			return nil, broker.NotWorking
+		}
+		return h, broker.Working
 	}
 	h, up, ok := p.tools.Provider(appID)
 	switch {
@@ -399,6 +412,9 @@ func (g *Gateway) SandboxProblem() error { return g.sandboxErr }
 
 // closeApps stops the built-in apps that hold processes or open folders.
 func (g *Gateway) closeApps() {
+	if g.procs != nil {
+		g.procs.close()
+	}
 	for _, c := range g.closers {
 		if err := c.Close(); err != nil {
 			g.log.Warn("closing a built-in app", "err", err)

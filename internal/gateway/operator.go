@@ -74,6 +74,12 @@ func (g *Gateway) serveOperator(during func(func(context.Context))) string {
 			g.log.Warn("tool server sync failed", "err", err)
 		}
 	}, g.log)
+	// An app registered to run out of process is started before the command returns.
+	srv.ProvidersChanged = func(ctx context.Context) {
+		if err := g.procs.sync(ctx, g.Store, g.Registry, g.log); err != nil {
+			g.log.Warn("provider sync failed", "err", err)
+		}
+	}
 	during(func(ctx context.Context) {
 		if err := srv.Serve(ctx, ln, DrainTimeout); err != nil && !errors.Is(err, net.ErrClosed) {
 			g.log.Warn("the operator socket stopped", "err", err)

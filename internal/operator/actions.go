@@ -67,6 +67,8 @@ type Service struct {
 	Clients store.Clients
 	// Registry registers apps from their manifests.
 	Registry Registrar
+	// Programs keeps how the apps that run out of process are started.
+	Programs store.State
 	// ToolServers adds, removes and accepts tool servers and their tools.
 	ToolServers *toolserver.Env
 	// Plugins installs, approves and removes plugins under the data folder's lockfile.

@@ -11,6 +11,7 @@ import (
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/plugin"
+	"github.com/capgate/capgate/internal/providers"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/toolserver"
@@ -44,6 +45,34 @@ func (s *Service) RegisterApp(ctx context.Context, by Actor, raw []byte, alias s
 		var err error
 		app, err = s.Registry.Register(ctx, raw, alias)
 		return err
+	}, CodeOf(CodeInvalidRequest), s.warn(rec.Action))
+	return app, err
+}
+
+// RegisterProvider registers the app whose manifest JSON is raw, by by, as RegisterApp does,
+// to run out of process as prog: the gateway starts prog, holds it to the manifest and
+// calls it. The program is recorded with the app, in the same change.
+func (s *Service) RegisterProvider(ctx context.Context, by Actor, raw []byte, alias string, prog providers.Program) (registry.App, error) {
+	if s.Registry == nil || s.Programs == nil {
+		return registry.App{}, ErrUnavailable
+	}
+	if err := prog.Check(); err != nil {
+		return registry.App{}, fmt.Errorf("%w: program: %w", consent.ErrInvalidRequest, err)
+	}
+	id, ok := appIDOf(raw)
+	if !ok {
+		return s.Registry.Register(ctx, raw, alias)
+	}
+	rec := audit.Record{Action: ActionAppRegister, App: id, Result: "register requested",
+		Explanation: fmt.Sprintf("%s registered the app from its manifest %s, to run out of process as the program with digest %s: Tier 1 when its signature verifies, else Tier 2",
+			by.Who, by.Where, prog.Digest)}
+	var app registry.App
+	err := Change(ctx, s.Audit, by.ID, rec, false, func(*audit.Record) error {
+		var err error
+		if app, err = s.Registry.Register(ctx, raw, alias); err != nil {
+			return err
+		}
+		return providers.SaveProgram(ctx, s.Programs, app.ID.String(), prog)
 	}, CodeOf(CodeInvalidRequest), s.warn(rec.Action))
 	return app, err
 }

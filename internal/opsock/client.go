@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/operator"
+	"github.com/capgate/capgate/internal/providers"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/toolserver"
@@ -89,6 +90,14 @@ func by(a operator.Actor) actor { return actor{ID: a.ID, Who: a.Who, Where: a.Wh
 func (c *Client) RegisterApp(ctx context.Context, a operator.Actor, raw []byte, alias string) (registry.App, error) {
 	var out app
 	err := c.do(ctx, pathRegisterApp, registerApp{By: by(a), Manifest: raw, Alias: alias}, &out)
+	return registry.App{ID: out.ID, Alias: out.Alias, Tier: out.Tier, Reason: out.Reason, Detail: out.Detail, Enabled: true}, err
+}
+
+// RegisterProvider is operator.Service.RegisterProvider, made by the gateway, which starts the
+// program before it answers.
+func (c *Client) RegisterProvider(ctx context.Context, a operator.Actor, raw []byte, alias string, prog providers.Program) (registry.App, error) {
+	var out app
+	err := c.do(ctx, pathRegisterApp, registerApp{By: by(a), Manifest: raw, Alias: alias, Program: &prog}, &out)
 	return registry.App{ID: out.ID, Alias: out.Alias, Tier: out.Tier, Reason: out.Reason, Detail: out.Detail, Enabled: true}, err
 }
 

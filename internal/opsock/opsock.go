@@ -20,6 +20,7 @@ import (
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/plugin"
+	"github.com/capgate/capgate/internal/providers"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/toolserver"
@@ -73,9 +74,10 @@ func (a actor) check() error {
 }
 
 type registerApp struct {
-	By       actor  `json:"by"`
-	Manifest []byte `json:"manifest"` // the manifest's bytes as they are (base64 in JSON)
-	Alias    string `json:"alias"`
+	By       actor              `json:"by"`
+	Manifest []byte             `json:"manifest"` // the manifest's bytes as they are (base64 in JSON)
+	Alias    string             `json:"alias"`
+	Program  *providers.Program `json:"program,omitempty"` // for an app that runs out of process
 }
 
 // app is a registered app as the socket returns it: registry.App without its document.
@@ -203,6 +205,7 @@ func (w *wireError) err() error {
 // directly, a Client asks the running gateway to.
 type Changes interface {
 	RegisterApp(ctx context.Context, by operator.Actor, raw []byte, alias string) (registry.App, error)
+	RegisterProvider(ctx context.Context, by operator.Actor, raw []byte, alias string, prog providers.Program) (registry.App, error)
 	AddClient(ctx context.Context, by operator.Actor, n operator.NewClient) (string, store.Client, error)
 	ChangeClient(ctx context.Context, by operator.Actor, ref string, action operator.ClientAction) (store.Client, error)
 	AddToolServer(ctx context.Context, by operator.Actor, c toolserver.Config) (toolserver.Report, error)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/capgate/capgate/internal/ipc"
 	"github.com/capgate/capgate/internal/operator"
+	"github.com/capgate/capgate/internal/registry"
 )
 
 // Server answers the operator socket with its Service's changes.
@@ -22,6 +23,9 @@ type Server struct {
 	// change is answered, so that the gateway's connections follow it by then: a server
 	// added is connected, one removed stopped (nil: nothing is called).
 	ToolsChanged func(context.Context)
+	// ProvidersChanged is called after an app that runs out of process was registered, before
+	// the change is answered, so that the gateway has started it by then (nil: nothing).
+	ProvidersChanged func(context.Context)
 	// Logger receives what goes wrong beside an answer (nil: slog.Default()).
 	Logger *slog.Logger
 	// UID is the uid a peer must have (besides root's): the gateway's own. Zero value: 0,
@@ -39,7 +43,16 @@ func New(ops *operator.Service, toolsChanged func(context.Context), log *slog.Lo
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+pathRegisterApp, handle(s, func(ctx context.Context, r registerApp) (app, error) {
-		a, err := s.Ops.RegisterApp(ctx, r.By.op(), r.Manifest, r.Alias)
+		var a registry.App
+		var err error
+		if r.Program != nil {
+			a, err = s.Ops.RegisterProvider(ctx, r.By.op(), r.Manifest, r.Alias, *r.Program)
+			if err == nil && s.ProvidersChanged != nil {
+				s.ProvidersChanged(ctx)
+			}
+		} else {
+			a, err = s.Ops.RegisterApp(ctx, r.By.op(), r.Manifest, r.Alias)
+		}
 		return app{ID: a.ID, Alias: a.Alias, Tier: a.Tier, Reason: a.Reason, Detail: a.Detail}, err
 	}))
 	mux.HandleFunc("POST "+pathAddClient, handle(s, func(ctx context.Context, r addClient) (addedClient, error) {

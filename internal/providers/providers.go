@@ -59,10 +59,12 @@ var ErrManifestMismatch = errors.New("the provider reports a manifest other than
 
 // Process is one supervised provider.
 type Process struct {
-	cfg  Config
-	log  *slog.Logger
-	stop chan struct{}
-	done chan struct{}
+	cfg     Config
+	log     *slog.Logger
+	stop    chan struct{}
+	done    chan struct{}
+	started chan struct{} // closed once the first start has come up or failed
+	once    sync.Once
 
 	mu     sync.Mutex
 	client *provider.Client
@@ -78,7 +80,8 @@ func Start(cfg Config) *Process {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	p := &Process{cfg: cfg, log: cfg.Logger.With("app", cfg.Manifest.Manifest().AppID), stop: make(chan struct{}), done: make(chan struct{})}
+	p := &Process{cfg: cfg, log: cfg.Logger.With("app", cfg.Manifest.Manifest().AppID), stop: make(chan struct{}), done: make(chan struct{}),
+		started: make(chan struct{})}
 	go p.supervise()
 	return p
 }
@@ -89,6 +92,15 @@ func (p *Process) State() (up bool, why error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.up, p.why
+}
+
+// WaitStarted returns once the provider's first start has come up or failed (State says
+// which), or ctx is done.
+func (p *Process) WaitStarted(ctx context.Context) {
+	select {
+	case <-p.started:
+	case <-ctx.Done():
+	}
 }
 
 // Starts is how many times the provider was started.
@@ -111,10 +123,12 @@ func (p *Process) Close() error {
 
 func (p *Process) supervise() {
 	defer close(p.done)
+	defer p.once.Do(func() { close(p.started) })
 	backoff := MinBackoff
 	for {
 		began := time.Now()
 		pc, err := p.start()
+		p.once.Do(func() { close(p.started) })
 		if err != nil {
 			p.setDown(err)
 			p.log.Warn("provider not started", "err", err)

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// providerManifest is the test provider's manifest (sdk/provider/internal/testprovider), the
+// one it reports: registered as it is, unsigned, so at Tier 2.
+const providerManifest = `{"app_id":"org.example.echo","version":"1.0.0","manifest_version":"1.0","capabilities":[
+ {"id":"tools.org.example.echo.echo","name":"Echo","description":"Answers with its params.","category":"TEXT_QUERY",
+  "parameters":{"type":"object","properties":{"text":{"type":"string"}}},"returns":{"type":"object"},"side_effects":"read"},
+ {"id":"tools.org.example.echo.wait","name":"Wait","description":"Waits until the call's deadline.","category":"TEXT_QUERY",
+  "parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"none"},
+ {"id":"tools.org.example.echo.save","name":"Save","description":"Saves a text; undoable.","category":"TEXT_INPUT",
+  "parameters":{"type":"object","properties":{"text":{"type":"string"}}},"returns":{"type":"object"},"side_effects":"write","undo_window_ms":60000}
+]}`
+
+// An app registered with --command runs out of process: the gateway starts its program and
+// calls it, whether the app was registered before the gateway started (on the store) or while
+// it serves (through it, started before the command returns); a program that reports another
+// manifest is registered but not working, and says so.
+func TestAppRegisterCommand(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "testprovider")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/capgate/capgate/sdk/provider/internal/testprovider").CombinedOutput(); err != nil {
+		t.Fatalf("build the test provider: %v\n%s", err, out)
+	}
+	man := filepath.Join(t.TempDir(), "manifest.json")
+	if err := os.WriteFile(man, []byte(providerManifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustCode(t, capgate(t, "", nil, "app", "register", man, "--data", t.TempDir(), "--", "x"), 2)
+
+	for _, before := range []bool{true, false} {
+		data := t.TempDir()
+		env := []string{"CAPGATE_DATA_DIR=" + data}
+		register := func(args ...string) result {
+			return capgate(t, "", env, append([]string{"app", "register", man, "--alias", "echo", "--command", bin}, args...)...)
+		}
+		if before {
+			mustCode(t, register(), 0)
+		}
+		rep := serveWith(t, data)
+		if !before {
+			mustCode(t, register(), 0)
+		}
+		_, agent := agentOn(t, env, rep.url)
+		// A Tier 2 app's call waits for the person: answered from the command line.
+		done := make(chan result, 1)
+		go func() {
+			done <- capgate(t, "", agent, "call", "echo", "echo", "--params", `{"text":"hello"}`, "--json")
+		}()
+		mustCode(t, capgate(t, "", env, "approvals", "approve", waitPendingEnv(t, env)), 0)
+		r := <-done
+		mustCode(t, r, 0)
+		if !strings.Contains(r.stdout, `hello`) || !strings.Contains(r.stdout, `"success"`) {
+			t.Errorf("registered before the serve %v: the call answered %s", before, r.stdout)
+		}
+		rep.stop(t)
+	}
+
+	// A program that lies about its manifest: registered, never working.
+	data := t.TempDir()
+	env := []string{"CAPGATE_DATA_DIR=" + data}
+	rep := serveWith(t, data)
+	mustCode(t, capgate(t, "", env, "app", "register", man, "--alias", "echo", "--command", bin, "--", "-lie"), 0)
+	_, agent := agentOn(t, env, rep.url)
+	r := capgate(t, "", agent, "call", "echo", "echo", "--params", `{}`, "--json")
+	mustCode(t, r, 1)
+	if !strings.Contains(r.stdout, `"status": "error"`) || !strings.Contains(r.stdout, "not working right now") {
+		t.Errorf("a lying provider's call answered %s", r.stdout)
+	}
+	rep.stop(t)
+}

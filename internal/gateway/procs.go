@@ -1,0 +1,104 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+
+	supervised "github.com/capgate/capgate/internal/providers"
+	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/sdk"
+)
+
+// procs are the provider processes of the apps registered to run out of process (capgate app
+// register --command): started at Open and when one is registered through the operator
+// socket, each held to its registered manifest, stopped at Close.
+type procs struct {
+	mu     sync.Mutex
+	byApp  map[string]*proc
+	closed bool
+}
+
+type proc struct {
+	prog supervised.Program
+	p    *supervised.Process
+}
+
+// env is all of capgate's environment a provider gets: a PATH to find the programs it runs,
+// and a locale.
+var providerEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+
+// sync starts the provider of every registered app with a program that has none running,
+// restarts one whose program changed, and stops one whose app or program is gone.
+func (ps *procs) sync(ctx context.Context, st supervised.Store, reg *registry.Registry, log *slog.Logger) error {
+	progs, err := supervised.ListPrograms(ctx, st)
+	if err != nil {
+		return err
+	}
+	var started []*supervised.Process
+	defer func() {
+		// Each new provider is up, or has said why not, before the sync returns: a call right
+		// after finds it working.
+		for _, p := range started {
+			p.WaitStarted(ctx)
+		}
+	}()
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.closed {
+		return nil
+	}
+	if ps.byApp == nil {
+		ps.byApp = map[string]*proc{}
+	}
+	for id, cur := range ps.byApp {
+		if prog, ok := progs[id]; !ok || !sameProgram(prog, cur.prog) {
+			cur.p.Close()
+			delete(ps.byApp, id)
+		}
+	}
+	for id, prog := range progs {
+		if _, ok := ps.byApp[id]; ok {
+			continue
+		}
+		app, ok := reg.App(id)
+		if !ok || app.Doc == nil {
+			continue
+		}
+		p := supervised.Start(supervised.Config{Manifest: app.Doc, Command: prog.Command, Args: prog.Args,
+			Digest: prog.Digest, Env: providerEnv, Logger: log})
+		ps.byApp[id] = &proc{prog: prog, p: p}
+		started = append(started, p)
+	}
+	return nil
+}
+
+func sameProgram(a, b supervised.Program) bool {
+	return a.Command == b.Command && a.Digest == b.Digest && slices.Equal(a.Args, b.Args)
+}
+
+// provider is the handler of the app id's provider process and whether it is up; ok is false
+// for an app with none.
+func (ps *procs) provider(id string) (h sdk.Handler, up, ok bool) {
+	ps.mu.Lock()
+	cur := ps.byApp[id]
+	ps.mu.Unlock()
+	if cur == nil {
+		return nil, false, false
+	}
+	isUp, _ := cur.p.State()
+	return cur.p.Handler(), isUp, true
+}
+
+// close stops every provider process and waits for them to be gone.
+func (ps *procs) close() {
+	ps.mu.Lock()
+	ps.closed = true
+	all := ps.byApp
+	ps.byApp = nil
+	ps.mu.Unlock()
+	for _, cur := range all {
+		cur.p.Close()
+	}
+}

@@ -1,0 +1,105 @@
+package providers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/capgate/capgate/internal/store"
+)
+
+// Program is how an app that runs out of process is started: an absolute path, its
+// arguments, and the digest of the program's content when it was registered (a program
+// changed since is not run).
+type Program struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args,omitempty"`
+	Digest  string   `json:"digest"`
+}
+
+// The limits of a Program.
+const (
+	MaxArgs     = 64
+	MaxArgBytes = 4096
+)
+
+// Check says what is wrong with p, naming the field and the rule.
+func (p Program) Check() error {
+	switch {
+	case !filepath.IsAbs(p.Command) || filepath.Clean(p.Command) != p.Command:
+		return errors.New("command: must be a clean absolute path")
+	case len(p.Command) > MaxArgBytes:
+		return fmt.Errorf("command: longer than %d bytes", MaxArgBytes)
+	case len(p.Args) > MaxArgs:
+		return fmt.Errorf("args: more than %d", MaxArgs)
+	case !strings.HasPrefix(p.Digest, "sha256:") || len(p.Digest) != len("sha256:")+64:
+		return errors.New("digest: must be sha256: and 64 hex digits")
+	}
+	for i, a := range p.Args {
+		if len(a) > MaxArgBytes || strings.IndexByte(a, 0) >= 0 {
+			return fmt.Errorf("args[%d]: at most %d bytes, no NUL", i, MaxArgBytes)
+		}
+	}
+	return nil
+}
+
+// stateKey is where an app's Program is kept in the store's state of the app.
+const stateKey = "provider.program"
+
+// SaveProgram records how the app appID is started.
+func SaveProgram(ctx context.Context, st store.State, appID string, p Program) error {
+	if err := p.Check(); err != nil {
+		return err
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return st.PutState(ctx, appID, stateKey, raw)
+}
+
+// LoadProgram returns how the app appID is started: store.ErrNotFound for an app that runs in
+// capgate or not at all.
+func LoadProgram(ctx context.Context, st store.State, appID string) (Program, error) {
+	raw, err := st.GetState(ctx, appID, stateKey)
+	if err != nil {
+		return Program{}, err
+	}
+	var p Program
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return Program{}, fmt.Errorf("providers: %s: the stored program does not parse: %w", appID, err)
+	}
+	if err := p.Check(); err != nil {
+		return Program{}, fmt.Errorf("providers: %s: the stored program: %w", appID, err)
+	}
+	return p, nil
+}
+
+// Store is what the stored programs are read from.
+type Store interface {
+	store.Apps
+	store.State
+}
+
+// ListPrograms returns the Program of every registered app that runs out of process, by app id.
+func ListPrograms(ctx context.Context, st Store) (map[string]Program, error) {
+	apps, err := st.ListApps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Program{}
+	for _, a := range apps {
+		p, err := LoadProgram(ctx, st, a.AppID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[a.AppID] = p
+	}
+	return out, nil
+}
