@@ -2,34 +2,21 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// providerManifest is the test provider's manifest (sdk/provider/internal/testprovider), the
-// one it reports: registered as it is, unsigned, so at Tier 2.
-const providerManifest = `{"app_id":"org.example.echo","version":"1.0.0","manifest_version":"1.0","capabilities":[
- {"id":"tools.org.example.echo.echo","name":"Echo","description":"Answers with its params.","category":"TEXT_QUERY",
-  "parameters":{"type":"object","properties":{"text":{"type":"string"}}},"returns":{"type":"object"},"side_effects":"read"},
- {"id":"tools.org.example.echo.wait","name":"Wait","description":"Waits until the call's deadline.","category":"TEXT_QUERY",
-  "parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"none"},
- {"id":"tools.org.example.echo.save","name":"Save","description":"Saves a text; undoable.","category":"TEXT_INPUT",
-  "parameters":{"type":"object","properties":{"text":{"type":"string"}}},"returns":{"type":"object"},"side_effects":"write","undo_window_ms":60000}
-]}`
+	"github.com/capgate/capgate/internal/providers/providertest"
+)
 
 // An app registered with --command runs out of process: the gateway starts its program and
 // calls it, whether the app was registered before the gateway started (on the store) or while
 // it serves (through it, started before the command returns); a program that reports another
 // manifest is registered but not working, and says so.
 func TestAppRegisterCommand(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "testprovider")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/capgate/capgate/sdk/provider/internal/testprovider").CombinedOutput(); err != nil {
-		t.Fatalf("build the test provider: %v\n%s", err, out)
-	}
+	bin := providertest.Build(t)
 	man := filepath.Join(t.TempDir(), "manifest.json")
-	if err := os.WriteFile(man, []byte(providerManifest), 0o600); err != nil {
+	if err := os.WriteFile(man, providertest.Manifest(t), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	mustCode(t, capgate(t, "", nil, "app", "register", man, "--data", t.TempDir(), "--", "x"), 2)

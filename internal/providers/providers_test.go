@@ -18,44 +18,12 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/providers"
+	"github.com/capgate/capgate/internal/providers/providertest"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
 )
 
-// The test provider's manifest, as it is installed (sdk/provider/internal/testprovider).
-const installed = `{"app_id":"org.example.echo","version":"1.0.0","manifest_version":"1.0","capabilities":[
- {"id":"tools.org.example.echo.echo","name":"Echo","description":"Answers with its params.","category":"TEXT_QUERY",
-  "parameters":{"type":"object","properties":{"text":{"type":"string"}}},"returns":{"type":"object"},"side_effects":"read"},
- {"id":"tools.org.example.echo.wait","name":"Wait","description":"Waits until the call's deadline.","category":"TEXT_QUERY",
-  "parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"none"},
- {"id":"tools.org.example.echo.save","name":"Save","description":"Saves a text; undoable.","category":"TEXT_INPUT",
-  "parameters":{"type":"object","properties":{"text":{"type":"string"}}},"returns":{"type":"object"},"side_effects":"write","undo_window_ms":60000}
-]}`
-
-var (
-	buildOnce sync.Once
-	built     string
-	buildErr  error
-)
-
-func testProvider(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "providers")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		built = filepath.Join(dir, "testprovider")
-		if out, err := exec.Command("go", "build", "-o", built, "github.com/capgate/capgate/sdk/provider/internal/testprovider").CombinedOutput(); err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("building the test provider: %v", buildErr)
-	}
-	return built
-}
+func testProvider(t *testing.T) string { return providertest.Build(t) }
 
 // syncBuffer is a log the provider's supervision writes from several goroutines.
 type syncBuffer struct {
@@ -78,7 +46,7 @@ func (s *syncBuffer) String() string {
 // run supervises the test provider with args and waits until it is up, or has said why not.
 func run(t *testing.T, args ...string) (*providers.Process, *syncBuffer) {
 	t.Helper()
-	doc, err := manifest.Load([]byte(installed))
+	doc, err := manifest.Load(providertest.Manifest(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +201,11 @@ const parentEnv = "PROVIDERS_TEST_PARENT"
 
 func TestMain(m *testing.M) {
 	if bin := os.Getenv(parentEnv); bin != "" {
-		doc, err := manifest.Load([]byte(installed))
+		raw, err := exec.Command(bin, "-manifest").Output()
+		if err != nil {
+			panic(err)
+		}
+		doc, err := manifest.Load(raw)
 		if err != nil {
 			panic(err)
 		}
@@ -314,7 +286,7 @@ func TestProgramDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := manifest.Load([]byte(installed))
+	doc, err := manifest.Load(providertest.Manifest(t))
 	if err != nil {
 		t.Fatal(err)
 	}

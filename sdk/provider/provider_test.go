@@ -6,45 +6,20 @@ import (
 	"encoding/json"
 	"errors"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/capgate/capgate/internal/providers/providertest"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
 	"github.com/capgate/capgate/sdk/provider"
 )
 
-var (
-	buildOnce sync.Once
-	built     string
-	buildErr  error
-)
-
-// testProvider builds the test provider once per test binary.
-func testProvider(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := exec.Command("mktemp", "-d").Output()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		built = filepath.Join(strings.TrimSpace(string(dir)), "testprovider")
-		if out, err := exec.Command("go", "build", "-o", built, "./internal/testprovider").CombinedOutput(); err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("building the test provider: %v", buildErr)
-	}
-	return built
-}
+func testProvider(t *testing.T) string { return providertest.Build(t) }
 
 // start starts the test provider as capgate does and returns its client.
 func start(t *testing.T) (*provider.Client, *plugin.Client) {

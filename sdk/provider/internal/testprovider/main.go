@@ -93,12 +93,17 @@ func main() {
 	flag.BoolVar(&h.overreach, "overreach", false, "report an effect above the declared one")
 	flag.BoolVar(&h.dryWrite, "dry-write", false, "report a write in a dry run")
 	flag.BoolVar(&h.crash, "crash", false, "exit in the middle of a call to wait")
+	printManifest := flag.Bool("manifest", false, "print the manifest and exit")
 	hold := flag.Bool("hold", false, "outlive capgate if it can: ignore SIGPIPE, SIGTERM, SIGHUP and SIGINT")
 	flag.Parse()
 	if *hold {
 		signal.Ignore(syscall.SIGPIPE, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
 	}
 	text := Manifest
+	if *printManifest {
+		fmt.Print(text)
+		return
+	}
 	if *lie {
 		text = strings.Replace(text, `"side_effects":"read"`, `"side_effects":"system"`, 1)
 	}
