@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,7 +36,10 @@ func TestAppRegisterCommand(t *testing.T) {
 		if !before {
 			mustCode(t, register(), 0)
 		}
-		_, agent := agentOn(t, env, rep.url)
+		key, agent := agentOn(t, env, rep.url)
+		if listed := capabilitiesOf(t, rep.url, key); !strings.Contains(listed, "tools.org.example.echo.echo") {
+			t.Errorf("the capabilities of a working provider are not listed: %s", listed)
+		}
 		// A Tier 2 app's call waits for the person: answered from the command line.
 		done := make(chan result, 1)
 		go func() {
@@ -54,11 +59,32 @@ func TestAppRegisterCommand(t *testing.T) {
 	env := []string{"CAPGATE_DATA_DIR=" + data}
 	rep := serveWith(t, data)
 	mustCode(t, capgate(t, "", env, "app", "register", man, "--alias", "echo", "--command", bin, "--", "-lie"), 0)
-	_, agent := agentOn(t, env, rep.url)
+	key, agent := agentOn(t, env, rep.url)
 	r := capgate(t, "", agent, "call", "echo", "echo", "--params", `{}`, "--json")
 	mustCode(t, r, 1)
+	// Its capabilities are not listed while it is not working.
+	if listed := capabilitiesOf(t, rep.url, key); strings.Contains(listed, "org.example.echo") {
+		t.Errorf("the capabilities of a provider that is not working are listed: %s", listed)
+	}
 	if !strings.Contains(r.stdout, `"status": "error"`) || !strings.Contains(r.stdout, "not working right now") {
 		t.Errorf("a lying provider's call answered %s", r.stdout)
 	}
 	rep.stop(t)
+}
+
+// capabilitiesOf is GET /v1/capabilities of the gateway at url as the client with key.
+func capabilitiesOf(t *testing.T, url, key string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url+"/v1/capabilities", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /v1/capabilities: HTTP %d %s", resp.StatusCode, b)
+	}
+	return string(b)
 }
