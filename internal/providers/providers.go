@@ -180,6 +180,16 @@ func (p *Process) waitExit(pc *plugin.Client) {
 	}
 }
 
+// kill kills the running provider process; its supervision starts it again.
+func (p *Process) kill() {
+	p.mu.Lock()
+	pc := p.pc
+	p.mu.Unlock()
+	if pc != nil {
+		pc.Kill()
+	}
+}
+
 func (p *Process) setDown(why error) {
 	p.mu.Lock()
 	p.up, p.why, p.client = false, why, nil
@@ -327,7 +337,16 @@ func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, 
 	}
 	dry := sdk.IsDryRun(ctx)
 	out, err := c.Invoke(ctx, id, params, ic, dry, func(m string, f float64) { sdk.ReportProgress(ctx, m, f) })
+	if errors.Is(err, provider.ErrIgnoredCancellation) {
+		// It works on past the deadline: killed, and started again by its supervision.
+		h.p.log.Warn("provider ignored a call's deadline; killing it", "capability", id)
+		h.p.kill()
+	}
 	if err != nil {
+		var se *sdk.Error
+		if errors.As(err, &se) {
+			return sdk.Result{}, se
+		}
 		return sdk.Result{}, err
 	}
 	for _, e := range out.Effects {

@@ -21,6 +21,7 @@ import (
 	"github.com/capgate/capgate/internal/providers/providertest"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
+	"github.com/capgate/capgate/sdk/provider"
 )
 
 func testProvider(t *testing.T) string { return providertest.Build(t) }
@@ -345,5 +346,42 @@ func TestProgramDigest(t *testing.T) {
 		if up, why := r.State(); up || why == nil {
 			t.Errorf("%s: up %v, %v", bad, up, why)
 		}
+	}
+}
+
+// The provider is told the call's deadline; one that stops at it answers TIMEOUT and keeps
+// running, one that ignores it answers TIMEOUT within the grace and is killed and started
+// again.
+func TestDeadline(t *testing.T) {
+	wait := func(p *providers.Process, d time.Duration) (time.Duration, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		begin := time.Now()
+		_, err := p.Handler().Invoke(ctx, "tools.org.example.echo.wait", json.RawMessage(`{}`), sdk.InvocationContext{})
+		return time.Since(begin), err
+	}
+	var se *sdk.Error
+	p, _ := run(t)
+	took, err := wait(p, 300*time.Millisecond)
+	if err == nil || took > 2*time.Second {
+		t.Errorf("a provider that keeps the deadline: %v after %s", err, took)
+	}
+	time.Sleep(3 * providers.MinBackoff)
+	if n := p.Starts(); n != 1 {
+		t.Errorf("a provider that keeps the deadline was started %d times", n)
+	}
+
+	q, _ := run(t, "-ignore-cancel")
+	took, err = wait(q, 300*time.Millisecond)
+	if !errors.As(err, &se) || se.Code != sdk.CodeTimeout || took > 300*time.Millisecond+provider.CancelGrace+2*time.Second {
+		t.Errorf("a provider that ignores the deadline: %v after %s", err, took)
+	}
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if up, _ := q.State(); up && q.Starts() >= 2 {
+			break
+		}
+	}
+	if up, why := q.State(); !up || q.Starts() < 2 {
+		t.Errorf("not killed and started again: up %v (%v), %d starts", up, why, q.Starts())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/hashicorp/go-plugin"
 
@@ -40,6 +41,13 @@ func (c *Client) ValidateParams(ctx context.Context, capabilityID string, params
 	return sdkError(r.Error)
 }
 
+// CancelGrace is how long a provider has, past a call's deadline, to stop and answer.
+const CancelGrace = 2 * time.Second
+
+// ErrIgnoredCancellation is a call whose provider did not answer within CancelGrace of its
+// deadline: it goes on working on a call capgate gave up on.
+var ErrIgnoredCancellation = errors.New("provider: the provider ignored the call's deadline")
+
 // Outcome is what came of a call to a provider: its result or error, and what it reported
 // it did.
 type Outcome struct {
@@ -53,9 +61,38 @@ type Outcome struct {
 // receives the provider's progress reports. The error is the protocol's (the provider did not
 // answer with a terminal message, as app_unresponsive or timeout); the capability's own is
 // Outcome.Err.
+//
+// The provider is told ctx's deadline and gets CancelGrace beyond it to stop and answer; one
+// that has not answered by then is ErrIgnoredCancellation (as a timeout), and its host should
+// kill it. A call ctx cancels for another reason (the agent went away) ends at once.
 func (c *Client) Invoke(ctx context.Context, capabilityID string, params json.RawMessage, ic sdk.InvocationContext, dryRun bool,
 	progress func(message string, fraction float64)) (Outcome, error) {
-	stream, err := c.c.Invoke(ctx, &providerv1.InvokeRequest{CapabilityId: capabilityID, Params: params, Context: contextPB(ic), DryRun: dryRun})
+	req := &providerv1.InvokeRequest{CapabilityId: capabilityID, Params: params, Context: contextPB(ic), DryRun: dryRun}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	ignored := make(chan struct{})
+	if dl, ok := ctx.Deadline(); ok {
+		req.DeadlineUnixMs = dl.UnixMilli()
+	}
+	go func() {
+		select {
+		case <-sctx.Done():
+			return
+		case <-ctx.Done():
+		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			t := time.NewTimer(CancelGrace)
+			defer t.Stop()
+			select {
+			case <-sctx.Done():
+				return
+			case <-t.C:
+				close(ignored)
+			}
+		}
+		cancel()
+	}()
+	stream, err := c.c.Invoke(sctx, req)
 	if err != nil {
 		return Outcome{}, unresponsive(err)
 	}
@@ -65,6 +102,11 @@ func (c *Client) Invoke(ctx context.Context, capabilityID string, params json.Ra
 			return Outcome{}, &sdk.Error{Code: sdk.CodeAppUnresponsive, Reason: "the provider ended the call without an answer"}
 		}
 		if err != nil {
+			select {
+			case <-ignored:
+				return Outcome{}, fmt.Errorf("%w: %w", ErrIgnoredCancellation, &sdk.Error{Code: sdk.CodeTimeout, CapabilityID: capabilityID})
+			default:
+			}
 			if ctx.Err() != nil {
 				return Outcome{}, &sdk.Error{Code: sdk.CodeTimeout, CapabilityID: capabilityID}
 			}

@@ -120,6 +120,11 @@ func (s *server) Invoke(req *providerv1.InvokeRequest, stream providerv1.Provide
 		_ = send(&providerv1.InvokeEvent{Event: &providerv1.InvokeEvent_Progress{Progress: &providerv1.Progress{Message: message, Fraction: fraction}}})
 	}}
 	ctx := sdk.WithReport(stream.Context(), rep)
+	if req.DeadlineUnixMs > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, time.UnixMilli(req.DeadlineUnixMs))
+		defer cancel()
+	}
 	res, err := s.h.Invoke(ctx, req.CapabilityId, req.Params, contextOf(req.Context))
 	rep.Progress = nil
 	term := &providerv1.Terminal{}

@@ -307,9 +307,13 @@ type InvokeRequest struct {
 	DryRun bool `protobuf:"varint,4,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	// host_service is the go-plugin broker id at which HostService answers for this call (0:
 	// none).
-	HostService   uint32 `protobuf:"varint,5,opt,name=host_service,json=hostService,proto3" json:"host_service,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	HostService uint32 `protobuf:"varint,5,opt,name=host_service,json=hostService,proto3" json:"host_service,omitempty"`
+	// deadline_unix_ms is the call's deadline (0: none). The stream's own gRPC deadline runs a
+	// grace period longer, so that a provider that stops at the deadline can still say so; one
+	// that does not stop within the grace is killed and started again.
+	DeadlineUnixMs int64 `protobuf:"varint,6,opt,name=deadline_unix_ms,json=deadlineUnixMs,proto3" json:"deadline_unix_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *InvokeRequest) Reset() {
@@ -373,6 +377,13 @@ func (x *InvokeRequest) GetDryRun() bool {
 func (x *InvokeRequest) GetHostService() uint32 {
 	if x != nil {
 		return x.HostService
+	}
+	return 0
+}
+
+func (x *InvokeRequest) GetDeadlineUnixMs() int64 {
+	if x != nil {
+		return x.DeadlineUnixMs
 	}
 	return 0
 }
@@ -1136,13 +1147,14 @@ const file_capgate_provider_v1_provider_proto_rawDesc = "" +
 	"\rcapability_id\x18\x01 \x01(\tR\fcapabilityId\x12\x16\n" +
 	"\x06params\x18\x02 \x01(\fR\x06params\"T\n" +
 	"\x16ValidateParamsResponse\x12:\n" +
-	"\x05error\x18\x01 \x01(\v2$.capgate.provider.v1.CapabilityErrorR\x05error\"\xca\x01\n" +
+	"\x05error\x18\x01 \x01(\v2$.capgate.provider.v1.CapabilityErrorR\x05error\"\xf4\x01\n" +
 	"\rInvokeRequest\x12#\n" +
 	"\rcapability_id\x18\x01 \x01(\tR\fcapabilityId\x12\x16\n" +
 	"\x06params\x18\x02 \x01(\fR\x06params\x12@\n" +
 	"\acontext\x18\x03 \x01(\v2&.capgate.provider.v1.InvocationContextR\acontext\x12\x17\n" +
 	"\adry_run\x18\x04 \x01(\bR\x06dryRun\x12!\n" +
-	"\fhost_service\x18\x05 \x01(\rR\vhostService\"\x90\x01\n" +
+	"\fhost_service\x18\x05 \x01(\rR\vhostService\x12(\n" +
+	"\x10deadline_unix_ms\x18\x06 \x01(\x03R\x0edeadlineUnixMs\"\x90\x01\n" +
 	"\vInvokeEvent\x12;\n" +
 	"\bprogress\x18\x01 \x01(\v2\x1d.capgate.provider.v1.ProgressH\x00R\bprogress\x12;\n" +
 	"\bterminal\x18\x02 \x01(\v2\x1d.capgate.provider.v1.TerminalH\x00R\bterminalB\a\n" +

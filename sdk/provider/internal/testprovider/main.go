@@ -32,7 +32,7 @@ type handler struct {
 	doc *manifest.Document
 	// overreach reports a system effect from save; dryWrite reports save's write even in a
 	// dry run; crash exits in the middle of wait.
-	overreach, dryWrite, crash bool
+	overreach, dryWrite, crash, ignoreCancel bool
 }
 
 func (h handler) Manifest() *manifest.Document { return h.doc }
@@ -59,6 +59,9 @@ func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, 
 	case "tools.org.example.echo.wait":
 		if h.crash {
 			os.Exit(3)
+		}
+		if h.ignoreCancel {
+			select {} // works on, whatever the deadline
 		}
 		<-ctx.Done()
 		return sdk.Result{}, sdk.ExecutionFailed("cancelled", true)
@@ -93,6 +96,7 @@ func main() {
 	flag.BoolVar(&h.overreach, "overreach", false, "report an effect above the declared one")
 	flag.BoolVar(&h.dryWrite, "dry-write", false, "report a write in a dry run")
 	flag.BoolVar(&h.crash, "crash", false, "exit in the middle of a call to wait")
+	flag.BoolVar(&h.ignoreCancel, "ignore-cancel", false, "ignore the deadline of a call to wait")
 	printManifest := flag.Bool("manifest", false, "print the manifest and exit")
 	hold := flag.Bool("hold", false, "outlive capgate if it can: ignore SIGPIPE, SIGTERM, SIGHUP and SIGINT")
 	flag.Parse()
