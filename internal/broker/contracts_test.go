@@ -161,12 +161,12 @@ func TestNotWorkingProvider(t *testing.T) {
 	}
 
 	p.state.Store(uint32(NotWorking))
-	if d := b.Explain(ctx, alice, search); d.Code != policy.CodeMethodNotFound || !strings.Contains(d.Explanation, "not working right now") {
+	if d := b.Explain(ctx, alice, search); d.Code != policy.CodeAppNotFound || !strings.Contains(d.Explanation, "not working right now") {
 		t.Errorf("explain, not working: %+v", d)
 	}
 	for _, req := range []Request{search, write} {
 		r := b.Call(ctx, alice, req)
-		if r.Code != policy.CodeMethodNotFound || !strings.Contains(r.Message, "not working right now") || r.ConsentID != "" {
+		if r.Code != policy.CodeAppNotFound || !strings.Contains(r.Message, "not working right now") || r.ConsentID != "" {
 			t.Errorf("%s, not working: %+v", req.Method, r)
 		}
 	}

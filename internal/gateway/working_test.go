@@ -44,7 +44,7 @@ func TestBuiltinThatCannotStartIsNotWorking(t *testing.T) {
 	alice := e.addClient("alice", "user")
 	for _, method := range []string{"read_file", "write_file"} {
 		r := e.callApp(alice, "files", method, `{"path":"a.txt","content":"x"}`, "")
-		wantCode(t, method, r, "METHOD_NOT_FOUND")
+		wantCode(t, method, r, "APP_NOT_FOUND")
 		if !strings.Contains(r.Body.ErrorMessage, "not working right now") {
 			t.Errorf("%s: %q does not say the app is not working", method, r.Body.ErrorMessage)
 		}
@@ -161,7 +161,7 @@ func TestToolServerNotConnectedIsNotWorking(t *testing.T) {
 	e.register("mcp.later", strings.ReplaceAll(strings.ReplaceAll(ghostManifest, "org.example.ghost", "mcp.later"), "ghost.mcp.later", "tool.mcp.later"), "later")
 	e.register("org.example.ghost", ghostManifest, "ghost")
 	r := e.callApp(alice, "later", "ping", `{}`, "")
-	wantCode(t, "a tool server not connected", r, "METHOD_NOT_FOUND")
+	wantCode(t, "a tool server not connected", r, "APP_NOT_FOUND")
 	if !strings.Contains(r.Body.ErrorMessage, "not working right now") {
 		t.Errorf("%q does not say the tool server is not working", r.Body.ErrorMessage)
 	}

@@ -14,8 +14,10 @@ import (
 // call's autonomy, step 7 turns the autonomy into an outcome and step 8 delays an allowed
 // irreversible call.
 //
-//  1. The app is not installed: APP_NOT_FOUND. The capability is not declared, disabled, not
-//     pinned (a tool whose hash changed) or not working: METHOD_NOT_FOUND.
+//  1. The app is not installed, or its provider is not working right now (not running, down,
+//     reconnecting): APP_NOT_FOUND, the token document's "target application not running".
+//     The capability is not declared, disabled or not pinned (a tool whose hash changed):
+//     METHOD_NOT_FOUND.
 //  2. A token is present and not valid (malformed, forged, tampered with, bound to another
 //     client) or revoked: INVALID_TOKEN; expired: TOKEN_EXPIRED; used up: TOKEN_EXHAUSTED.
 //  3. The params break the capability's schema: INVALID_REQUEST, naming the field paths,
@@ -64,7 +66,7 @@ func Decide(c Call) Decision {
 	case !c.Pinned:
 		return t.deny(1, CodeMethodNotFound, id+" no longer matches its pin: its tool's name, description or schemas changed")
 	case !c.Working:
-		return t.deny(1, CodeMethodNotFound, id+" is not working right now")
+		return t.deny(1, CodeAppNotFound, id+" is not working right now")
 	}
 	t.note(1, id, " is installed, enabled, pinned and working")
 

@@ -120,7 +120,7 @@ func TestDecide(t *testing.T) {
 		{"1 capability unknown", []func(*Call){func(c *Call) { c.CapabilityFound = false }}, deny(1, CodeMethodNotFound, "not a capability")},
 		{"1 disabled", []func(*Call){func(c *Call) { c.Enabled = false }}, deny(1, CodeMethodNotFound, "disabled")},
 		{"1 not pinned", []func(*Call){func(c *Call) { c.Pinned = false }}, deny(1, CodeMethodNotFound, "pin")},
-		{"1 not working", []func(*Call){func(c *Call) { c.Working = false }}, deny(1, CodeMethodNotFound, "not working")},
+		{"1 not working", []func(*Call){func(c *Call) { c.Working = false }}, deny(1, CodeAppNotFound, "not working")},
 		{"1 before 2: disabled with a forged token", []func(*Call){func(c *Call) { c.Enabled = false; c.Token.Valid = false }},
 			deny(1, CodeMethodNotFound, "")},
 

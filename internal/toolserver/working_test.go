@@ -67,7 +67,7 @@ func TestServerThatIsDownIsNotWorking(t *testing.T) {
 	f.eventually("the server is down", func() bool { return f.g.Broker.ProviderState(manifest.MustParseAppID("mcp.srv")) == broker.NotWorking })
 	for _, tool := range []string{"echo", "greet"} {
 		r := f.call(tool, `{"text":"hi","name":"ann"}`)
-		wantCode(t, tool+" while the server is down", r, "METHOD_NOT_FOUND")
+		wantCode(t, tool+" while the server is down", r, "APP_NOT_FOUND")
 		if !strings.Contains(r.Body.ErrorMessage, "not working right now") {
 			t.Errorf("%s: %q does not say the tool is not working", tool, r.Body.ErrorMessage)
 		}
