@@ -70,6 +70,16 @@ func TestAppRegisterCommand(t *testing.T) {
 		t.Errorf("a lying provider's call answered %s", r.stdout)
 	}
 	rep.stop(t)
+	// The refusal is in the audit log, with why.
+	var refused []string
+	for _, rec := range auditRecords(t, data) {
+		if rec.Action == "provider.start" {
+			refused = append(refused, rec.Decision+"|"+rec.App+"|"+rec.Explanation)
+		}
+	}
+	if len(refused) != 1 || !strings.HasPrefix(refused[0], "deny|org.example.echo|") || !strings.Contains(refused[0], "manifest other than the one installed") {
+		t.Errorf("the refusal's records: %q", refused)
+	}
 }
 
 // capabilitiesOf is GET /v1/capabilities of the gateway at url as the client with key.

@@ -266,7 +266,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	// The apps that run out of process are started; each is up once its manifest checks.
-	if err := g.procs.sync(ctx, st, g.Registry, g.log); err != nil {
+	if err := g.procs.sync(ctx, st, g.Registry, g.log, g.Audit); err != nil {
 		g.Close()
 		return nil, fmt.Errorf("gateway: providers: %w", err)
 	}

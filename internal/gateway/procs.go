@@ -2,11 +2,14 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"sync"
 
 	supervised "github.com/capgate/capgate/internal/providers"
+	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/sdk"
 )
@@ -31,17 +34,27 @@ var providerEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
 
 // sync starts the provider of every registered app with a program that has none running,
 // restarts one whose program changed, and stops one whose app or program is gone.
-func (ps *procs) sync(ctx context.Context, st supervised.Store, reg *registry.Registry, log *slog.Logger) error {
+//
+// A provider refused at its start (its program or its manifest is not the one registered) is
+// recorded in log, a refusal of the app, with why.
+func (ps *procs) sync(ctx context.Context, st supervised.Store, reg *registry.Registry, log *slog.Logger, rec operator.Recorder) error {
 	progs, err := supervised.ListPrograms(ctx, st)
 	if err != nil {
 		return err
 	}
-	var started []*supervised.Process
+	started := map[string]*supervised.Process{}
 	defer func() {
 		// Each new provider is up, or has said why not, before the sync returns: a call right
 		// after finds it working.
-		for _, p := range started {
+		for id, p := range started {
 			p.WaitStarted(ctx)
+			if _, why := p.State(); rec != nil && (errors.Is(why, supervised.ErrManifestMismatch) || errors.Is(why, supervised.ErrDigest)) {
+				r := audit.Record{Kind: audit.KindDecision, Decision: audit.DecisionDeny, Action: "provider.start", App: id, ClientID: "capgate",
+					Code: "EXECUTION_FAILED", Result: "not started", Explanation: "capgate did not start the app's program: " + why.Error()}
+				if _, err := rec.Append(ctx, r); err != nil {
+					log.Warn("the refusal of a provider could not be recorded", "app", id, "err", err)
+				}
+			}
 		}
 	}()
 	ps.mu.Lock()
@@ -69,7 +82,7 @@ func (ps *procs) sync(ctx context.Context, st supervised.Store, reg *registry.Re
 		p := supervised.Start(supervised.Config{Manifest: app.Doc, Command: prog.Command, Args: prog.Args,
 			Digest: prog.Digest, Env: providerEnv, Logger: log})
 		ps.byApp[id] = &proc{prog: prog, p: p}
-		started = append(started, p)
+		started[id] = p
 	}
 	return nil
 }
