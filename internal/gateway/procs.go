@@ -7,9 +7,9 @@ import (
 	"slices"
 	"sync"
 
-	supervised "github.com/capgate/capgate/internal/providers"
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/operator"
+	supervised "github.com/capgate/capgate/internal/providers"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/sdk"
 )
