@@ -32,7 +32,7 @@ func TestAppRegisterCommand(t *testing.T) {
 		if before {
 			mustCode(t, register(), 0)
 		}
-		rep := serveWith(t, data)
+		rep := serveWith(t, data, "--sandbox=off-unsafe")
 		if !before {
 			mustCode(t, register(), 0)
 		}
@@ -57,7 +57,7 @@ func TestAppRegisterCommand(t *testing.T) {
 	// A program that lies about its manifest: registered, never working.
 	data := t.TempDir()
 	env := []string{"CAPGATE_DATA_DIR=" + data}
-	rep := serveWith(t, data)
+	rep := serveWith(t, data, "--sandbox=off-unsafe")
 	mustCode(t, capgate(t, "", env, "app", "register", man, "--alias", "echo", "--command", bin, "--", "-lie"), 0)
 	key, agent := agentOn(t, env, rep.url)
 	r := capgate(t, "", agent, "call", "echo", "echo", "--params", `{}`, "--json")
@@ -78,6 +78,36 @@ func TestAppRegisterCommand(t *testing.T) {
 		}
 	}
 	if len(refused) != 1 || !strings.HasPrefix(refused[0], "deny|org.example.echo|") || !strings.Contains(refused[0], "manifest other than the one installed") {
+		t.Errorf("the refusal's records: %q", refused)
+	}
+}
+
+// Provider processes do not run in a sandbox yet: under the default sandbox mode the gateway
+// starts none, their apps are not working, and the refusal says how to opt out.
+func TestProviderNotStartedUnsandboxed(t *testing.T) {
+	bin := providertest.Build(t)
+	man := filepath.Join(t.TempDir(), "manifest.json")
+	if err := os.WriteFile(man, providertest.Manifest(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	env := []string{"CAPGATE_DATA_DIR=" + data}
+	mustCode(t, capgate(t, "", env, "app", "register", man, "--alias", "echo", "--command", bin), 0)
+	rep := serveWith(t, data)
+	_, agent := agentOn(t, env, rep.url)
+	r := capgate(t, "", agent, "call", "echo", "echo", "--params", `{}`, "--json")
+	mustCode(t, r, 1)
+	if !strings.Contains(r.stdout, "APP_NOT_FOUND") || !strings.Contains(r.stdout, "not working right now") {
+		t.Errorf("a provider under the default sandbox mode answered %s", r.stdout)
+	}
+	rep.stop(t)
+	var refused []string
+	for _, rec := range auditRecords(t, data) {
+		if rec.Action == "provider.start" {
+			refused = append(refused, rec.Decision+"|"+rec.Explanation)
+		}
+	}
+	if len(refused) != 1 || !strings.HasPrefix(refused[0], "deny|") || !strings.Contains(refused[0], "--sandbox=off-unsafe") {
 		t.Errorf("the refusal's records: %q", refused)
 	}
 }

@@ -207,6 +207,9 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		}
 	}
 	g.sandbox, g.sandboxErr = sandbox.Open(ctx, cfg.Sandbox)
+	if g.sandboxErr != nil || g.sandbox.Enforcing() {
+		g.procs.refuse = errNotSandboxed
+	}
 	switch {
 	case g.sandboxErr != nil:
 		g.log.Warn("the terminal and python apps are not served: they run only in a sandbox, and none can be made here", "err", g.sandboxErr)

@@ -18,6 +18,10 @@ import (
 // register --command): started at Open and when one is registered through the operator
 // socket, each held to its registered manifest, stopped at Close.
 type procs struct {
+	// refuse, when set, is why no provider process is started: they do not run in a sandbox
+	// yet, so they run only where the operator chose --sandbox=off-unsafe. Their apps are
+	// registered and not working.
+	refuse error
 	mu     sync.Mutex
 	byApp  map[string]*proc
 	closed bool
@@ -25,8 +29,11 @@ type procs struct {
 
 type proc struct {
 	prog supervised.Program
-	p    *supervised.Process
+	p    *supervised.Process // nil when refused
 }
+
+// errNotSandboxed is why a provider process is not started under the default sandbox mode.
+var errNotSandboxed = errors.New("provider processes do not run in a sandbox yet, so capgate starts them only with capgate serve --sandbox=off-unsafe, where they run with capgate's own user, files and network")
 
 // env is all of capgate's environment a provider gets: a PATH to find the programs it runs,
 // and a locale.
@@ -48,12 +55,8 @@ func (ps *procs) sync(ctx context.Context, st supervised.Store, reg *registry.Re
 		// after finds it working.
 		for id, p := range started {
 			p.WaitStarted(ctx)
-			if _, why := p.State(); rec != nil && (errors.Is(why, supervised.ErrManifestMismatch) || errors.Is(why, supervised.ErrDigest)) {
-				r := audit.Record{Kind: audit.KindDecision, Decision: audit.DecisionDeny, Action: "provider.start", App: id, ClientID: "capgate",
-					Code: "EXECUTION_FAILED", Result: "not started", Explanation: "capgate did not start the app's program: " + why.Error()}
-				if _, err := rec.Append(ctx, r); err != nil {
-					log.Warn("the refusal of a provider could not be recorded", "app", id, "err", err)
-				}
+			if _, why := p.State(); errors.Is(why, supervised.ErrManifestMismatch) || errors.Is(why, supervised.ErrDigest) {
+				refused(ctx, rec, log, id, why)
 			}
 		}
 	}()
@@ -67,7 +70,9 @@ func (ps *procs) sync(ctx context.Context, st supervised.Store, reg *registry.Re
 	}
 	for id, cur := range ps.byApp {
 		if prog, ok := progs[id]; !ok || !sameProgram(prog, cur.prog) {
-			cur.p.Close()
+			if cur.p != nil {
+				cur.p.Close()
+			}
 			delete(ps.byApp, id)
 		}
 	}
@@ -79,12 +84,30 @@ func (ps *procs) sync(ctx context.Context, st supervised.Store, reg *registry.Re
 		if !ok || app.Doc == nil {
 			continue
 		}
+		if ps.refuse != nil {
+			ps.byApp[id] = &proc{prog: prog}
+			refused(ctx, rec, log, id, ps.refuse)
+			continue
+		}
 		p := supervised.Start(supervised.Config{Manifest: app.Doc, Command: prog.Command, Args: prog.Args,
 			Digest: prog.Digest, Env: providerEnv, Logger: log})
 		ps.byApp[id] = &proc{prog: prog, p: p}
 		started[id] = p
 	}
 	return nil
+}
+
+// refused records in rec that the provider of the app id was not started, and why.
+func refused(ctx context.Context, rec operator.Recorder, log *slog.Logger, id string, why error) {
+	log.Warn("provider not started", "app", id, "why", why)
+	if rec == nil {
+		return
+	}
+	r := audit.Record{Kind: audit.KindDecision, Decision: audit.DecisionDeny, Action: "provider.start", App: id, ClientID: "capgate",
+		Code: "EXECUTION_FAILED", Result: "not started", Explanation: "capgate did not start the app's program: " + why.Error()}
+	if _, err := rec.Append(ctx, r); err != nil {
+		log.Warn("the refusal of a provider could not be recorded", "app", id, "err", err)
+	}
 }
 
 func sameProgram(a, b supervised.Program) bool {
@@ -100,6 +123,9 @@ func (ps *procs) provider(id string) (h sdk.Handler, up, ok bool) {
 	if cur == nil {
 		return nil, false, false
 	}
+	if cur.p == nil {
+		return nil, false, true
+	}
 	isUp, _ := cur.p.State()
 	return cur.p.Handler(), isUp, true
 }
@@ -112,6 +138,8 @@ func (ps *procs) close() {
 	ps.byApp = nil
 	ps.mu.Unlock()
 	for _, cur := range all {
-		cur.p.Close()
+		if cur.p != nil {
+			cur.p.Close()
+		}
 	}
 }
