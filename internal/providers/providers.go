@@ -366,7 +366,8 @@ func held(declared manifest.SideEffect, dryRun bool, effects []sdk.Effect) error
 	for _, e := range effects {
 		got := manifest.SideEffect(e.Effect)
 		if !got.Valid() {
-			return sdk.ExecutionFailed(fmt.Sprintf("the provider reported an effect %q that is no side_effects value", e.Effect), false)
+			// The provider's own text is not echoed: it is untrusted and unbounded.
+			return sdk.ExecutionFailed("the provider reported an effect that is no side_effects value", false)
 		}
 		if got.Rank() > declared.Rank() {
 			return sdk.ExecutionFailed(fmt.Sprintf("the provider reported a %s effect, above the capability's declared side_effects %s", got, declared), false)
