@@ -15,9 +15,9 @@ import (
 
 func newAppCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "app", Short: "Register apps with the gateway"}
-	var data, alias, trusted, command string
+	var data, alias, trusted, command, dir string
 	reg := &cobra.Command{
-		Use:   "register MANIFEST [--alias NAME] [--data DIR] [--command PATH [-- ARGS...]]",
+		Use:   "register MANIFEST [--alias NAME] [--data DIR] [--command PATH [--dir DIR] [-- ARGS...]]",
 		Short: "Register an app from its manifest: Tier 1 when its signature verifies, else Tier 2",
 		Long: `Register an app from its signed manifest (JSON: sign a manifest.yaml first with capgate
 manifest sign): Tier 1 when its signature verifies against a trusted key (DATA/trusted, then
@@ -29,7 +29,13 @@ next look. Nothing else is started.
 --command PATH registers an app that runs out of process: a program built with capgate's
 sdk/provider, started by the gateway with the arguments after --, a scrubbed environment and
 /dev/null for input, and held to this manifest (a program that reports another manifest is not
-started). The program's digest is taken now: a program changed afterwards is not run.`,
+started). The program's digest is taken now: a program changed afterwards is not run.
+
+The program runs in a sandbox of its own (bubblewrap): it sees the system's libraries read-only,
+--dir DIR (its scripts, libraries and data) read-only as its working folder, and nothing else of
+the machine; it has no network. A program that is an interpreter names its script in DIR:
+
+  capgate app register notes.json --command /usr/bin/node --dir ./notes -- provider.js`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			switch {
@@ -37,6 +43,8 @@ started). The program's digest is taken now: a program changed afterwards is not
 				return usageErr("usage: capgate app register MANIFEST [--command PATH [-- ARGS...]]")
 			case dash != -1 && command == "":
 				return usageErr("arguments after -- are the program's: give its --command")
+			case dir != "" && command == "":
+				return usageErr("--dir is the folder of a program: give its --command")
 			}
 			return nil
 		},
@@ -60,6 +68,14 @@ started). The program's digest is taken now: a program changed afterwards is not
 					return usageErr("--command: %w", err)
 				}
 				prog = &providers.Program{Command: abs, Args: args[1:], Digest: digest}
+				if dir != "" {
+					if prog.Dir, err = filepath.Abs(dir); err != nil {
+						return usageErr("--dir: %w", err)
+					}
+					if fi, err := os.Stat(prog.Dir); err != nil || !fi.IsDir() {
+						return usageErr("--dir %s: not a folder", dir)
+					}
+				}
 				if err := prog.Check(); err != nil {
 					return usageErr("--command: %w", err)
 				}
@@ -86,6 +102,7 @@ started). The program's digest is taken now: a program changed afterwards is not
 	reg.Flags().StringVar(&alias, "alias", "", "short name agents use for the app (default: the app id's last label)")
 	reg.Flags().StringVar(&trusted, "trusted-dir", "", "folder of trusted app keys")
 	reg.Flags().StringVar(&command, "command", "", "the program of an app that runs out of process (built with sdk/provider)")
+	reg.Flags().StringVar(&dir, "dir", "", "the folder the --command program needs (read-only in its sandbox, its working folder)")
 	cmd.AddCommand(reg)
 	return cmd
 }

@@ -14,7 +14,7 @@ import (
 // An app registered with --command runs out of process: the gateway starts its program and
 // calls it, whether the app was registered before the gateway started (on the store) or while
 // it serves (through it, started before the command returns); a program that reports another
-// manifest is registered but not working, and says so.
+// manifest is registered but not working, and says so. It runs in the sandbox (the default).
 func TestAppRegisterCommand(t *testing.T) {
 	bin := providertest.Build(t)
 	man := filepath.Join(t.TempDir(), "manifest.json")
@@ -32,7 +32,7 @@ func TestAppRegisterCommand(t *testing.T) {
 		if before {
 			mustCode(t, register(), 0)
 		}
-		rep := serveWith(t, data, "--sandbox=off-unsafe")
+		rep := serveWith(t, data)
 		if !before {
 			mustCode(t, register(), 0)
 		}
@@ -40,15 +40,20 @@ func TestAppRegisterCommand(t *testing.T) {
 		if listed := capabilitiesOf(t, rep.url, key); !strings.Contains(listed, "tools.org.example.echo.echo") {
 			t.Errorf("the capabilities of a working provider are not listed: %s", listed)
 		}
-		// A Tier 2 app's call waits for the person: answered from the command line.
+		// A Tier 2 app's call waits for the person: answered from the command line. The
+		// provider runs in its sandbox, where the data folder is not to be seen.
+		probe := filepath.Join(data, "probe")
+		if err := os.WriteFile(probe, []byte("capgate's own"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 		done := make(chan result, 1)
 		go func() {
-			done <- capgate(t, "", agent, "call", "echo", "echo", "--params", `{"text":"hello"}`, "--json")
+			done <- capgate(t, "", agent, "call", "echo", "echo", "--params", `{"text":"hello","look":"`+probe+`"}`, "--json")
 		}()
 		mustCode(t, capgate(t, "", env, "approvals", "approve", waitPendingEnv(t, env)), 0)
 		r := <-done
 		mustCode(t, r, 0)
-		if !strings.Contains(r.stdout, `hello`) || !strings.Contains(r.stdout, `"success"`) {
+		if !strings.Contains(r.stdout, `hello`) || !strings.Contains(r.stdout, `"success"`) || !strings.Contains(r.stdout, `"seen": false`) {
 			t.Errorf("registered before the serve %v: the call answered %s", before, r.stdout)
 		}
 		rep.stop(t)
@@ -57,7 +62,7 @@ func TestAppRegisterCommand(t *testing.T) {
 	// A program that lies about its manifest: registered, never working.
 	data := t.TempDir()
 	env := []string{"CAPGATE_DATA_DIR=" + data}
-	rep := serveWith(t, data, "--sandbox=off-unsafe")
+	rep := serveWith(t, data)
 	mustCode(t, capgate(t, "", env, "app", "register", man, "--alias", "echo", "--command", bin, "--", "-lie"), 0)
 	key, agent := agentOn(t, env, rep.url)
 	r := capgate(t, "", agent, "call", "echo", "echo", "--params", `{}`, "--json")
@@ -78,36 +83,6 @@ func TestAppRegisterCommand(t *testing.T) {
 		}
 	}
 	if len(refused) != 1 || !strings.HasPrefix(refused[0], "deny|org.example.echo|") || !strings.Contains(refused[0], "manifest other than the one installed") {
-		t.Errorf("the refusal's records: %q", refused)
-	}
-}
-
-// Provider processes do not run in a sandbox yet: under the default sandbox mode the gateway
-// starts none, their apps are not working, and the refusal says how to opt out.
-func TestProviderNotStartedUnsandboxed(t *testing.T) {
-	bin := providertest.Build(t)
-	man := filepath.Join(t.TempDir(), "manifest.json")
-	if err := os.WriteFile(man, providertest.Manifest(t), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	data := t.TempDir()
-	env := []string{"CAPGATE_DATA_DIR=" + data}
-	mustCode(t, capgate(t, "", env, "app", "register", man, "--alias", "echo", "--command", bin), 0)
-	rep := serveWith(t, data)
-	_, agent := agentOn(t, env, rep.url)
-	r := capgate(t, "", agent, "call", "echo", "echo", "--params", `{}`, "--json")
-	mustCode(t, r, 1)
-	if !strings.Contains(r.stdout, "APP_NOT_FOUND") || !strings.Contains(r.stdout, "not working right now") {
-		t.Errorf("a provider under the default sandbox mode answered %s", r.stdout)
-	}
-	rep.stop(t)
-	var refused []string
-	for _, rec := range auditRecords(t, data) {
-		if rec.Action == "provider.start" {
-			refused = append(refused, rec.Decision+"|"+rec.Explanation)
-		}
-	}
-	if len(refused) != 1 || !strings.HasPrefix(refused[0], "deny|") || !strings.Contains(refused[0], "--sandbox=off-unsafe") {
 		t.Errorf("the refusal's records: %q", refused)
 	}
 }

@@ -207,14 +207,15 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		}
 	}
 	g.sandbox, g.sandboxErr = sandbox.Open(ctx, cfg.Sandbox)
-	if g.sandboxErr != nil || g.sandbox.Enforcing() {
-		g.procs.refuse = errNotSandboxed
+	if g.sandboxErr != nil {
+		g.procs.refuse = fmt.Errorf("provider processes run only in a sandbox, and none can be made here: %w", g.sandboxErr)
 	}
+	g.procs.box = g.sandbox
 	switch {
 	case g.sandboxErr != nil:
-		g.log.Warn("the terminal and python apps are not served: they run only in a sandbox, and none can be made here", "err", g.sandboxErr)
+		g.log.Warn("the terminal and python apps and provider processes are not served: they run only in a sandbox, and none can be made here", "err", g.sandboxErr)
 	case !g.sandbox.Enforcing():
-		g.log.Warn("the sandbox is off (--sandbox=off-unsafe): the terminal's commands and python's scripts run with capgate's own user, files and network")
+		g.log.Warn("the sandbox is off (--sandbox=off-unsafe): the terminal's commands, python's scripts and provider processes run with capgate's own user, files and network")
 	}
 	if g.Registry, err = registry.New(ctx, st, AppKeys(cfg.DataDir, cfg.TrustedDir)); err != nil {
 		st.Close()

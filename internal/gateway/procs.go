@@ -11,6 +11,7 @@ import (
 	"github.com/capgate/capgate/internal/operator"
 	supervised "github.com/capgate/capgate/internal/providers"
 	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/sandbox"
 	"github.com/capgate/capgate/sdk"
 )
 
@@ -18,9 +19,11 @@ import (
 // register --command): started at Open and when one is registered through the operator
 // socket, each held to its registered manifest, stopped at Close.
 type procs struct {
-	// refuse, when set, is why no provider process is started: they do not run in a sandbox
-	// yet, so they run only where the operator chose --sandbox=off-unsafe. Their apps are
-	// registered and not working.
+	// box is the sandbox each provider runs in (one of its own per process).
+	box *sandbox.Sandbox
+	// refuse, when set, is why no provider process is started: no sandbox can be made here,
+	// and providers run unconfined only where the operator chose --sandbox=off-unsafe. Their
+	// apps are registered and not working.
 	refuse error
 	mu     sync.Mutex
 	byApp  map[string]*proc
@@ -31,9 +34,6 @@ type proc struct {
 	prog supervised.Program
 	p    *supervised.Process // nil when refused
 }
-
-// errNotSandboxed is why a provider process is not started under the default sandbox mode.
-var errNotSandboxed = errors.New("provider processes do not run in a sandbox yet, so capgate starts them only with capgate serve --sandbox=off-unsafe, where they run with capgate's own user, files and network")
 
 // env is all of capgate's environment a provider gets: a PATH to find the programs it runs,
 // and a locale.
@@ -90,7 +90,7 @@ func (ps *procs) sync(ctx context.Context, st supervised.Store, reg *registry.Re
 			continue
 		}
 		p := supervised.Start(supervised.Config{Manifest: app.Doc, Command: prog.Command, Args: prog.Args,
-			Digest: prog.Digest, Env: providerEnv, Logger: log})
+			Digest: prog.Digest, Dir: prog.Dir, Env: providerEnv, Sandbox: ps.box, Logger: log})
 		ps.byApp[id] = &proc{prog: prog, p: p}
 		started[id] = p
 	}
@@ -111,7 +111,7 @@ func refused(ctx context.Context, rec operator.Recorder, log *slog.Logger, id st
 }
 
 func sameProgram(a, b supervised.Program) bool {
-	return a.Command == b.Command && a.Digest == b.Digest && slices.Equal(a.Args, b.Args)
+	return a.Command == b.Command && a.Digest == b.Digest && a.Dir == b.Dir && slices.Equal(a.Args, b.Args)
 }
 
 // provider is the handler of the app id's provider process and whether it is up; ok is false

@@ -25,6 +25,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/capgate/capgate/internal/sandbox"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
 	"github.com/capgate/capgate/sdk/provider"
@@ -41,6 +42,12 @@ type Config struct {
 	Digest  string
 	Args    []string
 	Env     []string
+	// Dir is the provider's own folder (its package), bound read-only in its sandbox and its
+	// working folder ("": none, and the working folder is /).
+	Dir string
+	// Sandbox confines the provider; nil runs it with capgate's own user, files and network,
+	// which only --sandbox=off-unsafe allows.
+	Sandbox *sandbox.Sandbox
 	// Logger receives what the provider prints and what happens to it (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -206,7 +213,7 @@ func (p *Process) start() (*plugin.Client, error) {
 		HandshakeConfig:     provider.Handshake,
 		VersionedPlugins:    provider.Plugins(nil),
 		SkipHostEnv:         true,
-		RunnerFunc:          runnerFunc(p.log, p.cfg.Command, p.cfg.Digest, p.cfg.Args, p.cfg.Env),
+		RunnerFunc:          runnerFunc(p.log, p.cfg),
 		AllowedProtocols:    []plugin.Protocol{plugin.ProtocolGRPC},
 		GRPCBrokerMultiplex: true,
 		StartTimeout:        StartTimeout,

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin/runner"
+
+	"github.com/capgate/capgate/internal/sandbox"
 )
 
 // handshakeLine is go-plugin's handshake on a provider's standard output:
@@ -37,39 +40,75 @@ type procRunner struct {
 
 var _ runner.Runner = (*procRunner)(nil)
 
-// runnerFunc is the go-plugin RunnerFunc that runs command with args: go-plugin's spec holds
-// only the protocol's own variables (SkipHostEnv), and env is added to them, nothing else of
-// capgate's environment.
+// runnerFunc is the go-plugin RunnerFunc that runs cfg's program in cfg's sandbox: go-plugin's
+// spec holds only the protocol's own variables (SkipHostEnv), and cfg.Env is added to them,
+// nothing else of capgate's environment. The sandbox sees the system's libraries, cfg.Dir
+// read-only (the provider's package, its working folder) and the folder go-plugin made for
+// the provider's socket, which it must write; nothing else of the host.
 //
-// With digest set, the program run is a sealed copy of command whose digest was checked
-// (sealedProgram), as the child's /proc/self/fd/3: the file checked is the file executed.
-func runnerFunc(log *slog.Logger, command, digest string, args, env []string) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
-	return func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
-		cmd := exec.Command(command, args...)
+// With cfg.Digest set, the program run is a sealed copy of cfg.Command whose digest was
+// checked (sealedProgram), run through the child's own descriptor of it: the file checked is
+// the file executed.
+func runnerFunc(log *slog.Logger, cfg Config) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
+	return func(_ hclog.Logger, plug *exec.Cmd, socketDir string) (runner.Runner, error) {
+		box := cfg.Sandbox
+		if box == nil {
+			box = unconfined
+		}
+		spec := sandbox.Spec{
+			Program: cfg.Command,
+			Args:    append([]string{cfg.Command}, cfg.Args...),
+			Dir:     "/",
+			Env:     append(append([]string(nil), cfg.Env...), plug.Env...),
+		}
+		if socketDir != "" {
+			spec.Writable = []string{socketDir}
+		}
+		if cfg.Dir != "" {
+			spec.Dir = cfg.Dir
+			spec.ReadOnly = []string{cfg.Dir}
+		}
 		var program *os.File
-		if digest != "" {
+		if cfg.Digest != "" {
 			var err error
-			if program, err = sealedProgram(command, digest); err != nil {
+			if program, err = sealedProgram(cfg.Command, cfg.Digest); err != nil {
 				return nil, err
 			}
-			cmd = exec.Command("/proc/self/fd/3", args...)
-			cmd.Args[0] = command
-			cmd.ExtraFiles = []*os.File{program}
+			spec.ProgramFD, spec.RunFD = program, true
+		} else if !box.Sees(cfg.Command, spec.ReadOnly) {
+			return nil, fmt.Errorf("providers: program %s: not visible in the sandbox (give its digest, or place it in its folder)", cfg.Command)
 		}
-		cmd.Env = append(append([]string(nil), env...), spec.Env...)
+		cmd, err := box.Command(spec)
+		if err != nil {
+			if program != nil {
+				program.Close()
+			}
+			return nil, fmt.Errorf("providers: %w", err)
+		}
 		cmd.Stdin = nil // /dev/null: go-plugin would hand the child capgate's own
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		raw, err := cmd.StdoutPipe()
-		if err != nil {
-			return nil, err
+		if err == nil {
+			var stderr io.ReadCloser
+			if stderr, err = cmd.StderrPipe(); err == nil {
+				return &procRunner{cmd: cmd, log: log, raw: raw, stderr: stderr, program: program}, nil
+			}
 		}
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			return nil, err
+		if program != nil {
+			program.Close()
 		}
-		return &procRunner{cmd: cmd, log: log, raw: raw, stderr: stderr, program: program}, nil
+		return nil, err
 	}
 }
+
+// unconfined runs a provider with capgate's own rights, for a Config without a sandbox.
+var unconfined = func() *sandbox.Sandbox {
+	s, err := sandbox.Open(context.Background(), sandbox.ModeOffUnsafe)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
 
 func (r *procRunner) Start(context.Context) error {
 	err := r.cmd.Start()

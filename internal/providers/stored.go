@@ -12,12 +12,14 @@ import (
 )
 
 // Program is how an app that runs out of process is started: an absolute path, its
-// arguments, and the digest of the program's content when it was registered (a program
-// changed since is not run).
+// arguments, the digest of the program's content when it was registered (a program changed
+// since is not run), and the folder it needs besides (its scripts, libraries, data), bound
+// read-only in its sandbox as its working folder.
 type Program struct {
 	Command string   `json:"command"`
 	Args    []string `json:"args,omitempty"`
 	Digest  string   `json:"digest"`
+	Dir     string   `json:"dir,omitempty"`
 }
 
 // The limits of a Program.
@@ -35,6 +37,10 @@ func (p Program) Check() error {
 		return fmt.Errorf("command: longer than %d bytes", MaxArgBytes)
 	case len(p.Args) > MaxArgs:
 		return fmt.Errorf("args: more than %d", MaxArgs)
+	case p.Dir != "" && (!filepath.IsAbs(p.Dir) || filepath.Clean(p.Dir) != p.Dir || p.Dir == "/"):
+		return errors.New("dir: must be a clean absolute path other than /")
+	case len(p.Dir) > MaxArgBytes:
+		return fmt.Errorf("dir: longer than %d bytes", MaxArgBytes)
 	case !strings.HasPrefix(p.Digest, "sha256:") || len(p.Digest) != len("sha256:")+64:
 		return errors.New("digest: must be sha256: and 64 hex digits")
 	}

@@ -150,6 +150,10 @@ type Spec struct {
 	// the file opened, even when its path on the host now holds another. Command passes it
 	// to bwrap as one of the command's ExtraFiles, after those the caller set.
 	ProgramFD *os.File
+	// RunFD runs ProgramFD through the program's own descriptor of it (/proc/self/fd/N)
+	// instead of binding it at Program: for a file bwrap cannot bind, such as a sealed memory
+	// file. Program is then only the name the program is given.
+	RunFD bool
 	// Args is the argument vector, Args[0] included.
 	Args []string
 	// Dir is the working folder; it must be visible in the sandbox.
@@ -207,7 +211,9 @@ func (s *Sandbox) Command(spec Spec) (*exec.Cmd, error) {
 	if spec.ProgramFD != nil {
 		fd := 3 + len(extra)
 		extra = append(append([]*os.File(nil), extra...), spec.ProgramFD)
-		args = append(args, "--ro-bind-fd", strconv.Itoa(fd), spec.Program)
+		if !spec.RunFD {
+			args = append(args, "--ro-bind-fd", strconv.Itoa(fd), spec.Program)
+		}
 	}
 	// Hidden last: a later mount covers what the binds above show.
 	shown := append(append([]string(nil), spec.Writable...), spec.ReadOnly...)
@@ -224,7 +230,11 @@ func (s *Sandbox) Command(spec Spec) (*exec.Cmd, error) {
 	}
 	// The sandbox's own root, and the folders bwrap made in it, are read-only too: the only
 	// places a program writes are Writable and the in-memory /tmp.
-	args = append(args, "--remount-ro", "/", "--chdir", spec.Dir, "--", spec.Program)
+	run := spec.Program
+	if spec.ProgramFD != nil && spec.RunFD {
+		run = "/proc/self/fd/" + strconv.Itoa(3+len(spec.ExtraFiles))
+	}
+	args = append(args, "--remount-ro", "/", "--chdir", spec.Dir, "--", run)
 	args = append(args, spec.Args[1:]...)
 	return &exec.Cmd{Path: s.bwrap, Args: args, Env: spec.Env, ExtraFiles: extra}, nil
 }

@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
@@ -53,8 +55,28 @@ func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, 
 		sdk.ReportEffect(ctx, "read", "the params")
 		sdk.EmitEvidence(ctx, "echo.v1", json.RawMessage(`{"call":`+jsonString(ic.CallID)+`}`))
 		stdin, _ := os.Readlink("/proc/self/fd/0")
-		data, _ := json.Marshal(map[string]any{"params": json.RawMessage(params), "dry_run": sdk.IsDryRun(ctx), "client": ic.ClientID,
-			"secret": os.Getenv("CAPGATE_TEST_SECRET"), "stdin": stdin})
+		out := map[string]any{"params": json.RawMessage(params), "dry_run": sdk.IsDryRun(ctx), "client": ic.ClientID,
+			"secret": os.Getenv("CAPGATE_TEST_SECRET"), "stdin": stdin}
+		// What the provider can reach, for the sandbox's tests: files it may read or write,
+		// and an address it may dial.
+		var p struct{ Look, Write, Dial string }
+		_ = json.Unmarshal(params, &p)
+		if p.Look != "" {
+			_, err := os.ReadFile(p.Look)
+			out["seen"] = err == nil
+		}
+		if p.Write != "" {
+			out["wrote"] = os.WriteFile(p.Write, []byte("from the provider"), 0o600) == nil
+		}
+		if p.Dial != "" {
+			c, err := net.DialTimeout("tcp", p.Dial, time.Second)
+			if err == nil {
+				c.Close()
+			}
+			out["dialed"] = err == nil
+		}
+		out["hostname"], _ = os.Hostname()
+		data, _ := json.Marshal(out)
 		return sdk.Result{Success: true, Data: data}, nil
 	case "tools.org.example.echo.wait":
 		if h.crash {

@@ -1,0 +1,157 @@
+package providers_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capgate/capgate/internal/providers"
+	"github.com/capgate/capgate/internal/providers/providertest"
+	"github.com/capgate/capgate/internal/sandbox/sandboxtest"
+	"github.com/capgate/capgate/manifest"
+)
+
+// runSandboxed supervises the test provider, installed as a package in its own folder, in the
+// real sandbox.
+func runSandboxed(t *testing.T, args ...string) (*providers.Process, string, *syncBuffer) {
+	t.Helper()
+	box := sandboxtest.Open(t)
+	pkg := t.TempDir()
+	prog := filepath.Join(pkg, "provider")
+	src, err := os.ReadFile(testProvider(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prog, src, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pkg, "index.txt"), []byte("the package's own data"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	digest, err := providers.ProgramDigest(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := manifest.Load(providertest.Manifest(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &syncBuffer{}
+	p := providers.Start(providers.Config{Manifest: doc, Command: prog, Digest: digest, Args: args, Dir: pkg,
+		Sandbox: box, Env: []string{"LANG=C"}, Logger: slog.New(slog.NewTextHandler(io.MultiWriter(log), nil))})
+	t.Cleanup(func() { p.Close() })
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if up, why := p.State(); up || why != nil {
+			return p, pkg, log
+		}
+	}
+	t.Fatal("the provider neither came up nor said why")
+	return nil, "", nil
+}
+
+// A provider runs in a sandbox of its own: it reads its package and nothing else of the host,
+// writes nowhere, dials nothing (not even loopback), and is held to its declaration as
+// unconfined ones are.
+func TestProviderSandboxed(t *testing.T) {
+	p, pkg, log := runSandboxed(t)
+	if up, why := p.State(); !up {
+		t.Fatalf("not up in the sandbox: %v\n%s", why, log)
+	}
+	secretDir := t.TempDir()
+	secret := filepath.Join(secretDir, "secret")
+	if err := os.WriteFile(secret, []byte("capgate's own"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	look := func(params map[string]string) map[string]any {
+		t.Helper()
+		raw, _ := json.Marshal(params)
+		res, _, err := call(t, p, "tools.org.example.echo.echo", string(raw), false)
+		if err != nil {
+			t.Fatalf("echo %s: %v", raw, err)
+		}
+		var out map[string]any
+		if err := json.Unmarshal(res.Data, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if out := look(map[string]string{"look": filepath.Join(pkg, "index.txt")}); out["seen"] != true {
+		t.Errorf("the provider cannot read its own package: %v", out)
+	}
+	for _, path := range []string{secret, "/etc/shadow", "/root/.bash_history", fmt.Sprintf("/proc/%d/environ", os.Getpid())} {
+		if out := look(map[string]string{"look": path}); out["seen"] == true {
+			t.Errorf("the provider read %s", path)
+		}
+	}
+	for _, path := range []string{filepath.Join(pkg, "new"), filepath.Join(secretDir, "new"), "/usr/new"} {
+		if out := look(map[string]string{"write": path}); out["wrote"] == true {
+			t.Errorf("the provider wrote %s", path)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(secretDir, "new")); err == nil {
+		t.Error("a file the provider wrote is on the host")
+	}
+	if out := look(map[string]string{"dial": ln.Addr().String()}); out["dialed"] == true {
+		t.Error("the provider dialed the host's loopback")
+	}
+	if out := look(nil); out["hostname"] != "sandbox" {
+		t.Errorf("hostname %v: not the sandbox's own", out["hostname"])
+	}
+	// Held to its declaration inside the sandbox too.
+	if _, _, err := call(t, p, "tools.org.example.echo.save", `{}`, true); err != nil {
+		t.Errorf("a dry run of save: %v", err)
+	}
+}
+
+// The program checked is the program run in the sandbox: one rewritten after registration is
+// refused, whichever way it changed.
+func TestSandboxedProgramDigest(t *testing.T) {
+	box := sandboxtest.Open(t)
+	pkg := t.TempDir()
+	prog := filepath.Join(pkg, "provider")
+	src, err := os.ReadFile(testProvider(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prog, src, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	digest, _ := providers.ProgramDigest(prog)
+	if err := os.WriteFile(prog, append(src, 0), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := manifest.Load(providertest.Manifest(t))
+	p := providers.Start(providers.Config{Manifest: doc, Command: prog, Digest: digest, Dir: pkg, Sandbox: box,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer p.Close()
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if up, why := p.State(); up || why != nil {
+			if up || !strings.Contains(why.Error(), "digest") {
+				t.Fatalf("a changed program: up %v, why %v", up, why)
+			}
+			return
+		}
+	}
+	t.Fatal("no answer")
+}
