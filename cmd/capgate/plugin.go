@@ -8,13 +8,17 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/capgate/capgate/internal/archive"
 	"github.com/capgate/capgate/internal/delta"
+	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/lock"
 	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/plugin"
+	"github.com/capgate/capgate/internal/providers"
 )
 
 func newPluginCmd(g *globals) *cobra.Command {
@@ -183,8 +187,12 @@ func newPluginListCmd(g *globals, hf *hostFlags) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list [--json]",
-		Short: "List installed plugins and pending widenings",
-		Args:  exactArgs(0),
+		Short: "List installed plugins, whether each is working, and pending widenings",
+		Long: `List the installed plugins of the lockfile and the widenings pending approval. For a
+capability provider, the list says whether its program is working, as the gateway last saw it,
+and when it is not, why (its package has no program, its program reports another manifest, it
+keeps exiting, ...). --json prints the lock as it is, with "status" beside it.`,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			h, err := g.pluginHost(*hf)
 			if err != nil {
@@ -194,14 +202,29 @@ func newPluginListCmd(g *globals, hf *hostFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			status := pluginStatus(g, *hf, f)
 			w := cmd.OutOrStdout()
 			if asJSON {
-				return writeJSON(w, f)
+				return writeJSON(w, struct {
+					*lock.File
+					Status map[string]providers.Status `json:"status,omitempty"`
+				}{f, status})
 			}
 			ids := slices.Sorted(maps.Keys(f.Plugins))
 			for _, id := range ids {
 				e := f.Plugins[id]
 				fmt.Fprintf(w, "%s %s  tier %d  %s  signer %s\n", e.AppID, e.Version, e.Tier, e.Digest, orNone(e.Signer))
+				if !plugin.Runs(e) {
+					continue
+				}
+				switch s, ok := status[id]; {
+				case !ok:
+					fmt.Fprintln(w, "  not started yet: a gateway starts it (capgate serve)")
+				case s.Working:
+					fmt.Fprintf(w, "  working (since %s)\n", s.At.Format(time.RFC3339))
+				default:
+					fmt.Fprintf(w, "  not working (since %s): %s\n", s.At.Format(time.RFC3339), s.Why)
+				}
 			}
 			pids := slices.Sorted(maps.Keys(f.Pending))
 			for _, id := range pids {
@@ -216,6 +239,28 @@ func newPluginListCmd(g *globals, hf *hostFlags) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the lock as JSON")
 	return cmd
+}
+
+// pluginStatus is the status of each installed plugin's provider as the data folder's store
+// records it: none when the folder has no store (no gateway ran on it).
+func pluginStatus(g *globals, hf hostFlags, f *lock.File) map[string]providers.Status {
+	l, err := g.load(hf)
+	if err != nil || l.dataDir == "" {
+		return nil
+	}
+	ctx := context.Background()
+	st, err := gateway.OpenStore(ctx, l.dataDir, l.store, false)
+	if err != nil {
+		return nil
+	}
+	defer st.Close()
+	out := map[string]providers.Status{}
+	for id := range f.Plugins {
+		if s, err := providers.LoadStatus(ctx, st, id); err == nil {
+			out[id] = s
+		}
+	}
+	return out
 }
 
 func orNone(s string) string {

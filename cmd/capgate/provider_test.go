@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capgate/capgate/internal/providers/providertest"
 )
@@ -102,4 +104,143 @@ func capabilitiesOf(t *testing.T, url, key string) string {
 		t.Fatalf("GET /v1/capabilities: HTTP %d %s", resp.StatusCode, b)
 	}
 	return string(b)
+}
+
+// pluginPackage lays out a plugin package of the test provider: its program (or a script
+// that runs it with args), SBOM and provenance, and its unsigned manifest with the digests.
+func pluginPackage(t *testing.T, args ...string) string {
+	t.Helper()
+	pkg := t.TempDir()
+	src, err := os.ReadFile(providertest.Build(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := "provider"
+	if len(args) > 0 {
+		prog = "real-provider"
+		script := "#!/bin/sh\nexec ./real-provider " + strings.Join(args, " ") + "\n"
+		if err := os.WriteFile(filepath.Join(pkg, "provider"), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, body := range map[string][]byte{prog: src, "sbom.spdx.json": []byte(`{"spdxVersion":"SPDX-2.3"}`), "provenance.json": []byte(`{"builder":"test"}`)} {
+		mode := os.FileMode(0o644)
+		if name == prog {
+			mode = 0o755
+		}
+		if err := os.WriteFile(filepath.Join(pkg, name), body, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(pkg, "manifest.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := capgate(t, "", nil, "plugin", "digest", pkg)
+	mustCode(t, r, 0)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	files := map[string]string{}
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); len(f) == 2 {
+			files[f[1]] = f[0]
+		}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(providertest.Manifest(t), &m); err != nil {
+		t.Fatal(err)
+	}
+	m["kind"] = "capability_provider"
+	m["digest"] = strings.TrimSpace(lines[0])
+	m["sbom_ref"] = map[string]string{"path": "sbom.spdx.json", "digest": files["sbom.spdx.json"]}
+	m["provenance_ref"] = map[string]string{"path": "provenance.json", "digest": files["provenance.json"]}
+	raw, _ := json.Marshal(m)
+	if err := os.WriteFile(filepath.Join(pkg, "manifest.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return pkg
+}
+
+// An installed plugin runs: the gateway starts the program of the package kept in the data
+// folder (not the source, which is gone), in its sandbox, calls it, and shows it working;
+// removed, it stops and its capabilities vanish. A plugin whose program lies about its
+// manifest is installed but not working, and plugin list and the audit log say why.
+func TestInstalledPluginRuns(t *testing.T) {
+	data := t.TempDir()
+	env := []string{"CAPGATE_DATA_DIR=" + data}
+	pkg := pluginPackage(t)
+	r := capgate(t, "", env, "plugin", "install", pkg, "--allow-tier2-unsafe", "--approve")
+	mustCode(t, r, 0)
+	if err := os.RemoveAll(pkg); err != nil {
+		t.Fatal(err)
+	}
+	rep := serveWith(t, data)
+	key, agent := agentOn(t, env, rep.url)
+	if listed := capabilitiesOf(t, rep.url, key); !strings.Contains(listed, "tools.org.example.echo.echo") {
+		t.Fatalf("the installed plugin's capabilities are not listed: %s", listed)
+	}
+	done := make(chan result, 1)
+	go func() {
+		done <- capgate(t, "", agent, "call", "echo", "echo", "--params", `{"text":"from a plugin","look":"`+filepath.Join(data, "capgate.lock")+`"}`, "--json")
+	}()
+	mustCode(t, capgate(t, "", env, "approvals", "approve", waitPendingEnv(t, env)), 0)
+	r = <-done
+	mustCode(t, r, 0)
+	if !strings.Contains(r.stdout, "from a plugin") || !strings.Contains(r.stdout, `"seen": false`) || !strings.Contains(r.stdout, `"hostname": "sandbox"`) {
+		t.Errorf("the plugin's call answered %s", r.stdout)
+	}
+	l := capgate(t, "", env, "plugin", "list")
+	mustCode(t, l, 0)
+	if !strings.Contains(l.stdout, "working") {
+		t.Errorf("plugin list does not show it working:\n%s", l.stdout)
+	}
+
+	// Removed: stopped, its capabilities gone, its kept package removed.
+	mustCode(t, capgate(t, "", env, "plugin", "remove", "org.example.echo"), 0)
+	gone := false
+	for range 100 {
+		if !strings.Contains(capabilitiesOf(t, rep.url, key), "org.example.echo") {
+			gone = true
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !gone {
+		t.Error("the capabilities of a removed plugin are still listed")
+	}
+	for range 100 {
+		if _, err := os.Stat(filepath.Join(data, "packages", "org.example.echo")); os.IsNotExist(err) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(data, "packages", "org.example.echo")); !os.IsNotExist(err) {
+		t.Errorf("the removed plugin's package is kept: %v", err)
+	}
+
+	// A program that lies about its manifest, installed while the gateway serves.
+	mustCode(t, capgate(t, "", env, "plugin", "install", pluginPackage(t, "-lie"), "--allow-tier2-unsafe", "--approve"), 0)
+	var why string
+	for range 100 {
+		l = capgate(t, "", env, "plugin", "list")
+		if strings.Contains(l.stdout, "not working") {
+			why = l.stdout
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(why, "manifest other than the one installed") {
+		t.Errorf("plugin list of a lying plugin:\n%s", l.stdout)
+	}
+	if listed := capabilitiesOf(t, rep.url, key); strings.Contains(listed, "org.example.echo") {
+		t.Errorf("a lying plugin's capabilities are listed: %s", listed)
+	}
+	rep.stop(t)
+	var refused []string
+	for _, rec := range auditRecords(t, data) {
+		if rec.Action == "provider.start" {
+			refused = append(refused, rec.Decision+"|"+rec.Explanation)
+		}
+	}
+	if len(refused) != 1 || !strings.Contains(refused[0], "manifest other than the one installed") {
+		t.Errorf("the refusal's records: %q", refused)
+	}
 }

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -35,6 +38,8 @@ type builder struct {
 	manifest bool
 	// readErr turns a failure to read an entry's content into the error Open returns.
 	readErr func(path string, err error) error
+	// out, when set, is where Extract writes the content as it is read.
+	out *os.Root
 }
 
 func newBuilder(readErr func(string, error) error) *builder {
@@ -86,7 +91,40 @@ func (b *builder) dir(p string) error {
 	if err := b.idx.add(p, true); err != nil {
 		return err
 	}
+	if b.out != nil {
+		if err := b.out.MkdirAll(filepath.FromSlash(p), 0o700); err != nil {
+			return failure(p, "cannot make the folder", err)
+		}
+	}
 	return nil
+}
+
+// sink returns where the content of the file p is written as it is read (io.Discard unless
+// extracting), and a function that finishes it.
+func (b *builder) sink(p string) (io.Writer, func() error, error) {
+	if b.out == nil {
+		return io.Discard, func() error { return nil }, nil
+	}
+	if dir := path.Dir(p); dir != "." {
+		// A tar stream may name a file before its folder, or not name the folder at all.
+		if err := b.out.MkdirAll(filepath.FromSlash(dir), 0o700); err != nil {
+			return nil, nil, failure(p, "cannot make the file's folder", err)
+		}
+	}
+	f, err := b.out.OpenFile(filepath.FromSlash(p), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, nil, failure(p, "cannot write the file", err)
+	}
+	return f, func() error {
+		err := f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return failure(p, "cannot write the file", err)
+		}
+		return nil
+	}, nil
 }
 
 // file reads a regular file of the given size from r: into the manifest if it is one,
@@ -120,10 +158,28 @@ func (b *builder) file(p string, executable bool, size int64, r io.Reader) error
 			return b.readErr(p, errSizeChanged)
 		}
 		b.pkg.Manifest, b.manifest = data, true
+		if b.out != nil {
+			w, done, err := b.sink(p)
+			if err != nil {
+				return err
+			}
+			if _, err := w.Write(data); err != nil {
+				done()
+				return failure(p, "cannot write the file", err)
+			}
+			return done()
+		}
 		return nil
 	}
+	w, done, err := b.sink(p)
+	if err != nil {
+		return err
+	}
 	h := sha256.New()
-	n, err := io.Copy(h, lr)
+	n, err := io.Copy(io.MultiWriter(h, w), lr)
+	if derr := done(); err == nil && derr != nil {
+		return derr
+	}
 	if err != nil {
 		return b.readErr(p, err)
 	}
@@ -154,3 +210,53 @@ func (b *builder) finish() (*Package, error) {
 
 // errSizeChanged: a file yielded more or fewer bytes than its header or Lstat said.
 var errSizeChanged = errors.New("content length differs from the recorded size")
+
+// sealTree makes what Extract wrote read-only: files 0444 (0555 when executable), folders
+// 0555, deepest first so that each folder is sealed after what it holds.
+func sealTree(out *os.Root, pkg *Package) error {
+	for _, f := range pkg.Files {
+		mode := fs.FileMode(0o444)
+		if f.Mode&0o100 != 0 {
+			mode = 0o555
+		}
+		if err := out.Chmod(filepath.FromSlash(f.Path), mode); err != nil {
+			return failure(f.Path, "cannot make the file read-only", err)
+		}
+	}
+	if err := out.Chmod(ManifestJSON, 0o444); err != nil {
+		return failure(ManifestJSON, "cannot make the file read-only", err)
+	}
+	var dirs []string
+	err := fs.WalkDir(out.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return err
+	})
+	if err != nil {
+		return failure("", "cannot list what was extracted", err)
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := out.Chmod(filepath.FromSlash(dirs[i]), 0o555); err != nil {
+			return failure(dirs[i], "cannot make the folder read-only", err)
+		}
+	}
+	return nil
+}
+
+// unsealTree makes the folders under dir writable again, so that a failed Extract, or the
+// removal of an extracted package, can remove them (for a user other than root).
+func unsealTree(dir string) {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+}
+
+// RemoveExtracted removes a folder Extract made, read-only as it is.
+func RemoveExtracted(dir string) error {
+	unsealTree(dir)
+	return os.RemoveAll(dir)
+}

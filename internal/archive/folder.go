@@ -12,7 +12,7 @@ import (
 // openFolder reads the package in the folder dir. Every name is looked up with Lstat through an
 // os.Root, so nothing is followed and nothing outside dir is reached even if the folder changes
 // while it is read; a file is read only if the opened handle is the same regular file Lstat saw.
-func openFolder(dir string) (*Package, error) {
+func openFolder(dir string, out *os.Root) (*Package, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, failure("", "cannot open the package folder", err)
@@ -24,6 +24,7 @@ func openFolder(dir string) (*Package, error) {
 		}
 		return failure(p, "cannot read the file", err)
 	})
+	b.out = out
 	if err := walkFolder(root, b, ""); err != nil {
 		return nil, err
 	}

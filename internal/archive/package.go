@@ -30,7 +30,36 @@ type File struct {
 // the manifest is kept. path itself may be a symbolic link; nothing inside the package is
 // followed. A package that breaks a rule of the package documentation is refused with an *Error
 // wrapping one of the sentinel errors.
-func Open(path string) (*Package, error) {
+func Open(path string) (*Package, error) { return open(path, nil) }
+
+// Extract reads the package at path as Open does and writes its content into the folder dst,
+// which it creates and which must not exist: every file as it was hashed (the Package returned
+// describes the files written, not a second reading of path), folders mode 0555, files 0444
+// (0555 when executable). The manifest is written too, as manifest.json. On any failure
+// nothing is left at dst.
+func Extract(path, dst string) (*Package, error) {
+	if err := os.Mkdir(dst, 0o700); err != nil {
+		return nil, failure("", "cannot make the folder to extract into", err)
+	}
+	out, err := os.OpenRoot(dst)
+	if err != nil {
+		os.RemoveAll(dst)
+		return nil, failure("", "cannot open the folder to extract into", err)
+	}
+	pkg, err := open(path, out)
+	if err == nil {
+		err = sealTree(out, pkg)
+	}
+	out.Close()
+	if err != nil {
+		unsealTree(dst)
+		os.RemoveAll(dst)
+		return nil, err
+	}
+	return pkg, nil
+}
+
+func open(path string, out *os.Root) (*Package, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, failure("", "cannot open the package", err)
@@ -41,7 +70,7 @@ func Open(path string) (*Package, error) {
 		return nil, failure("", "cannot stat the package", err)
 	}
 	if fi.IsDir() {
-		return openFolder(path)
+		return openFolder(path, out)
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, refuse("", ErrFormat, "neither a folder nor a regular file")
@@ -53,7 +82,7 @@ func Open(path string) (*Package, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, failure("", "cannot read the package", err)
 	}
-	return openTarGz(f, fi.Size())
+	return openTarGz(f, fi.Size(), out)
 }
 
 // File returns the file of the package at exactly path (no normalisation), and whether there is

@@ -20,7 +20,7 @@ const endMarkerBytes = 2 * 512
 // openTarGz reads the package in the gzip-compressed tar file f, into hashes: nothing is
 // written to disk. The gzip stream must be a single member ending the file, holding one tar
 // archive that ends with its end-of-archive marker, followed by nothing but zero bytes.
-func openTarGz(f *os.File, size int64) (*Package, error) {
+func openTarGz(f *os.File, size int64, out *os.Root) (*Package, error) {
 	if size > MaxCompressedBytes {
 		return nil, refuse("", ErrLimit, fmt.Sprintf("file is larger than %d bytes", int64(MaxCompressedBytes)))
 	}
@@ -44,6 +44,7 @@ func openTarGz(f *os.File, size int64) (*Package, error) {
 		}
 		return e
 	})
+	b.out = out
 	for {
 		before := stream.N
 		hdr, err := tr.Next()

@@ -109,6 +109,11 @@ const DefaultListen = "127.0.0.1:7766"
 // terminal command runs five minutes; a stop should not wait that long for an agent).
 const DrainTimeout = 30 * time.Second
 
+// LockPollInterval is how often the gateway looks whether the lockfile changed (a plugin
+// installed, upgraded or removed from the command line): an installed plugin starts within
+// about this long.
+const LockPollInterval = 500 * time.Millisecond
+
 // Gateway is an open gateway.
 type Gateway struct {
 	cfg      Config
@@ -130,10 +135,13 @@ type Gateway struct {
 	ring       *syslog.Ring // capgate's own log, which the syslog app reads
 	closers    []io.Closer  // built-in apps that hold processes or open folders
 	tools      *toolserver.Manager
-	procs      *procs          // the provider processes of the apps that run out of process
-	web        *web.Server     // the approval page, /ui/
-	toolsKick  chan struct{}   // a registry reload asks the tool-server connections to sync
-	notStarted map[string]bool // built-in apps whose handler could not start
+	procs      *procs        // the provider processes of the apps that run out of process
+	web        *web.Server   // the approval page, /ui/
+	toolsKick  chan struct{} // a registry reload asks the tool-server connections to sync
+	// providersKick asks followProviders to sync; providersMu runs one sync at a time.
+	providersKick chan struct{}
+	providersMu   sync.Mutex
+	notStarted    map[string]bool // built-in apps whose handler could not start
 
 	// life ends when Close begins; every goroutine the gateway starts (the sweep and the
 	// store watch under Serve, the tool-server sync) watches it and is counted in running,
@@ -191,7 +199,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		st.Close()
 		return nil, err
 	}
-	g := &Gateway{cfg: cfg, Store: st, Key: key, toolsKick: make(chan struct{}, 1), procs: &procs{}}
+	g := &Gateway{cfg: cfg, Store: st, Key: key, toolsKick: make(chan struct{}, 1), providersKick: make(chan struct{}, 1), procs: &procs{}}
 	g.life, g.endLife = context.WithCancel(context.Background())
 	g.streams, g.endStreams = context.WithCancel(context.Background())
 	// capgate's own log goes where the operator sent it and into the ring the syslog app reads.
@@ -269,11 +277,9 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
-	// The apps that run out of process are started; each is up once its manifest checks.
-	if err := g.procs.sync(ctx, st, g.Registry, g.log, g.Audit); err != nil {
-		g.Close()
-		return nil, fmt.Errorf("gateway: providers: %w", err)
-	}
+	// The installed plugins and the apps that run out of process are started; each is up
+	// once its manifest checks.
+	g.syncProviders(ctx)
 	// The registered tool servers are connected and their tools checked against their pins
 	// before the gateway serves; one that cannot be reached is retried in the background.
 	if err := g.tools.Sync(ctx); err != nil {
@@ -281,6 +287,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: tool servers: %w", err)
 	}
 	g.spawn(g.followTools)
+	g.spawn(g.followProviders)
 	return g, nil
 }
 
@@ -708,6 +715,7 @@ func (g *Gateway) sweep(ctx context.Context, kick <-chan struct{}) {
 				g.log.Warn("registry reload failed", "err", err)
 			} else if reloaded {
 				g.kickTools()
+				g.kickProviders()
 			}
 		}
 		if now.Sub(lastSweep) >= time.Second {

@@ -75,11 +75,7 @@ func (g *Gateway) serveOperator(during func(func(context.Context))) string {
 		}
 	}, g.log)
 	// An app registered to run out of process is started before the command returns.
-	srv.ProvidersChanged = func(ctx context.Context) {
-		if err := g.procs.sync(ctx, g.Store, g.Registry, g.log, g.Audit); err != nil {
-			g.log.Warn("provider sync failed", "err", err)
-		}
-	}
+	srv.ProvidersChanged = g.syncProviders
 	during(func(ctx context.Context) {
 		if err := srv.Serve(ctx, ln, DrainTimeout); err != nil && !errors.Is(err, net.ErrClosed) {
 			g.log.Warn("the operator socket stopped", "err", err)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/operator"
@@ -87,10 +88,12 @@ func (ps *procs) sync(ctx context.Context, st supervised.Store, reg *registry.Re
 		if ps.refuse != nil {
 			ps.byApp[id] = &proc{prog: prog}
 			refused(ctx, rec, log, id, ps.refuse)
+			saveStatus(st, id, log, false, ps.refuse)
 			continue
 		}
 		p := supervised.Start(supervised.Config{Manifest: app.Doc, Command: prog.Command, Args: prog.Args,
-			Digest: prog.Digest, Dir: prog.Dir, Env: providerEnv, Sandbox: ps.box, Logger: log})
+			Digest: prog.Digest, Dir: prog.Dir, Env: providerEnv, Sandbox: ps.box, Logger: log,
+			OnState: statusTo(st, id, log)})
 		ps.byApp[id] = &proc{prog: prog, p: p}
 		started[id] = p
 	}
@@ -109,6 +112,28 @@ func refused(ctx context.Context, rec operator.Recorder, log *slog.Logger, id st
 		log.Warn("the refusal of a provider could not be recorded", "app", id, "err", err)
 	}
 }
+
+// statusTo is a provider's OnState: its status recorded in st for the command line and the
+// approval page.
+func statusTo(st supervised.Store, id string, log *slog.Logger) func(bool, error) {
+	return func(up bool, why error) { saveStatus(st, id, log, up, why) }
+}
+
+func saveStatus(st supervised.Store, id string, log *slog.Logger, up bool, why error) {
+	ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
+	defer cancel()
+	s := supervised.Status{Working: up, At: time.Now().UTC()}
+	if why != nil {
+		s.Why = why.Error()
+	}
+	if err := supervised.SaveStatus(ctx, st, id, s); err != nil {
+		log.Debug("a provider's status could not be recorded", "app", id, "err", err)
+	}
+}
+
+// statusTimeout bounds the write of a provider's status: it is for people, and never holds
+// up a provider's supervision.
+const statusTimeout = 5 * time.Second
 
 func sameProgram(a, b supervised.Program) bool {
 	return a.Command == b.Command && a.Digest == b.Digest && a.Dir == b.Dir && slices.Equal(a.Args, b.Args)

@@ -195,6 +195,11 @@ func (h *Host) Install(src string, opts Options) (Outcome, error) {
 	if err != nil || cand == nil {
 		return out, err
 	}
+	// The content checked is kept in the data folder, read-only, before the lock names it:
+	// what runs is that copy, never the source, which may change or go.
+	if err := h.keep(src, cand.entry.AppID, cand.entry.Digest); err != nil {
+		return out, err
+	}
 	err = lock.Update(h.DataDir, func(f *lock.File) error {
 		old, installed := f.Plugins[cand.entry.AppID]
 		switch {

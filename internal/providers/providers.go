@@ -48,6 +48,9 @@ type Config struct {
 	// Sandbox confines the provider; nil runs it with capgate's own user, files and network,
 	// which only --sandbox=off-unsafe allows.
 	Sandbox *sandbox.Sandbox
+	// OnState, when set, is told each time the provider comes up (why nil) or goes down (why
+	// it is not working), from the supervision's goroutine.
+	OnState func(up bool, why error)
 	// Logger receives what the provider prints and what happens to it (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -199,8 +202,17 @@ func (p *Process) kill() {
 
 func (p *Process) setDown(why error) {
 	p.mu.Lock()
+	was := p.up || p.why == nil || p.why.Error() != why.Error()
 	p.up, p.why, p.client = false, why, nil
 	p.mu.Unlock()
+	select {
+	case <-p.stop:
+		return // stopped by capgate: no news for OnState, whose app may be gone
+	default:
+	}
+	if was && p.cfg.OnState != nil {
+		p.cfg.OnState(false, why)
+	}
 }
 
 // start starts the provider once and checks its manifest.
@@ -247,6 +259,9 @@ func (p *Process) start() (*plugin.Client, error) {
 	p.mu.Lock()
 	p.client, p.pc, p.up, p.why = c, pc, true, nil
 	p.mu.Unlock()
+	if p.cfg.OnState != nil {
+		p.cfg.OnState(true, nil)
+	}
 	p.log.Info("provider up", "protocol", pc.NegotiatedVersion())
 	return pc, nil
 }

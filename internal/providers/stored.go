@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/capgate/capgate/internal/store"
 )
@@ -20,6 +21,9 @@ type Program struct {
 	Args    []string `json:"args,omitempty"`
 	Digest  string   `json:"digest"`
 	Dir     string   `json:"dir,omitempty"`
+	// Plugin marks the program of a plugin installed under the lockfile: the lockfile, not
+	// capgate app register, decides whether it runs.
+	Plugin bool `json:"plugin,omitempty"`
 }
 
 // The limits of a Program.
@@ -108,4 +112,49 @@ func ListPrograms(ctx context.Context, st Store) (map[string]Program, error) {
 		out[a.AppID] = p
 	}
 	return out, nil
+}
+
+// Status is whether an app's provider is working, as the gateway last saw it, and why not:
+// for the command line and the approval page, which do not share the gateway's memory.
+type Status struct {
+	Working bool      `json:"working"`
+	Why     string    `json:"why,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// statusKey is where an app's Status is kept in the store's state of the app.
+const statusKey = "provider.status"
+
+// MaxWhyBytes bounds the why of a Status: a sentence, never a provider's whole output.
+const MaxWhyBytes = 1024
+
+// SaveStatus records the status of the app appID's provider.
+func SaveStatus(ctx context.Context, st store.State, appID string, s Status) error {
+	if len(s.Why) > MaxWhyBytes {
+		s.Why = s.Why[:MaxWhyBytes]
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return st.PutState(ctx, appID, statusKey, raw)
+}
+
+// LoadStatus returns the status of the app appID's provider: store.ErrNotFound when no
+// gateway has run it.
+func LoadStatus(ctx context.Context, st store.State, appID string) (Status, error) {
+	raw, err := st.GetState(ctx, appID, statusKey)
+	if err != nil {
+		return Status{}, err
+	}
+	var s Status
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return Status{}, fmt.Errorf("providers: %s: the stored status does not parse: %w", appID, err)
+	}
+	return s, nil
+}
+
+// DeleteProgram forgets how the app appID is started, and its status.
+func DeleteProgram(ctx context.Context, st store.State, appID string) error {
+	return errors.Join(st.PutState(ctx, appID, stateKey, nil), st.PutState(ctx, appID, statusKey, nil))
 }

@@ -126,6 +126,11 @@ func main() {
 		signal.Ignore(syscall.SIGPIPE, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
 	}
 	text := Manifest
+	// Run from an installed package (its working folder), it is the package's provider and
+	// serves the package's manifest.
+	if b, err := os.ReadFile("manifest.json"); err == nil {
+		text = string(b)
+	}
 	if *printManifest {
 		fmt.Print(text)
 		return
