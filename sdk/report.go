@@ -3,7 +3,10 @@ package sdk
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
+
+	"github.com/capgate/capgate/manifest"
 )
 
 // Effect is a side effect a call had, as its handler reports it: the manifest's side_effects
@@ -94,4 +97,22 @@ func ReportProgress(ctx context.Context, message string, fraction float64) {
 	if r := reportOf(ctx); r != nil && r.Progress != nil {
 		r.Progress(message, fraction)
 	}
+}
+
+// Unheld checks the effects a call reports against its capability's declared side effects,
+// and in a dry run against read, as the host does after every call: it returns the rule the
+// effects break, or "". The reported target is not quoted: it is the handler's own text.
+func Unheld(declared manifest.SideEffect, dryRun bool, effects []Effect) string {
+	for _, e := range effects {
+		got := manifest.SideEffect(e.Effect)
+		switch {
+		case !got.Valid():
+			return "the capability reported an effect that is no side_effects value"
+		case got.Rank() > declared.Rank():
+			return fmt.Sprintf("the capability reported a %s effect, above its declared side_effects %s", got, declared)
+		case dryRun && got.Rank() > manifest.SideEffectRead.Rank():
+			return fmt.Sprintf("the capability reported a %s effect in a dry run", got)
+		}
+	}
+	return ""
 }

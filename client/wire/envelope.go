@@ -52,6 +52,9 @@ type Body struct {
 	Params          json.RawMessage `json:"params,omitempty"` // a JSON object; absent is {}
 	CapabilityToken string          `json:"capability_token,omitempty"`
 	UndoToken       string          `json:"undo_token,omitempty"` // for undo
+	// DryRun asks an execute to show what it would do and change nothing; only a capability
+	// that declares dry_run accepts it.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 // Request is an llm_request envelope.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/capgate/capgate/internal/config"
 	"github.com/capgate/capgate/internal/hostpolicy"
@@ -47,6 +48,19 @@ func (g *globals) load(hf hostFlags) (loaded, error) {
 		l.file.SandboxRoot = config.DefaultSandboxRoot
 	}
 	return l, nil
+}
+
+// timeoutCeiling is the signed host policy's cap on every call's timeout: 0 without a policy
+// file or a ceiling in it.
+func (l loaded) timeoutCeiling() (time.Duration, error) {
+	if l.file.PolicyFile == "" {
+		return 0, nil
+	}
+	p, err := hostpolicy.Load(l.file.PolicyFile, keys.TrustStore{Dir: l.trustedDir})
+	if err != nil {
+		return 0, usageErr("config: policy_file: %w", err)
+	}
+	return time.Duration(p.TimeoutCeilingMS) * time.Millisecond, nil
 }
 
 // intentHost is what the host knows for checking intents. Without a catalog or environment

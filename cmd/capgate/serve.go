@@ -99,7 +99,11 @@ flight finish and a final audit checkpoint is signed.`,
 			if l.configPath != "" {
 				hidden = append(hidden, l.configPath)
 			}
-			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, Store: l.store, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger, Workspace: ws, UIHosts: uiHosts,
+			ceiling, err := l.timeoutCeiling()
+			if err != nil {
+				return err
+			}
+			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, TimeoutCeiling: ceiling, Store: l.store, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger, Workspace: ws, UIHosts: uiHosts,
 				Sandbox: mode, Hidden: hidden, RequireToken: requireToken || l.file.RequireToken, AuditWitness: l.witness})
 			if err != nil {
 				return err

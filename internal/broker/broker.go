@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,6 +57,9 @@ type Options struct {
 	DelayedCommit time.Duration
 	// DefaultTimeout bounds a capability that declares no timeout (default 30 s).
 	DefaultTimeout time.Duration
+	// TimeoutCeiling, when positive, caps every call's effective timeout (the host policy's
+	// timeout_ceiling_ms): a capability's timeout_ms above it is cut to it.
+	TimeoutCeiling time.Duration
 	// ConsentWait is how long a call waits for the person's answer before returning
 	// CONSENT_REQUIRED with the request's id (default 2 minutes).
 	ConsentWait time.Duration
@@ -155,6 +159,10 @@ type Request struct {
 	// schema without parsing Params again. It must be the same value as Params.
 	ParamsValue any
 	Token       string // the capability token's wire form, "" for none
+	// DryRun asks the capability to show what it would do and change nothing: only a
+	// capability that declares dry_run accepts it, and an effect it reports above read fails
+	// the call.
+	DryRun bool
 	// OnConsent, when set, is told the id of the consent request the call creates, once it
 	// is pending and before the call waits for the answer, so that a front can point the
 	// person to it at once (MCP's URL elicitation). It must not block.
@@ -172,6 +180,41 @@ type Result struct {
 	Compensation string // a compensable capability's remedy
 	ConsentID    string // the consent request asked, when the call waits on the person
 	CallID       string
+	// partial, when set, says why a successful call's outcome is recorded as PARTIAL.
+	partial string
+}
+
+// ResultPartial is the audit record's result of a call that succeeded without emitting every
+// evidence record its capability declares.
+const ResultPartial = "PARTIAL"
+
+// timeout is a call's effective timeout: the least of the capability's timeout_ms (else
+// DefaultTimeout), the host policy's ceiling, and the time left before its token expires.
+func (b *Broker) timeout(f facts) time.Duration {
+	t := b.o.DefaultTimeout
+	if f.cap.Cap != nil && f.cap.Cap.TimeoutMS > 0 {
+		t = time.Duration(f.cap.Cap.TimeoutMS) * time.Millisecond
+	}
+	if b.o.TimeoutCeiling > 0 && b.o.TimeoutCeiling < t {
+		t = b.o.TimeoutCeiling
+	}
+	if f.hasToken && f.tok.ExpiresAt > 0 {
+		if left := time.Unix(f.tok.ExpiresAt, 0).Sub(b.o.Now()); left < t {
+			t = max(left, time.Millisecond)
+		}
+	}
+	return t
+}
+
+// missingEvidence are the evidence types declared that no emitted record has.
+func missingEvidence(declared []string, emitted []sdk.Evidence) []string {
+	var missing []string
+	for _, d := range declared {
+		if !slices.ContainsFunc(emitted, func(e sdk.Evidence) bool { return e.Type == d }) {
+			missing = append(missing, d)
+		}
+	}
+	return missing
 }
 
 // OK reports whether the call ran and succeeded.
@@ -526,6 +569,10 @@ func (b *Broker) call(ctx context.Context, caller Caller, req Request) Result {
 	callID := newID("call_")
 	f, d := b.decide(ctx, caller, req)
 	res := Result{Decision: d, CallID: callID}
+	if req.DryRun && f.cap.Cap != nil && !f.cap.Cap.DryRun && d.Outcome != policy.Deny {
+		res.Decision.Outcome = policy.Deny
+		return b.refuse(ctx, f, caller, req, res, policy.CodeInvalidRequest, "the capability declares no dry run: call it without dry_run")
+	}
 	if f.mandateErr != nil && d.Outcome != policy.Deny {
 		// Without the person's mandates the call cannot be decided: one may narrow it.
 		res.Decision.Outcome = policy.Deny
@@ -798,11 +845,9 @@ func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, r
 	if h == nil {
 		return b.outcome(ctx, f, caller, req, res, decided, 0, policy.CodeAppNotFound, "the app is registered but not running")
 	}
-	timeout := b.o.DefaultTimeout
-	if c.TimeoutMS > 0 {
-		timeout = time.Duration(c.TimeoutMS) * time.Millisecond
-	}
-	rctx, cancel := context.WithTimeout(ctx, timeout)
+	timeout := b.timeout(f)
+	rep := &sdk.Report{DryRun: req.DryRun}
+	rctx, cancel := context.WithTimeout(sdk.WithReport(ctx, rep), timeout)
 	defer cancel()
 	ic := sdk.InvocationContext{Source: sdk.SourceAgent, Timestamp: b.o.Now(), AppID: f.cap.App.ID.String(), ClientID: caller.ClientID, CallID: res.CallID}
 	if f.hasToken {
@@ -838,6 +883,14 @@ func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, r
 			msg = e.Reason
 		}
 		return b.outcome(ctx, f, caller, req, res, decided, dur, code, msg)
+	}
+	// Held to its declaration: what the call reports having done (for a provider process, the
+	// effects on its terminal message) may not exceed what its capability declares.
+	if msg := sdk.Unheld(c.SideEffects, req.DryRun, rep.Effects()); msg != "" {
+		return b.outcome(ctx, f, caller, req, res, decided, dur, CodeExecutionFailed, msg)
+	}
+	if missing := missingEvidence(c.Evidence, rep.Evidence()); len(missing) > 0 {
+		res.partial = "the call did not emit its declared evidence: " + strings.Join(missing, ", ")
 	}
 	data := out.Data
 	if len(data) == 0 {
@@ -876,11 +929,16 @@ func invoke(ctx context.Context, h sdk.Handler, id string, params json.RawMessag
 func (b *Broker) outcome(ctx context.Context, f facts, caller Caller, req Request, res Result, decided *audit.Record, dur time.Duration, code, msg string) Result {
 	res.Code, res.Message = code, msg
 	result := "success"
-	if code != "" {
+	expl := msg
+	switch {
+	case code != "":
 		result = "error"
 		res.Data = nil
+	case res.partial != "":
+		// It succeeded without all the evidence it declares: on record as PARTIAL.
+		result, expl = ResultPartial, res.partial
 	}
-	rec := b.auditRecord(f, caller, req, res.CallID, "outcome", string(policy.Allow), code, msg, result, res.ConsentID, dur)
+	rec := b.auditRecord(f, caller, req, res.CallID, "outcome", string(policy.Allow), code, expl, result, res.ConsentID, dur)
 	var err error
 	if decided == nil {
 		// The decision is on record: its outcome is written even when the call's context

@@ -97,6 +97,9 @@ type Config struct {
 	// every client, as `capgate client add --require-token` does for one: a low-risk read
 	// then runs without a token only when it is public.
 	RequireToken bool
+	// TimeoutCeiling, when positive, caps every call's effective timeout (the signed host
+	// policy's timeout_ceiling_ms).
+	TimeoutCeiling time.Duration
 	// AuditWitness names a witness that receives every audit checkpoint the gateway signs
 	// (AuditWitnesses): an absolute folder outside the data folder, or an http(s) URL.
 	AuditWitness string
@@ -253,7 +256,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		Audit: g.Audit, Logger: g.log, Relist: cfg.ToolServerRelist})
 	g.Broker, err = broker.New(broker.Options{Store: st, Registry: g.Registry, Tokens: token.NewVerifier(key.Public().(ed25519.PublicKey), 4096),
 		Audit: g.Audit, Consent: g.Consent, Handlers: handlers, TokenKey: key, Meter: g.metrics,
-		ConsentWait: cfg.ConsentWait, DelayedCommit: cfg.DelayedCommit, PathDir: g.workspace,
+		ConsentWait: cfg.ConsentWait, DelayedCommit: cfg.DelayedCommit, PathDir: g.workspace, TimeoutCeiling: cfg.TimeoutCeiling,
 		AlsoNeeds: map[string][]string{python.ExecuteFileID: {"fs.read"}}, Providers: providers{notStarted: g.notStarted, tools: g.tools, procs: g.procs},
 		RequireToken: cfg.RequireToken})
 	if err != nil {

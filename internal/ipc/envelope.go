@@ -95,7 +95,7 @@ func (e *RequestError) Error() string {
 var (
 	envelopeFields = map[string]bool{"header": true, "body": true}
 	headerFields   = map[string]bool{"msg_type": true, "version": true, "request_id": true, "timestamp": true}
-	bodyFields     = map[string]bool{"action": true, "app": true, "method": true, "params": true, "capability_token": true, "undo_token": true}
+	bodyFields     = map[string]bool{"action": true, "app": true, "method": true, "params": true, "capability_token": true, "undo_token": true, "dry_run": true}
 )
 
 // ParseRequest reads an llm_request envelope strictly: duplicate members, unknown members,
@@ -190,6 +190,16 @@ func ParseRequest(data []byte) (Request, error) {
 			bad("body.action", "must be execute, query or undo")
 		}
 		r.Body.CapabilityToken = str(b, "capability_token", "body.capability_token", tokenPattern, false)
+		if v, ok := b.Get("dry_run"); ok {
+			switch {
+			case v.Kind != jcs.Bool:
+				bad("body.dry_run", "must be a boolean")
+			case r.Body.Action != ActionExecute && v.Bool:
+				bad("body.dry_run", "only an execute has a dry run")
+			default:
+				r.Body.DryRun = v.Bool
+			}
+		}
 		if p, ok := b.Get("params"); ok {
 			if p.Kind != jcs.Object {
 				bad("body.params", "must be an object")

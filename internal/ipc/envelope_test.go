@@ -22,6 +22,13 @@ func TestParseRequest(t *testing.T) {
 		string(r.Body.Params) != `{"command":"ps","timeout":60000}` || r.Body.CapabilityToken != "cgt1.abc" {
 		t.Fatalf("parsed: %+v", r)
 	}
+	if r.Body.DryRun {
+		t.Error("a request without dry_run is a dry run")
+	}
+	r, err = ParseRequest([]byte(strings.Replace(valid, `"action":"execute",`, `"action":"execute","dry_run":true,`, 1)))
+	if err != nil || !r.Body.DryRun {
+		t.Fatalf("dry_run true: %+v %v", r.Body, err)
+	}
 	r, err = ParseRequest([]byte(`{"header":{"msg_type":"llm_request","version":"1.0","request_id":"r1"},"body":{"action":"query","app":"settings","method":"get_setting"}}`))
 	if err != nil || string(r.Body.Params) != "{}" {
 		t.Fatalf("no params: %+v %v", r, err)
@@ -45,6 +52,10 @@ func TestParseRequestRefuses(t *testing.T) {
 		"missing header":      {`{"body":{"action":"execute","app":"a","method":"m"}}`, "header"},
 		"lone surrogate":      {strings.Replace(valid, `"ps"`, `"\ud800"`, 1), "body.params.command"},
 		"token with spaces":   {strings.Replace(valid, `"cgt1.abc"`, `"cgt1 `+marker+`"`, 1), "body.capability_token"},
+		"dry_run not boolean": {strings.Replace(valid, `"action":"execute",`, `"action":"execute","dry_run":"true",`, 1), "body.dry_run"},
+		"dry_run as number":   {strings.Replace(valid, `"action":"execute",`, `"action":"execute","dry_run":1,`, 1), "body.dry_run"},
+		"dry_run of a query":  {strings.Replace(valid, `"action":"execute",`, `"action":"query","dry_run":true,`, 1), "body.dry_run"},
+		"dry_run twice":       {strings.Replace(valid, `"action":"execute",`, `"action":"execute","dry_run":false,"dry_run":true,`, 1), "body"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

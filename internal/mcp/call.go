@@ -56,13 +56,42 @@ func jsonText(v any) string {
 // params reads a tool call's arguments as the IPC API reads params: an object, parsed
 // strictly (no duplicate names, bounded size and depth), kept as canonical JSON.
 func params(raw json.RawMessage) (json.RawMessage, any, bool) {
+	p, pv, _, ok := paramsAndDryRun(raw)
+	return p, pv, ok
+}
+
+// DryRunArgument is the tool argument that asks for a dry run of a capability that declares
+// one: "_dry_run": true beside the capability's own arguments, taken out before they are
+// checked against its parameters schema. It must be a boolean.
+const DryRunArgument = "_dry_run"
+
+// paramsAndDryRun is params, with the DryRunArgument taken out of the arguments and read
+// (ok is false when it is there and not a boolean).
+func paramsAndDryRun(raw json.RawMessage) (json.RawMessage, any, bool, bool) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return json.RawMessage("{}"), map[string]any{}, true
+		return json.RawMessage("{}"), map[string]any{}, false, true
 	}
 	v, err := jcs.Parse(raw, &jcs.Options{MaxDepth: MaxArgumentDepth, MaxBytes: MaxArgumentBytes})
 	if err != nil || v.Kind != jcs.Object {
-		return nil, nil, false
+		return nil, nil, false, false
 	}
+	dry := false
+	for i, m := range v.Members {
+		if m.Name != DryRunArgument {
+			continue
+		}
+		if m.Value.Kind != jcs.Bool {
+			return nil, nil, false, false
+		}
+		dry = m.Value.Bool
+		v.Members = append(v.Members[:i:i], v.Members[i+1:]...)
+		break
+	}
+	p, pv, ok := canonicalParams(v)
+	return p, pv, dry, ok
+}
+
+func canonicalParams(v jcs.Value) (json.RawMessage, any, bool) {
 	c, err := v.AppendCanonical(nil)
 	if err != nil {
 		return nil, nil, false
@@ -113,11 +142,11 @@ func (s *session) capabilityHandler(name string) mcpsdk.ToolHandler {
 		if !ok {
 			return refusal(codeMethodNotFound, "the capability is no longer offered to this client", nil), nil
 		}
-		p, pv, ok := params(req.Params.Arguments)
+		p, pv, dry, ok := paramsAndDryRun(req.Params.Arguments)
 		if !ok {
-			return refusal(codeInvalidRequest, "the arguments must be a JSON object without duplicate names, within the size and depth limits", nil), nil
+			return refusal(codeInvalidRequest, "the arguments must be a JSON object without duplicate names, within the size and depth limits, and "+DryRunArgument+" a boolean", nil), nil
 		}
-		breq := broker.Request{RequestID: "mcp-" + name, Action: "execute", App: ct.app, Method: ct.method, Params: p, ParamsValue: pv}
+		breq := broker.Request{RequestID: "mcp-" + name, Action: "execute", App: ct.app, Method: ct.method, Params: p, ParamsValue: pv, DryRun: dry}
 		var tokID string
 		breq.Token, tokID = s.pickToken(ctx, caller, breq, ct.permission)
 		el := s.elicitor(req)

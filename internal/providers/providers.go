@@ -138,9 +138,11 @@ func (p *Process) supervise() {
 	for {
 		began := time.Now()
 		pc, err := p.start()
+		if err != nil {
+			p.setDown(err) // before started is closed: WaitStarted then sees why
+		}
 		p.once.Do(func() { close(p.started) })
 		if err != nil {
-			p.setDown(err)
 			p.log.Warn("provider not started", "err", err)
 			if errors.Is(err, ErrManifestMismatch) || errors.Is(err, ErrDigest) {
 				// The program on disk is not what was installed: starting it again changes
@@ -385,18 +387,8 @@ func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, 
 
 // held checks the effects a call reports against its capability's declared side effects.
 func held(declared manifest.SideEffect, dryRun bool, effects []sdk.Effect) error {
-	for _, e := range effects {
-		got := manifest.SideEffect(e.Effect)
-		if !got.Valid() {
-			// The provider's own text is not echoed: it is untrusted and unbounded.
-			return sdk.ExecutionFailed("the provider reported an effect that is no side_effects value", false)
-		}
-		if got.Rank() > declared.Rank() {
-			return sdk.ExecutionFailed(fmt.Sprintf("the provider reported a %s effect, above the capability's declared side_effects %s", got, declared), false)
-		}
-		if dryRun && got.Rank() > manifest.SideEffectRead.Rank() {
-			return sdk.ExecutionFailed(fmt.Sprintf("the provider reported a %s effect in a dry run", got), false)
-		}
+	if msg := sdk.Unheld(declared, dryRun, effects); msg != "" {
+		return sdk.ExecutionFailed(msg, false)
 	}
 	return nil
 }
