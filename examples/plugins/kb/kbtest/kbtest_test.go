@@ -23,6 +23,8 @@ import (
 	"github.com/capgate/capgate/internal/plugin"
 	"github.com/capgate/capgate/internal/port"
 	"github.com/capgate/capgate/internal/providers"
+	"github.com/capgate/capgate/internal/sandbox"
+	"github.com/capgate/capgate/internal/sandbox/sandboxtest"
 	"github.com/capgate/capgate/keys"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
@@ -49,16 +51,17 @@ func signedManifest(t *testing.T, dir string) *manifest.Document {
 	return doc
 }
 
-// start starts the provider program with the installed manifest doc, as capgate does: the
-// program's digest checked on the file run, nothing of the test's environment passed on.
-func start(t *testing.T, doc *manifest.Document, program string) *providers.Process {
+// start starts the provider program as capgate does: its digest checked on the file run, its
+// package folder dir as its working folder (when not ""), in box (nil: unconfined), and
+// nothing of the test's environment passed on.
+func start(t *testing.T, doc *manifest.Document, program, dir string, box *sandbox.Sandbox) *providers.Process {
 	t.Helper()
 	digest, err := providers.ProgramDigest(program)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := providers.Start(providers.Config{Manifest: doc, Command: program, Digest: digest,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+	p := providers.Start(providers.Config{Manifest: doc, Command: program, Digest: digest, Dir: dir, Sandbox: box,
+		Env: []string{"LANG=C.UTF-8"}, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
 	t.Cleanup(func() { p.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), providers.StartTimeout+5*time.Second)
 	defer cancel()
@@ -102,12 +105,14 @@ func code(err error) sdk.Code {
 	return ""
 }
 
-// TestProviderAnswers builds the package, starts its program as capgate does and calls every
-// capability through the provider protocol.
+// TestProviderAnswers builds the package, starts its program as capgate does, in the real
+// sandbox (its package read-only, no network, nowhere to write), and calls every capability
+// through the provider protocol.
 func TestProviderAnswers(t *testing.T) {
+	box := sandboxtest.Open(t)
 	dir := kbtest.Build(t)
 	doc := signedManifest(t, dir)
-	p := start(t, doc, filepath.Join(dir, kbtest.Program))
+	p := start(t, doc, filepath.Join(dir, kbtest.Program), dir, box)
 	if up, why := p.State(); !up {
 		t.Fatalf("the provider is not up: %v", why)
 	}
@@ -171,19 +176,34 @@ func TestProviderAnswers(t *testing.T) {
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
-// TestProviderReadsItsWorkingFolder runs the program from outside its package, in the package
-// folder as its working folder: capgate's convention.
-func TestProviderReadsItsWorkingFolder(t *testing.T) {
+// TestProviderFindsItsPackage: the program reads its package from its working folder (capgate's
+// convention), wherever the program itself is; without one, from beside the program.
+func TestProviderFindsItsPackage(t *testing.T) {
 	dir := kbtest.Build(t)
-	elsewhere := filepath.Join(t.TempDir(), "provider")
+	doc := signedManifest(t, dir)
+	elsewhere := filepath.Join(t.TempDir(), kbtest.Program)
 	copyFile(t, filepath.Join(dir, kbtest.Program), elsewhere, 0o755)
-	t.Chdir(dir)
-	p := start(t, signedManifest(t, dir), elsewhere)
-	if up, why := p.State(); !up {
-		t.Fatalf("the provider is not up: %v", why)
-	}
-	if _, _, err := invoke(t, p.Handler(), kb.ReadID, `{"id":"audit-log"}`, false); err != nil {
-		t.Fatal(err)
+	for name, tc := range map[string]struct{ program, dir string }{
+		"its working folder":         {elsewhere, dir},
+		"beside it, in no folder":    {filepath.Join(dir, kbtest.Program), ""},
+		"neither: it does not start": {elsewhere, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := start(t, doc, tc.program, tc.dir, nil)
+			up, why := p.State()
+			if tc.program == elsewhere && tc.dir == "" {
+				if up, why = refusal(p); up || why == nil {
+					t.Fatalf("a program with no package: up %v, why %v", up, why)
+				}
+				return
+			}
+			if !up {
+				t.Fatalf("the provider is not up: %v", why)
+			}
+			if _, _, err := invoke(t, p.Handler(), kb.ReadID, `{"id":"audit-log"}`, false); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 
@@ -195,7 +215,7 @@ func TestProviderRefusedWithAnotherManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, old, filepath.Join(dir, kbtest.Program))
+	p := start(t, old, filepath.Join(dir, kbtest.Program), dir, nil)
 	if up, why := refusal(p); up || !errors.Is(why, providers.ErrManifestMismatch) {
 		t.Fatalf("up %v, why %v; want refused for its manifest", up, why)
 	}
@@ -204,7 +224,7 @@ func TestProviderRefusedWithAnotherManifest(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, archive.ManifestJSON), mustRead(t, "../../kb-1.2.0/manifest.json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p = start(t, installed, filepath.Join(dir, kbtest.Program))
+	p = start(t, installed, filepath.Join(dir, kbtest.Program), dir, nil)
 	if up, why := refusal(p); up || !errors.Is(why, providers.ErrManifestMismatch) {
 		t.Fatalf("a swapped manifest.json: up %v, why %v", up, why)
 	}
@@ -274,12 +294,18 @@ func TestInstallsUnderTheLockfile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Started as the gateway starts it: from the package kept in the data folder at install,
+		// with the manifest the lock holds, in the sandbox.
 		entry := lock.Plugins[kbtest.AppID]
 		installed, err := manifest.Parse(entry.Manifest)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := start(t, installed, filepath.Join(dir, kbtest.Program))
+		prog, err := plugin.ProgramOf(h.DataDir, entry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := start(t, installed, prog.Command, prog.Dir, sandboxtest.Open(t))
 		if up, why := p.State(); !up {
 			t.Fatalf("the installed provider is not up: %v", why)
 		}
