@@ -157,7 +157,9 @@ func (h *Handler) Invoke(ctx context.Context, capabilityID string, params json.R
 		}
 		d := h.idx.Load().docs[id]
 		if d == nil {
-			return sdk.Result{}, &sdk.Error{Code: sdk.CodeNotFound, CapabilityID: capabilityID, Reason: "no document of the knowledge base has this id"}
+			// not_found is for a capability that does not exist; a document that does not is
+			// the call failing, for a reason the agent can act on.
+			return sdk.Result{}, sdk.ExecutionFailed("no document of the knowledge base has this id", false)
 		}
 		sdk.ReportEffect(ctx, string(manifest.SideEffectRead), IndexDir+"/"+id+".md")
 		return result(struct {

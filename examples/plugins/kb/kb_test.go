@@ -241,10 +241,10 @@ func TestRead(t *testing.T) {
 	if got := rep.Effects(); !slices.Equal(got, []sdk.Effect{{Effect: "read", Target: "index/beta.md"}}) {
 		t.Errorf("read reported %+v", got)
 	}
-	// An id in form that names no document is not found, and nothing was read.
+	// An id in form that names no document fails the call, and nothing was read.
 	_, rep, err = call(t, h, kb.ReadID, `{"id":"delta"}`, false)
-	if code(err) != sdk.CodeNotFound {
-		t.Fatalf("read delta: %v, want not_found", err)
+	if code(err) != sdk.CodeExecutionFailed {
+		t.Fatalf("read delta: %v, want execution_failed", err)
 	}
 	if len(rep.Effects()) != 0 {
 		t.Errorf("a read of no document reported %+v", rep.Effects())

@@ -144,8 +144,8 @@ func TestProviderAnswers(t *testing.T) {
 	}
 
 	// The handler's errors cross the protocol as they are.
-	if _, _, err := invoke(t, h, kb.ReadID, `{"id":"no-such-note"}`, false); code(err) != sdk.CodeNotFound {
-		t.Errorf("read of no document: %v, want not_found", err)
+	if _, _, err := invoke(t, h, kb.ReadID, `{"id":"no-such-note"}`, false); code(err) != sdk.CodeExecutionFailed {
+		t.Errorf("read of no document: %v, want execution_failed", err)
 	}
 	for params, path := range map[string]string{`{"id":"../manifest"}`: "id", `{"query":"?!"}`: "query"} {
 		id := kb.ReadID
