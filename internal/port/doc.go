@@ -11,7 +11,9 @@
 // edit would be no floor.
 //
 // The folder also holds the kit index, the conformance suites the host can run. A capability's
-// conformance_suite is looked up in it by name and never opened as a path.
+// conformance_suite is looked up in it by name and never opened as a path: Suite matches the
+// name against the index first, and only then reads the suite's data, a file of the folder's
+// conformance/ subfolder (see Suite for the format). internal/conformance runs it.
 //
 // Problems name an index-based field path of the manifest and the rule broken, never the
 // offending value; errors from LoadDir name the file and the field.

@@ -24,3 +24,20 @@ const (
 	// MaxSuites bounds the entries of the kit index.
 	MaxSuites = 4096
 )
+
+// Limits on a conformance suite file (suite.go). A suite is data the host runs against a
+// provider at install, while a person waits: a few cases of small params each, so the bounds
+// are far above any real suite and far below what would make loading one slow.
+const (
+	// MaxSuiteBytes bounds one suite file. Sixty-four cases of a few hundred bytes of params
+	// each are some 32 KiB.
+	MaxSuiteBytes = 256 << 10
+
+	// MaxSuiteDepth bounds JSON nesting in a suite file: the format itself nests four levels
+	// (root, cases, a case, its params or expect), which leaves params the rest.
+	MaxSuiteDepth = 32
+
+	// MaxCases bounds the cases of one suite: each is one call of the provider, under its own
+	// timeout, so the bound is also the bound on how long a suite can keep an install waiting.
+	MaxCases = 64
+)

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -16,11 +17,13 @@ import (
 const KitIndexFile = "kits.json"
 
 // Registry is the host's copy of the ports it supports and its kit index. It is immutable once
-// built, so it is safe for concurrent use. A nil *Registry supports no port and lists no suite:
+// built, so it is safe for concurrent use; the suite files it names are read from its folder
+// when asked for (Suite). A nil *Registry supports no port and lists no suite:
 // every port a manifest declares is then refused.
 type Registry struct {
 	ports  map[string]*Port // keyed by the port's manifest spelling, "knowledge.v1"
 	suites map[string]bool
+	dir    string // the folder LoadDir read, absolute; empty for New's (Suite reads no file)
 }
 
 // New builds a registry from ports and suites, holding each to the rules of the descriptor
@@ -72,12 +75,18 @@ func New(ports []*Port, suites []string) (*Registry, error) {
 // folders without a descriptor's extension are ignored; a descriptor-looking file whose name is
 // not a port's, a port described twice (json and yaml), or a file that is not a regular file is
 // refused. Files are opened through an os.Root, so a symbolic link out of dir is refused.
+// The conformance suites the index lists are read later, by Suite, from the subfolder
+// conformance/ (a folder, so ignored here).
 //
 // Every problem of every file is reported at once: the error is a *FileError or several
 // joined, each naming the file and the field, and wrapping ErrInvalidDescriptor. An error
 // reading the folder itself is returned wrapped as it is.
 func LoadDir(dir string) (*Registry, error) {
-	root, err := os.OpenRoot(dir)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("port: %w", err)
+	}
+	root, err := os.OpenRoot(abs)
 	if err != nil {
 		return nil, fmt.Errorf("port: %w", err)
 	}
@@ -86,7 +95,7 @@ func LoadDir(dir string) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("port: %w", err)
 	}
-	r := &Registry{ports: map[string]*Port{}, suites: map[string]bool{}}
+	r := &Registry{ports: map[string]*Port{}, suites: map[string]bool{}, dir: abs}
 	var errs []*FileError
 	fileOf := map[string]string{} // port spelling → the file that described it
 	files := 0
