@@ -113,7 +113,7 @@ func (g *globals) pluginService(cmd *cobra.Command, hf hostFlags) (*operator.Ser
 		return nil, nil, err
 	}
 	ops, done := operatorService(cmd, st, l.dataDir)
-	ops.Plugins = h
+	ops.Plugins, ops.Programs = h, st
 	return ops, func() { done(); st.Close() }, nil
 }
 

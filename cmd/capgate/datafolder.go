@@ -56,3 +56,22 @@ func (g *globals) onStore(data string, fn func(ctx context.Context, st store.Sto
 	defer st.Close()
 	return fn(ctx, st)
 }
+
+// onStoreIfAny runs fn on the store of the data folder dir when it has one (a gateway ran on
+// it), and does nothing when it has none.
+func (g *globals) onStoreIfAny(dir string, fn func(ctx context.Context, st store.Store) error) error {
+	l, err := g.load(hostFlags{dataDir: dir})
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	st, err := gateway.OpenStore(ctx, dir, l.store, false)
+	if errors.Is(err, gateway.ErrNoStore) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(ctx, st)
+}

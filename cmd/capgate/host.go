@@ -1,20 +1,25 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/capgate/capgate/internal/config"
+	"github.com/capgate/capgate/internal/conformance"
 	"github.com/capgate/capgate/internal/hostpolicy"
 	"github.com/capgate/capgate/internal/intent"
 	"github.com/capgate/capgate/internal/plugin"
 	"github.com/capgate/capgate/internal/port"
+	"github.com/capgate/capgate/internal/sandbox"
 	"github.com/capgate/capgate/keys"
+	"github.com/capgate/capgate/manifest"
 )
 
 // hostFlags are the settings every command that checks against the host shares.
 type hostFlags struct {
 	trustedDir, dataDir, sandboxRoot string
+	sandbox                          string // --sandbox: how a provider runs for its conformance suites
 	witness                          string // --audit-witness
 }
 
@@ -26,6 +31,7 @@ type loaded struct {
 	store      string // "" (SQLite in the data folder), sqlite:PATH or a postgres:// URL
 	configPath string // the configuration file read, "" when there was none
 	witness    string // the audit log's witness: "" for none, a folder or an http(s) URL
+	sandbox    string // --sandbox of a plugin command, "" when not given
 }
 
 func (g *globals) load(hf hostFlags) (loaded, error) {
@@ -40,6 +46,7 @@ func (g *globals) load(hf hostFlags) (loaded, error) {
 		dataDir:    config.Resolve(hf.dataDir, config.EnvDataDir, cfg.DataDir, config.DefaultDataDir()),
 		store:      config.Resolve(g.store, config.EnvStore, cfg.Store, ""),
 		witness:    config.Resolve(hf.witness, config.EnvAuditWitness, cfg.AuditWitness, ""),
+		sandbox:    hf.sandbox,
 	}
 	if hf.sandboxRoot != "" {
 		l.file.SandboxRoot = hf.sandboxRoot
@@ -120,7 +127,25 @@ func (l loaded) pluginHost() (*plugin.Host, error) {
 	if h.DataDir == "" {
 		return nil, usageErr("no data folder: set --data-dir, CAPGATE_DATA_DIR or data_dir")
 	}
+	mode, err := sandbox.ParseMode(config.Resolve(l.sandbox, config.EnvSandbox, l.file.Sandbox, ""))
+	if err != nil {
+		return nil, usageErr("--sandbox: must be on or off-unsafe")
+	}
+	h.Test = func(doc *manifest.Document, prog plugin.Program) ([]conformance.Result, error) {
+		return runSuites(doc, prog, mode, h.Ports)
+	}
 	return h, nil
+}
+
+// runSuites runs the conformance suites of doc against its program prog, started in a
+// sandbox of mode.
+func runSuites(doc *manifest.Document, prog plugin.Program, mode sandbox.Mode, suites *port.Registry) ([]conformance.Result, error) {
+	ctx := context.Background()
+	box, err := sandbox.Open(ctx, mode)
+	if err != nil {
+		return nil, err
+	}
+	return conformance.RunProgram(ctx, doc, conformance.Program{Command: prog.Command, Digest: prog.Digest, Dir: prog.Dir}, box, suites, nil)
 }
 
 // pluginHost loads the configuration and builds the install host from it.

@@ -13,12 +13,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capgate/capgate/internal/archive"
+	"github.com/capgate/capgate/internal/conformance"
 	"github.com/capgate/capgate/internal/delta"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/lock"
 	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/plugin"
 	"github.com/capgate/capgate/internal/providers"
+	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/manifest"
 )
 
 func newPluginCmd(g *globals) *cobra.Command {
@@ -33,21 +36,30 @@ recomputes its content digest, checks its intents and its ports against the host
 compares it with what the lockfile (capgate.lock in the data folder) holds. A narrowing applies; a widening waits for approval (--approve after reading the
 diff, or capgate plugin approve later); a reject is refused and the lock stays as it was.
 
+A capability provider's package holds its program, the executable file "provider" at its root.
+The install keeps a read-only copy of the package in the data folder (DATA/packages), and
+capgate serve runs that copy in a sandbox. Before the lock changes, the conformance suite each
+capability names (looked up in ports_dir's kit index) runs against the program, started from
+that copy, in dry runs where the capability has one: a failing suite refuses the install or
+upgrade, naming the case. capgate plugin test runs them again.
+
   capgate plugin digest ./my-plugin               the digest to declare in the manifest
   capgate plugin install ./my-plugin              a new plugin is a widening: review it
   capgate plugin install --approve ./my-plugin
   capgate plugin upgrade ./my-plugin-1.1.tar.gz
   capgate plugin approve org.example.kb           approve the pending widening
-  capgate plugin list
+  capgate plugin list                             installed plugins, working or not, and why
+  capgate plugin test org.example.kb              run its conformance suites again
   capgate plugin remove org.example.kb`,
 	}
 	cmd.PersistentFlags().StringVar(&hf.dataDir, "data-dir", "", "data folder holding capgate.lock (default $CAPGATE_DATA_DIR, else $XDG_DATA_HOME/capgate)")
 	cmd.PersistentFlags().StringVar(&hf.trustedDir, "trusted-dir", "", "folder of trusted public keys (default /etc/portal/keys/trusted)")
 	cmd.PersistentFlags().StringVar(&hf.sandboxRoot, "sandbox-root", "", "the sandbox root filesystem intents must lie in (default /sandbox)")
+	cmd.PersistentFlags().StringVar(&hf.sandbox, "sandbox", "", "how a provider runs for its conformance suites: on (default) or off-unsafe")
 	cmd.AddCommand(
 		newPluginInstallCmd(g, &hf, false), newPluginInstallCmd(g, &hf, true),
 		newPluginApproveCmd(g, &hf), newPluginListCmd(g, &hf), newPluginRemoveCmd(g, &hf),
-		newPluginDigestCmd(),
+		newPluginDigestCmd(), newPluginTestCmd(g, &hf),
 	)
 	return cmd
 }
@@ -126,6 +138,9 @@ func reportOutcome(w io.Writer, out plugin.Outcome, err error, asJSON bool) erro
 		}
 		for _, p := range out.Problems {
 			fmt.Fprintf(w, "%s: %s\n", name, p)
+		}
+		for _, r := range out.Tests {
+			fmt.Fprintf(w, "conformance %s\n", r)
 		}
 		if len(out.Result.Changes) > 0 || out.Result.Verdict != "" {
 			printDiff(w, out.Result)
@@ -207,7 +222,7 @@ keeps exiting, ...). --json prints the lock as it is, with "status" beside it.`,
 			if asJSON {
 				return writeJSON(w, struct {
 					*lock.File
-					Status map[string]providers.Status `json:"status,omitempty"`
+					Status map[string]pluginState `json:"status,omitempty"`
 				}{f, status})
 			}
 			ids := slices.Sorted(maps.Keys(f.Plugins))
@@ -217,13 +232,17 @@ keeps exiting, ...). --json prints the lock as it is, with "status" beside it.`,
 				if !plugin.Runs(e) {
 					continue
 				}
-				switch s, ok := status[id]; {
-				case !ok:
+				ps := status[id]
+				switch s := ps.Running; {
+				case s == nil:
 					fmt.Fprintln(w, "  not started yet: a gateway starts it (capgate serve)")
 				case s.Working:
 					fmt.Fprintf(w, "  working (since %s)\n", s.At.Format(time.RFC3339))
 				default:
 					fmt.Fprintf(w, "  not working (since %s): %s\n", s.At.Format(time.RFC3339), s.Why)
+				}
+				for _, r := range ps.Tests {
+					fmt.Fprintf(w, "  test %s (%s)\n", r, r.At.Format(time.RFC3339))
 				}
 			}
 			pids := slices.Sorted(maps.Keys(f.Pending))
@@ -241,9 +260,17 @@ keeps exiting, ...). --json prints the lock as it is, with "status" beside it.`,
 	return cmd
 }
 
-// pluginStatus is the status of each installed plugin's provider as the data folder's store
-// records it: none when the folder has no store (no gateway ran on it).
-func pluginStatus(g *globals, hf hostFlags, f *lock.File) map[string]providers.Status {
+// pluginState is what the data folder's store records of an installed plugin: whether its
+// provider works (as the gateway last saw it) and its capabilities' test status.
+type pluginState struct {
+	Running *providers.Status    `json:"running,omitempty"`
+	Tests   []conformance.Result `json:"tests,omitempty"`
+}
+
+// pluginStatus is the state of each installed plugin as the data folder's store records it:
+// none when the folder has no store (no gateway ran on it). Test results of another version
+// of the manifest are left out.
+func pluginStatus(g *globals, hf hostFlags, f *lock.File) map[string]pluginState {
 	l, err := g.load(hf)
 	if err != nil || l.dataDir == "" {
 		return nil
@@ -254,10 +281,19 @@ func pluginStatus(g *globals, hf hostFlags, f *lock.File) map[string]providers.S
 		return nil
 	}
 	defer st.Close()
-	out := map[string]providers.Status{}
-	for id := range f.Plugins {
+	out := map[string]pluginState{}
+	for id, e := range f.Plugins {
+		var ps pluginState
 		if s, err := providers.LoadStatus(ctx, st, id); err == nil {
-			out[id] = s
+			ps.Running = &s
+		}
+		if rec, err := conformance.Load(ctx, st, id); err == nil {
+			if doc, err := manifest.Parse(e.Manifest); err == nil && rec.Current(doc) {
+				ps.Tests = rec.Results
+			}
+		}
+		if ps.Running != nil || ps.Tests != nil {
+			out[id] = ps
 		}
 	}
 	return out
@@ -309,4 +345,67 @@ Also prints the digest of each file, for sbom_ref and provenance_ref.`,
 			return nil
 		},
 	}
+}
+
+func newPluginTestCmd(g *globals, hf *hostFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "test APP_ID [--json]",
+		Short: "Run an installed plugin's conformance suites again, against its program",
+		Long: `Run the conformance suites the installed plugin's capabilities name (from ports_dir's kit
+index) against its program, started in a sandbox from the package kept at install, in dry runs
+where a capability has one. The results are recorded as the capabilities' test status in the
+data folder's store, when it has one (capgate plugin list shows them). Exit 1 when a suite did
+not pass.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := g.pluginHost(*hf)
+			if err != nil {
+				return err
+			}
+			f, err := h.List()
+			if err != nil {
+				return err
+			}
+			e, ok := f.Plugins[args[0]]
+			if !ok {
+				return &exitError{code: exitNo, err: fmt.Errorf("%s: %w", args[0], plugin.ErrNotInstalled)}
+			}
+			doc, err := manifest.Parse(e.Manifest)
+			if err != nil {
+				return fmt.Errorf("%s: the locked manifest: %w", args[0], err)
+			}
+			prog, err := plugin.ProgramOf(h.DataDir, e)
+			if err != nil {
+				return &exitError{code: exitNo, err: fmt.Errorf("%s: %w", args[0], err)}
+			}
+			results, err := h.Test(doc, prog)
+			if err != nil {
+				return &exitError{code: exitNo, err: fmt.Errorf("%s: %w", args[0], err)}
+			}
+			if err := g.onStoreIfAny(h.DataDir, func(ctx context.Context, st store.Store) error {
+				return conformance.Save(ctx, st, doc, results)
+			}); err != nil {
+				warnOn(cmd)("conformance", err)
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				if err := writeJSON(w, results); err != nil {
+					return err
+				}
+			} else {
+				for _, r := range results {
+					fmt.Fprintln(w, r)
+				}
+			}
+			for _, r := range results {
+				if r.Status.Failed() {
+					return said
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the results as JSON")
+	return cmd
 }

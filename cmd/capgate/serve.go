@@ -46,11 +46,17 @@ places in DATA/trusted. Files, editor, terminal and python work inside the works
 (--workspace, $CAPGATE_WORKSPACE or workspace in the config file; default DATA-workspace, beside
 the data folder, which it may neither lie in nor hold): no path they take leaves it.
 
-The terminal's commands and python's scripts each run in a sandbox of their own, on
-bubblewrap (Debian: apt-get install bubblewrap): new user, pid, network and ipc namespaces, no
-network, the system's programs read-only, the workspace the only folder they can write, and
-nothing of the data folder, the keys or the configuration. Without bubblewrap those two apps
-are not served (the others are); --sandbox=off-unsafe runs them with capgate's own rights.
+The terminal's commands, python's scripts and every provider process (the installed plugins of
+the lockfile, the apps registered with capgate app register --command) each run in a sandbox of
+their own, on bubblewrap (Debian: apt-get install bubblewrap): new user, pid, network and ipc
+namespaces, no network, the system's programs read-only, and nothing of the data folder, the
+keys or the configuration; the terminal and python write only the workspace, a provider only
+sees its own package, read-only. Without bubblewrap none of them is served (the other apps
+are); --sandbox=off-unsafe runs them with capgate's own rights.
+
+capgate serve starts each installed plugin from the copy of its package kept in the data folder
+at install, follows the lockfile (a plugin installed, upgraded or removed from the command line
+starts or stops within a second), and restarts a provider that exits, with backoff.
 
 Several replicas can share one PostgreSQL database: give each --store postgres://... (or
 $CAPGATE_STORE, or store in the config file) and the same keys (one shared --data folder, or
@@ -121,11 +127,11 @@ flight finish and a final audit checkpoint is signed.`,
 				fmt.Fprintf(w, "apps work in %s\n", gw.Workspace())
 				switch {
 				case gw.SandboxProblem() != nil:
-					fmt.Fprintf(w, "terminal and python NOT served: %v\n", gw.SandboxProblem())
+					fmt.Fprintf(w, "terminal, python and provider processes NOT served: %v\n", gw.SandboxProblem())
 				case mode == sandbox.ModeOffUnsafe:
-					fmt.Fprintln(w, "sandbox OFF (--sandbox=off-unsafe): terminal commands and python scripts run with capgate's own rights")
+					fmt.Fprintln(w, "sandbox OFF (--sandbox=off-unsafe): terminal commands, python scripts and provider processes run with capgate's own rights")
 				default:
-					fmt.Fprintln(w, "terminal commands and python scripts run sandboxed (bubblewrap)")
+					fmt.Fprintln(w, "terminal commands, python scripts and provider processes run sandboxed (bubblewrap)")
 				}
 				if tcp != "" {
 					fmt.Fprintf(w, "approve requests at http://%s%s\n", tcp, gw.LoginLink())

@@ -36,10 +36,6 @@ type proc struct {
 	p    *supervised.Process // nil when refused
 }
 
-// env is all of capgate's environment a provider gets: a PATH to find the programs it runs,
-// and a locale.
-var providerEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
-
 // sync starts the provider of every registered app with a program that has none running,
 // restarts one whose program changed, and stops one whose app or program is gone.
 //
@@ -92,7 +88,7 @@ func (ps *procs) sync(ctx context.Context, st supervised.Store, reg *registry.Re
 			continue
 		}
 		p := supervised.Start(supervised.Config{Manifest: app.Doc, Command: prog.Command, Args: prog.Args,
-			Digest: prog.Digest, Dir: prog.Dir, Env: providerEnv, Sandbox: ps.box, Logger: log,
+			Digest: prog.Digest, Dir: prog.Dir, Env: supervised.DefaultEnv, Sandbox: ps.box, Logger: log,
 			OnState: statusTo(st, id, log)})
 		ps.byApp[id] = &proc{prog: prog, p: p}
 		started[id] = p

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/conformance"
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/plugin"
 	"github.com/capgate/capgate/internal/providers"
@@ -357,7 +358,14 @@ func (s *Service) InstallPlugin(ctx context.Context, by Actor, src string, opts 
 		rec.Explanation += ", approving a widening at once"
 	}
 	opts.Approver = by.ID
-	return s.pluginChange(ctx, by, rec, func() (plugin.Outcome, error) { return s.Plugins.Install(src, opts) })
+	out, err := s.pluginChange(ctx, by, rec, func() (plugin.Outcome, error) { return s.Plugins.Install(src, opts) })
+	if len(out.Tests) > 0 && out.Doc != nil && s.Programs != nil {
+		// The capabilities' test status, for plugin list and the approval page.
+		if serr := conformance.Save(ctx, s.Programs, out.Doc, out.Tests); serr != nil {
+			s.warn(action)(serr)
+		}
+	}
+	return out, err
 }
 
 // ApprovePlugin approves the widening pending for the plugin appID, by by: the one the person

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/archive"
+	"github.com/capgate/capgate/internal/conformance"
 	"github.com/capgate/capgate/internal/delta"
 	"github.com/capgate/capgate/internal/intent"
 	"github.com/capgate/capgate/internal/lock"
@@ -38,6 +39,12 @@ type Host struct {
 	AllowTier2Unsafe bool
 
 	Now func() time.Time // nil means time.Now
+
+	// Test, when set, runs the conformance suites of a capability provider against its
+	// program, started from the package as kept (Program): a suite that fails refuses the
+	// install or upgrade, and the lock is not changed. A package without a program is not
+	// tested (it does not run at all).
+	Test func(doc *manifest.Document, prog Program) ([]conformance.Result, error)
 }
 
 // Options of one install or upgrade.
@@ -61,6 +68,10 @@ type Outcome struct {
 	Refused  bool              `json:"refused"`
 	Pending  bool              `json:"pending"`
 	Applied  bool              `json:"applied"`
+	// Tests are the results of the capabilities' conformance suites, run at this install.
+	Tests []conformance.Result `json:"tests,omitempty"`
+	// Doc is the manifest the outcome is of, when it parsed.
+	Doc *manifest.Document `json:"-"`
 }
 
 // ErrNotInstalled and ErrInstalled are returned for an upgrade of a plugin not installed and
@@ -114,7 +125,7 @@ func (h *Host) check(src string, out *Outcome) (*candidate, error) {
 		return nil, err
 	}
 	m := doc.Manifest()
-	out.AppID, out.Version = m.AppID, m.Version
+	out.AppID, out.Version, out.Doc = m.AppID, m.Version, doc
 	out.Digest = pkg.Digest()
 
 	ps := append(manifest.Problems(nil), doc.Validate()...)
@@ -166,6 +177,33 @@ func (h *Host) check(src string, out *Outcome) (*candidate, error) {
 	}}, nil
 }
 
+// test runs the candidate's conformance suites (Host.Test) and returns the problems of those
+// that did not pass: a failed case, or a provider that could not be started to run them.
+func (h *Host) test(cand *candidate, out *Outcome) manifest.Problems {
+	if h.Test == nil || !conformance.HasSuites(cand.doc) {
+		return nil
+	}
+	prog, err := ProgramOf(h.DataDir, cand.entry)
+	if err != nil {
+		return nil // no program: nothing runs, and nothing to test
+	}
+	results, err := h.Test(cand.doc, prog)
+	out.Tests = results
+	if err != nil {
+		return manifest.Problems{{Path: "conformance_suite", Rule: "the provider could not be run to test it: " + err.Error()}}
+	}
+	var ps manifest.Problems
+	caps := cand.doc.Manifest().Capabilities
+	for _, r := range results {
+		if !r.Status.Failed() {
+			continue
+		}
+		i := slices.IndexFunc(caps, func(c manifest.Capability) bool { return c.ID == r.Capability })
+		ps = append(ps, manifest.Problem{Path: fmt.Sprintf("capabilities[%d].conformance_suite", i), Rule: r.String()})
+	}
+	return ps
+}
+
 func rootExists(root string) bool {
 	if root == "" {
 		root = intent.DefaultSandboxRoot
@@ -199,6 +237,10 @@ func (h *Host) Install(src string, opts Options) (Outcome, error) {
 	// what runs is that copy, never the source, which may change or go.
 	if err := h.keep(src, cand.entry.AppID, cand.entry.Digest); err != nil {
 		return out, err
+	}
+	if ps := h.test(cand, &out); len(ps) > 0 {
+		out.Problems, out.Refused = ps, true
+		return out, nil
 	}
 	err = lock.Update(h.DataDir, func(f *lock.File) error {
 		old, installed := f.Plugins[cand.entry.AppID]

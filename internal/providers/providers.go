@@ -55,6 +55,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// DefaultEnv is all the environment a provider gets: a PATH to find the programs it runs, and
+// a locale. Nothing of capgate's own is passed on.
+var DefaultEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+
 // The restart backoff: a provider that exits is started again after MinBackoff, doubling up
 // to MaxBackoff while it keeps failing; one that ran for a minute starts over at MinBackoff.
 const (
