@@ -33,6 +33,9 @@ type Report struct {
 	DryRun bool
 	// Progress, when not nil, receives progress reports (ReportProgress).
 	Progress func(message string, fraction float64)
+	// Credential, when not nil, asks the host for a handle to a credential intent
+	// (RequestCredential).
+	Credential func(ctx context.Context, intent string) (string, error)
 
 	mu       sync.Mutex
 	effects  []Effect
@@ -97,6 +100,18 @@ func ReportProgress(ctx context.Context, message string, fraction float64) {
 	if r := reportOf(ctx); r != nil && r.Progress != nil {
 		r.Progress(message, fraction)
 	}
+}
+
+// RequestCredential asks the host for a handle to the credential intent, one the calling
+// capability declares in its credential_intents and the call's grant allows. The handle is
+// opaque: it is never credential material, and only the host's egress proxy can use it. An
+// intent the capability does not declare is refused (permission_denied), and recorded.
+func RequestCredential(ctx context.Context, intent string) (string, error) {
+	r := reportOf(ctx)
+	if r == nil || r.Credential == nil {
+		return "", PermissionDenied("the host offers this call no credentials")
+	}
+	return r.Credential(ctx, intent)
 }
 
 // Unheld checks the effects a call reports against its capability's declared side effects,

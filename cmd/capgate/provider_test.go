@@ -167,7 +167,12 @@ func TestInstalledPluginRuns(t *testing.T) {
 	data := t.TempDir()
 	env := []string{"CAPGATE_DATA_DIR=" + data}
 	pkg := pluginPackage(t)
-	r := capgate(t, "", env, "plugin", "install", pkg, "--allow-tier2-unsafe", "--approve")
+	// The host's credential catalog names the test provider's intent.
+	cfg := filepath.Join(t.TempDir(), "host.yaml")
+	if err := os.WriteFile(cfg, []byte("credentials: [echo.api]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := capgate(t, "", env, "--config", cfg, "plugin", "install", pkg, "--allow-tier2-unsafe", "--approve")
 	mustCode(t, r, 0)
 	if err := os.RemoveAll(pkg); err != nil {
 		t.Fatal(err)
@@ -179,12 +184,13 @@ func TestInstalledPluginRuns(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		done <- capgate(t, "", agent, "call", "echo", "echo", "--params", `{"text":"from a plugin","look":"`+filepath.Join(data, "capgate.lock")+`"}`, "--json")
+		done <- capgate(t, "", agent, "call", "echo", "echo", "--params", `{"text":"from a plugin","credential":"scm.github.api","look":"`+filepath.Join(data, "capgate.lock")+`"}`, "--json")
 	}()
 	mustCode(t, capgate(t, "", env, "approvals", "approve", waitPendingEnv(t, env)), 0)
 	r = <-done
 	mustCode(t, r, 0)
-	if !strings.Contains(r.stdout, "from a plugin") || !strings.Contains(r.stdout, `"seen": false`) || !strings.Contains(r.stdout, `"hostname": "sandbox"`) {
+	if !strings.Contains(r.stdout, "from a plugin") || !strings.Contains(r.stdout, `"seen": false`) || !strings.Contains(r.stdout, `"hostname": "sandbox"`) ||
+		!strings.Contains(r.stdout, "does not declare this credential intent") {
 		t.Errorf("the plugin's call answered %s", r.stdout)
 	}
 	l := capgate(t, "", env, "plugin", "list")
@@ -217,7 +223,7 @@ func TestInstalledPluginRuns(t *testing.T) {
 	}
 
 	// A program that lies about its manifest, installed while the gateway serves.
-	mustCode(t, capgate(t, "", env, "plugin", "install", pluginPackage(t, "-lie"), "--allow-tier2-unsafe", "--approve"), 0)
+	mustCode(t, capgate(t, "", env, "--config", cfg, "plugin", "install", pluginPackage(t, "-lie"), "--allow-tier2-unsafe", "--approve"), 0)
 	var why string
 	for range 100 {
 		l = capgate(t, "", env, "plugin", "list")
@@ -234,13 +240,19 @@ func TestInstalledPluginRuns(t *testing.T) {
 		t.Errorf("a lying plugin's capabilities are listed: %s", listed)
 	}
 	rep.stop(t)
-	var refused []string
+	var refused, creds []string
 	for _, rec := range auditRecords(t, data) {
-		if rec.Action == "provider.start" {
+		switch rec.Action {
+		case "provider.start":
 			refused = append(refused, rec.Decision+"|"+rec.Explanation)
+		case "credential.request":
+			creds = append(creds, rec.Decision+"|"+rec.Capability+"|"+rec.Explanation)
 		}
 	}
 	if len(refused) != 1 || !strings.Contains(refused[0], "manifest other than the one installed") {
 		t.Errorf("the refusal's records: %q", refused)
+	}
+	if len(creds) != 1 || !strings.HasPrefix(creds[0], "deny|tools.org.example.echo.echo|") || strings.Contains(creds[0], "scm.github") {
+		t.Errorf("the refused credential's records: %q", creds)
 	}
 }

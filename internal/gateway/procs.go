@@ -89,7 +89,7 @@ func (ps *procs) sync(ctx context.Context, st supervised.Store, reg *registry.Re
 		}
 		p := supervised.Start(supervised.Config{Manifest: app.Doc, Command: prog.Command, Args: prog.Args,
 			Digest: prog.Digest, Dir: prog.Dir, Env: supervised.DefaultEnv, Sandbox: ps.box, Logger: log,
-			OnState: statusTo(st, id, log)})
+			OnState: statusTo(st, id, log), OnCredential: credentialTo(rec, id, log)})
 		ps.byApp[id] = &proc{prog: prog, p: p}
 		started[id] = p
 	}
@@ -106,6 +106,27 @@ func refused(ctx context.Context, rec operator.Recorder, log *slog.Logger, id st
 		Code: "EXECUTION_FAILED", Result: "not started", Explanation: "capgate did not start the app's program: " + why.Error()}
 	if _, err := rec.Append(ctx, r); err != nil {
 		log.Warn("the refusal of a provider could not be recorded", "app", id, "err", err)
+	}
+}
+
+// credentialTo is a provider's OnCredential: each credential refused is recorded in rec, a
+// denied credential.request of the capability.
+func credentialTo(rec operator.Recorder, id string, log *slog.Logger) func(string, string, bool) {
+	return func(capabilityID, intent string, declared bool) {
+		r := audit.Record{Kind: audit.KindDecision, Decision: audit.DecisionDeny, Action: "credential.request", App: id, Capability: capabilityID,
+			ClientID: "capgate", Code: "PERMISSION_DENIED", Result: "refused",
+			Explanation: "the provider asked for a credential intent its capability does not declare"}
+		if declared {
+			r.Explanation = "the provider asked for the credential intent " + intent + ": credential handles are not issued yet (no egress proxy)"
+		}
+		if rec == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
+		defer cancel()
+		if _, err := rec.Append(ctx, r); err != nil {
+			log.Warn("a refused credential request could not be recorded", "app", id, "err", err)
+		}
 	}
 }
 

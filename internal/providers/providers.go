@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -48,6 +49,10 @@ type Config struct {
 	// Sandbox confines the provider; nil runs it with capgate's own user, files and network,
 	// which only --sandbox=off-unsafe allows.
 	Sandbox *sandbox.Sandbox
+	// OnCredential, when set, is told of each credential a provider asked for and was
+	// refused: the capability, the intent (only when it is one the capability declares: the
+	// provider's other text is not passed on) and whether it was declared.
+	OnCredential func(capabilityID, intent string, declared bool)
 	// OnState, when set, is told each time the provider comes up (why nil) or goes down (why
 	// it is not working), from the supervision's goroutine.
 	OnState func(up bool, why error)
@@ -251,6 +256,7 @@ func (p *Process) start() (*plugin.Client, error) {
 		return nil, fmt.Errorf("providers: start: %w", err)
 	}
 	c := raw.(*provider.Client)
+	c.ServeCredentials(p.credential)
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 	defer cancel()
 	got, err := c.Manifest(ctx)
@@ -270,6 +276,30 @@ func (p *Process) start() (*plugin.Client, error) {
 	}
 	p.log.Info("provider up", "protocol", pc.NegotiatedVersion())
 	return pc, nil
+}
+
+// errNoCredentials is why a declared credential intent gets no handle yet: handles are honoured
+// only by capgate's egress proxy, which provider sandboxes do not have yet.
+const errNoCredentials = "credential handles are not issued yet: only capgate's egress proxy would honour one, and provider sandboxes have no network"
+
+// credential decides a provider's RequestCredential: an intent the calling capability does not
+// declare is refused as permission_denied; a declared one gets no handle yet (errNoCredentials).
+// Both are told to OnCredential.
+func (p *Process) credential(_ context.Context, capabilityID, intent string) (string, error) {
+	c := p.cfg.Manifest.Manifest().Capability(capabilityID)
+	declared := c != nil && slices.Contains(c.CredentialIntents, intent)
+	if p.cfg.OnCredential != nil {
+		named := ""
+		if declared {
+			named = intent
+		}
+		p.cfg.OnCredential(capabilityID, named, declared)
+	}
+	if !declared {
+		p.log.Warn("a provider asked for a credential its capability does not declare", "capability", capabilityID)
+		return "", sdk.PermissionDenied("the capability does not declare this credential intent in its credential_intents")
+	}
+	return "", sdk.PermissionDenied(errNoCredentials)
 }
 
 // sameManifest checks that the manifest the provider reports is the installed one, byte for

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 
 	"github.com/capgate/capgate/manifest"
 	providerv1 "github.com/capgate/capgate/proto/capgate/provider/v1"
@@ -21,6 +23,73 @@ import (
 type Client struct {
 	c      providerv1.ProviderServiceClient
 	broker *plugin.GRPCBroker
+
+	mu      sync.Mutex
+	creds   Credentials
+	hostID  uint32            // the broker id HostService answers at, 0 until served
+	inCalls map[string]string // the calls in flight, by call id: their capability id
+}
+
+// Credentials decides a provider's RequestCredential for a call of capabilityID: the handle,
+// or the *sdk.Error that refuses it. intent is the provider's text, untrusted.
+type Credentials func(ctx context.Context, capabilityID, intent string) (string, error)
+
+// ServeCredentials has the host answer the provider's RequestCredential with creds, on the
+// calls made after it. Without it the provider is offered no credentials.
+func (c *Client) ServeCredentials(creds Credentials) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.creds = creds
+	if c.hostID != 0 || c.broker == nil {
+		return
+	}
+	c.hostID = c.broker.NextId()
+	c.inCalls = map[string]string{}
+	go c.broker.AcceptAndServe(c.hostID, func(opts []grpc.ServerOption) *grpc.Server {
+		s := grpc.NewServer(opts...)
+		providerv1.RegisterHostServiceServer(s, &hostServer{c: c})
+		return s
+	})
+}
+
+// hostServer is the host's HostService for one provider.
+type hostServer struct {
+	providerv1.UnimplementedHostServiceServer
+	c *Client
+}
+
+func (h *hostServer) RequestCredential(ctx context.Context, req *providerv1.RequestCredentialRequest) (*providerv1.RequestCredentialResponse, error) {
+	h.c.mu.Lock()
+	capability, ok := h.c.inCalls[req.CallId]
+	creds := h.c.creds
+	h.c.mu.Unlock()
+	if !ok || creds == nil {
+		return &providerv1.RequestCredentialResponse{Error: errorOf(sdk.PermissionDenied("no call of this provider is in flight with this call id"))}, nil
+	}
+	handle, err := creds(ctx, capability, req.Intent)
+	if err != nil {
+		return &providerv1.RequestCredentialResponse{Error: errorOf(err)}, nil
+	}
+	return &providerv1.RequestCredentialResponse{Handle: handle}, nil
+}
+
+// inFlight registers a call for RequestCredential and returns the broker id to tell the
+// provider (0: none) and the function that ends the call's registration.
+func (c *Client) inFlight(callID, capabilityID string) (uint32, func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.hostID == 0 || callID == "" {
+		return 0, func() {}
+	}
+	if _, taken := c.inCalls[callID]; taken {
+		return 0, func() {} // one call id, one call: a second is offered no credentials
+	}
+	c.inCalls[callID] = capabilityID
+	return c.hostID, func() {
+		c.mu.Lock()
+		delete(c.inCalls, callID)
+		c.mu.Unlock()
+	}
 }
 
 // Manifest returns the manifest the provider reports, as it sent it.
@@ -68,6 +137,9 @@ type Outcome struct {
 func (c *Client) Invoke(ctx context.Context, capabilityID string, params json.RawMessage, ic sdk.InvocationContext, dryRun bool,
 	progress func(message string, fraction float64)) (Outcome, error) {
 	req := &providerv1.InvokeRequest{CapabilityId: capabilityID, Params: params, Context: contextPB(ic), DryRun: dryRun}
+	id, done := c.inFlight(ic.CallID, capabilityID)
+	defer done()
+	req.HostService = id
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	ignored := make(chan struct{})

@@ -78,7 +78,7 @@ func (p *Plugin) GRPCServer(b *plugin.GRPCBroker, s *grpc.Server) error {
 	if p.Handler == nil {
 		return errors.New("provider: no handler to serve")
 	}
-	providerv1.RegisterProviderServiceServer(s, &server{h: p.Handler})
+	providerv1.RegisterProviderServiceServer(s, &server{h: p.Handler, broker: b})
 	return nil
 }
 
@@ -90,7 +90,30 @@ func (p *Plugin) GRPCClient(_ context.Context, b *plugin.GRPCBroker, conn *grpc.
 // server is the provider's side: the handler behind the service.
 type server struct {
 	providerv1.UnimplementedProviderServiceServer
-	h sdk.Handler
+	h      sdk.Handler
+	broker *plugin.GRPCBroker
+
+	mu   sync.Mutex
+	host map[uint32]providerv1.HostServiceClient // the host's services dialled, by broker id
+}
+
+// hostService is the host's HostService at the broker id, dialled once.
+func (s *server) hostService(id uint32) (providerv1.HostServiceClient, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.host[id]; ok {
+		return c, nil
+	}
+	conn, err := s.broker.Dial(id)
+	if err != nil {
+		return nil, err
+	}
+	if s.host == nil {
+		s.host = map[uint32]providerv1.HostServiceClient{}
+	}
+	c := providerv1.NewHostServiceClient(conn)
+	s.host[id] = c
+	return c, nil
 }
 
 func (s *server) GetManifest(context.Context, *providerv1.GetManifestRequest) (*providerv1.GetManifestResponse, error) {
@@ -119,6 +142,23 @@ func (s *server) Invoke(req *providerv1.InvokeRequest, stream providerv1.Provide
 	rep := &sdk.Report{DryRun: req.DryRun, Progress: func(message string, fraction float64) {
 		_ = send(&providerv1.InvokeEvent{Event: &providerv1.InvokeEvent_Progress{Progress: &providerv1.Progress{Message: message, Fraction: fraction}}})
 	}}
+	if id := req.HostService; id != 0 && s.broker != nil {
+		callID := req.GetContext().GetCallId()
+		rep.Credential = func(ctx context.Context, intent string) (string, error) {
+			c, err := s.hostService(id)
+			if err != nil {
+				return "", &sdk.Error{Code: sdk.CodeAppUnresponsive, Reason: "the host's service cannot be reached"}
+			}
+			r, err := c.RequestCredential(ctx, &providerv1.RequestCredentialRequest{Intent: intent, CallId: callID})
+			if err != nil {
+				return "", &sdk.Error{Code: sdk.CodeAppUnresponsive, Reason: "the host's service did not answer"}
+			}
+			if err := sdkError(r.Error); err != nil {
+				return "", err
+			}
+			return r.Handle, nil
+		}
+	}
 	ctx := sdk.WithReport(stream.Context(), rep)
 	if req.DeadlineUnixMs > 0 {
 		var cancel context.CancelFunc

@@ -22,7 +22,8 @@ import (
 // Manifest is the test provider's manifest (unsigned: the tests check the protocol, not trust).
 const Manifest = `{"app_id":"org.example.echo","version":"1.0.0","manifest_version":"1.0","capabilities":[
  {"id":"tools.org.example.echo.echo","name":"Echo","description":"Answers with its params.","category":"TEXT_QUERY",
-  "parameters":{"type":"object","properties":{"text":{"type":"string"}}},"returns":{"type":"object"},"side_effects":"read"},
+  "parameters":{"type":"object","properties":{"text":{"type":"string"}}},"returns":{"type":"object"},"side_effects":"read",
+  "credential_intents":["echo.api"]},
  {"id":"tools.org.example.echo.wait","name":"Wait","description":"Waits until the call's deadline.","category":"TEXT_QUERY",
   "parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"none"},
  {"id":"tools.org.example.echo.save","name":"Save","description":"Saves a text; undoable.","category":"TEXT_INPUT",
@@ -59,7 +60,7 @@ func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, 
 			"secret": os.Getenv("CAPGATE_TEST_SECRET"), "stdin": stdin}
 		// What the provider can reach, for the sandbox's tests: files it may read or write,
 		// and an address it may dial.
-		var p struct{ Look, Write, Dial string }
+		var p struct{ Look, Write, Dial, Credential string }
 		_ = json.Unmarshal(params, &p)
 		if p.Look != "" {
 			_, err := os.ReadFile(p.Look)
@@ -74,6 +75,13 @@ func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, 
 				c.Close()
 			}
 			out["dialed"] = err == nil
+		}
+		if p.Credential != "" {
+			handle, err := sdk.RequestCredential(ctx, p.Credential)
+			out["handle"] = handle
+			if se, ok := err.(*sdk.Error); ok {
+				out["credential_error"] = string(se.Code) + ": " + se.Reason
+			}
 		}
 		out["hostname"], _ = os.Hostname()
 		data, _ := json.Marshal(out)
