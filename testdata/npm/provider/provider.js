@@ -2,7 +2,7 @@
 // provider protocol (proto/capgate/provider/v1) is not Go-only: capgate starts it with its own
 // supervisor (internal/providers), exactly as it starts a program built with sdk/provider.
 //
-//	node provider.js [--print] [--overreach] [--proto=PATH] MANIFEST
+//	node provider.js [--print] [--overreach] [--ignore-deadline] [--ignore-shutdown] [--proto=PATH] MANIFEST
 //
 // MANIFEST is a signed manifest JSON file, returned verbatim by GetManifest. The one capability
 // it serves, any id ending in ".echo", answers {"echo": params} after params.delay_ms (0 by
@@ -10,7 +10,8 @@
 // progress message; a call whose deadline comes first answers timeout at the deadline.
 // ValidateParams refuses text "forbidden". Flags that misbehave, for the host's tests:
 // --print writes to standard output before the handshake (a line that looks like one too);
-// --overreach reports a "write" effect instead of "read".
+// --overreach reports a "write" effect instead of "read"; --ignore-deadline answers after delay_ms
+// whatever the deadline; --ignore-shutdown never answers go-plugin's Shutdown.
 //
 // What go-plugin (v1.8.0) asks of a plugin not written in Go, and this script does:
 //   - the magic cookie (CAPGATE_PROVIDER=capgate-provider-protocol) in its environment;
@@ -57,11 +58,13 @@ function main() {
     options: {
       print: { type: 'boolean', default: false },
       overreach: { type: 'boolean', default: false },
+      'ignore-deadline': { type: 'boolean', default: false },
+      'ignore-shutdown': { type: 'boolean', default: false },
       proto: { type: 'string', default: path.join(__dirname, '..', '..', '..', 'proto', 'capgate', 'provider', 'v1', 'provider.proto') },
     },
   });
   if (positionals.length !== 1) {
-    process.stderr.write('usage: provider.js [--print] [--overreach] [--proto=PATH] MANIFEST\n');
+    process.stderr.write('usage: provider.js [--print] [--overreach] [--ignore-deadline] [--ignore-shutdown] [--proto=PATH] MANIFEST\n');
     process.exit(2);
   }
   const manifest = fs.readFileSync(positionals[0]);
@@ -82,6 +85,9 @@ function main() {
   });
   server.addService(own.plugin.GRPCController.service, {
     Shutdown(_call, cb) {
+      if (opts['ignore-shutdown']) {
+        return;
+      }
       cb(null, {});
       setImmediate(() => process.exit(0));
     },
@@ -161,7 +167,7 @@ function providerService(manifest, opts) {
       call.write({ progress: { message: 'echoing', fraction: 0.5 } });
       const delay = Math.max(0, Number(params.delay_ms) || 0);
       const deadline = req.deadline_unix_ms > 0 ? req.deadline_unix_ms : Infinity;
-      const late = Date.now() + delay > deadline;
+      const late = !opts['ignore-deadline'] && Date.now() + delay > deadline;
       const timer = setTimeout(() => {
         if (late) {
           return terminal({ error: { code: 'timeout', reason: "the call's deadline passed", recoverable: true } });
