@@ -228,7 +228,7 @@ func TestNodeProviderHeldToDeclaration(t *testing.T) {
 	c := callNode(p, `{"text":"hi"}`, 10*time.Second)
 	var se *sdk.Error
 	if !errors.As(c.err, &se) || se.Code != sdk.CodeExecutionFailed ||
-		!strings.Contains(se.Reason, "write effect, above the capability's declared side_effects read") {
+		!strings.Contains(se.Reason, "write effect, above its declared side_effects read") {
 		t.Errorf("an effect above the declaration: %v", c.err)
 	}
 	if len(c.effects) != 1 || c.effects[0].Effect != "write" {
