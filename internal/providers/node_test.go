@@ -260,10 +260,10 @@ func TestNodeProviderIgnoresDeadline(t *testing.T) {
 
 // A provider that never answers go-plugin's Shutdown (its event loop alive, so its yamux
 // pings answered) must not hold up the call that kills it, nor Close. Each waits a bounded
-// time here; past it the test kills the provider itself, so that it fails rather than hangs.
+// time here (go-plugin's Kill asks Shutdown with no deadline; capgate kills the process group
+// KillGrace after asking); past it the test kills the provider itself, so that it fails
+// rather than hangs.
 func TestNodeProviderIgnoresShutdown(t *testing.T) {
-	t.Skip("known: go-plugin's Client.Kill first asks the provider's Shutdown with no deadline " +
-		"(client.go Kill, grpc_client.go Close), and internal/providers calls it as it is; remove this skip with the fix")
 	p, log, served := runNode(t, "", "--ignore-deadline", "--ignore-shutdown")
 	if up, why := p.State(); !up {
 		t.Fatalf("not up: %v\n%s", why, log)

@@ -88,6 +88,7 @@ type Process struct {
 	mu     sync.Mutex
 	client *provider.Client
 	pc     *plugin.Client
+	run    *procRunner // the running process of pc
 	why    error // why it is not up (nil while up, or before the first start)
 	up     bool
 	starts int
@@ -161,7 +162,7 @@ func (p *Process) supervise() {
 			}
 		} else {
 			p.waitExit(pc)
-			pc.Kill()
+			p.killNow(pc)
 		}
 		select {
 		case <-p.stop:
@@ -189,7 +190,7 @@ func (p *Process) waitExit(pc *plugin.Client) {
 	for {
 		select {
 		case <-p.stop:
-			pc.Kill()
+			p.killNow(pc)
 			return
 		case <-t.C:
 			if pc.Exited() {
@@ -207,7 +208,44 @@ func (p *Process) kill() {
 	pc := p.pc
 	p.mu.Unlock()
 	if pc != nil {
+		p.killNow(pc)
+	}
+}
+
+// KillGrace bounds go-plugin's Kill, which asks the provider to shut down and waits for its
+// answer without a bound of its own: a provider that never answers (or stops reading) would
+// hold the call that killed it, and Close. After KillGrace its process group is killed.
+const KillGrace = 2 * time.Second
+
+// killNow kills the provider of pc, within KillGrace of asking it to stop, and a little
+// more for go-plugin to notice it gone.
+func (p *Process) killNow(pc *plugin.Client) {
+	p.mu.Lock()
+	run := p.run
+	p.mu.Unlock()
+	killBounded(pc, run)
+}
+
+func killBounded(pc *plugin.Client, run *procRunner) {
+	done := make(chan struct{})
+	go func() {
 		pc.Kill()
+		close(done)
+	}()
+	t := time.NewTimer(KillGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C:
+	}
+	if run != nil {
+		_ = run.Kill(context.Background())
+	}
+	t.Reset(KillGrace)
+	select {
+	case <-done:
+	case <-t.C: // go-plugin's goroutine is left to end once its connection does
 	}
 }
 
@@ -232,11 +270,12 @@ func (p *Process) start() (*plugin.Client, error) {
 	p.starts++
 	p.mu.Unlock()
 	out := &lineLog{log: p.log, stream: "stderr"}
+	var run *procRunner
 	pc := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:     provider.Handshake,
 		VersionedPlugins:    provider.Plugins(nil),
 		SkipHostEnv:         true,
-		RunnerFunc:          runnerFunc(p.log, p.cfg),
+		RunnerFunc:          runnerFunc(p.log, p.cfg, func(r *procRunner) { run = r }),
 		AllowedProtocols:    []plugin.Protocol{plugin.ProtocolGRPC},
 		GRPCBrokerMultiplex: true,
 		StartTimeout:        StartTimeout,
@@ -247,12 +286,12 @@ func (p *Process) start() (*plugin.Client, error) {
 	})
 	rpc, err := pc.Client()
 	if err != nil {
-		pc.Kill()
+		killBounded(pc, run)
 		return nil, fmt.Errorf("providers: start: %w", err)
 	}
 	raw, err := rpc.Dispense(provider.Name)
 	if err != nil {
-		pc.Kill()
+		killBounded(pc, run)
 		return nil, fmt.Errorf("providers: start: %w", err)
 	}
 	c := raw.(*provider.Client)
@@ -261,15 +300,15 @@ func (p *Process) start() (*plugin.Client, error) {
 	defer cancel()
 	got, err := c.Manifest(ctx)
 	if err != nil {
-		pc.Kill()
+		killBounded(pc, run)
 		return nil, err
 	}
 	if err := sameManifest(got, p.cfg.Manifest); err != nil {
-		pc.Kill()
+		killBounded(pc, run)
 		return nil, err
 	}
 	p.mu.Lock()
-	p.client, p.pc, p.up, p.why = c, pc, true, nil
+	p.client, p.pc, p.run, p.up, p.why = c, pc, run, true, nil
 	p.mu.Unlock()
 	if p.cfg.OnState != nil {
 		p.cfg.OnState(true, nil)

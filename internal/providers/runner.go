@@ -49,7 +49,7 @@ var _ runner.Runner = (*procRunner)(nil)
 // With cfg.Digest set, the program run is a sealed copy of cfg.Command whose digest was
 // checked (sealedProgram), run through the child's own descriptor of it: the file checked is
 // the file executed.
-func runnerFunc(log *slog.Logger, cfg Config) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
+func runnerFunc(log *slog.Logger, cfg Config, made func(*procRunner)) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
 	return func(_ hclog.Logger, plug *exec.Cmd, socketDir string) (runner.Runner, error) {
 		box := cfg.Sandbox
 		if box == nil {
@@ -91,7 +91,9 @@ func runnerFunc(log *slog.Logger, cfg Config) func(hclog.Logger, *exec.Cmd, stri
 		if err == nil {
 			var stderr io.ReadCloser
 			if stderr, err = cmd.StderrPipe(); err == nil {
-				return &procRunner{cmd: cmd, log: log, raw: raw, stderr: stderr, program: program}, nil
+				r := &procRunner{cmd: cmd, log: log, raw: raw, stderr: stderr, program: program}
+				made(r)
+				return r, nil
 			}
 		}
 		if program != nil {
