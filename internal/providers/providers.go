@@ -89,7 +89,7 @@ type Process struct {
 	client *provider.Client
 	pc     *plugin.Client
 	run    *procRunner // the running process of pc
-	why    error // why it is not up (nil while up, or before the first start)
+	why    error       // why it is not up (nil while up, or before the first start)
 	up     bool
 	starts int
 }
