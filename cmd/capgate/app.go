@@ -5,16 +5,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/providers"
 	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/manifest"
 )
 
 func newAppCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "app", Short: "Register apps with the gateway"}
+	cmd := &cobra.Command{Use: "app", Short: "Register and list the gateway's apps"}
 	var data, alias, trusted, command, dir string
 	reg := &cobra.Command{
 		Use:   "register MANIFEST [--alias NAME] [--data DIR] [--command PATH [--dir DIR] [-- ARGS...]]",
@@ -103,6 +106,85 @@ the machine; it has no network. A program that is an interpreter names its scrip
 	reg.Flags().StringVar(&trusted, "trusted-dir", "", "folder of trusted app keys")
 	reg.Flags().StringVar(&command, "command", "", "the program of an app that runs out of process (built with sdk/provider)")
 	reg.Flags().StringVar(&dir, "dir", "", "the folder the --command program needs (read-only in its sandbox, its working folder)")
-	cmd.AddCommand(reg)
+	cmd.AddCommand(reg, newAppListCmd(g))
+	return cmd
+}
+
+// appRow is one registered app as capgate app list shows it.
+type appRow struct {
+	ID      string             `json:"app_id"`
+	Alias   string             `json:"alias"`
+	Version string             `json:"version,omitempty"`
+	Tier    int                `json:"tier"`
+	Why     string             `json:"tier_reason,omitempty"`
+	Enabled bool               `json:"enabled"`
+	Program *providers.Program `json:"program,omitempty"` // how an app that runs out of process starts
+	Running *providers.Status  `json:"running,omitempty"` // whether it works, as the gateway last saw it
+}
+
+func newAppListCmd(g *globals) *cobra.Command {
+	var data, trusted string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list [--json] [--data DIR]",
+		Short: "List the registered apps, their tier, and whether each that runs out of process works",
+		Long: `List the apps registered in the data folder's store (capgate app register, the tool servers,
+the installed plugins the gateway registered): their alias, tier, and, for an app that runs out
+of process, its program and whether it works, as the gateway last saw it, and when not, why.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := g.load(hostFlags{dataDir: data, trustedDir: trusted})
+			if err != nil {
+				return err
+			}
+			return g.onStore(data, func(ctx context.Context, st store.Store) error {
+				reg, err := registry.New(ctx, st, gateway.AppKeys(l.dataDir, l.trustedDir))
+				if err != nil {
+					return err
+				}
+				var rows []appRow
+				for _, a := range reg.List() {
+					r := appRow{ID: a.ID.String(), Alias: a.Alias, Tier: int(a.Tier), Why: string(a.Reason), Enabled: a.Enabled}
+					if m := a.Doc.Manifest(); m != nil {
+						r.Version = m.Version
+					}
+					if p, err := providers.LoadProgram(ctx, st, r.ID); err == nil {
+						r.Program = &p
+					}
+					if s, err := providers.LoadStatus(ctx, st, r.ID); err == nil {
+						r.Running = &s
+					}
+					rows = append(rows, r)
+				}
+				w := cmd.OutOrStdout()
+				if asJSON {
+					return writeJSON(w, rows)
+				}
+				if len(rows) == 0 {
+					fmt.Fprintln(w, "no apps registered")
+				}
+				for _, r := range rows {
+					state := ""
+					if !r.Enabled {
+						state = "  disabled"
+					}
+					fmt.Fprintf(w, "%s %s  alias %s  tier %d%s\n", r.ID, r.Version, r.Alias, r.Tier, state)
+					switch {
+					case r.Program == nil:
+					case r.Running == nil:
+						fmt.Fprintln(w, "  out of process: not started yet (capgate serve starts it)")
+					case r.Running.Working:
+						fmt.Fprintf(w, "  out of process: working (since %s)\n", r.Running.At.Format(time.RFC3339))
+					default:
+						fmt.Fprintf(w, "  out of process: not working (since %s): %s\n", r.Running.At.Format(time.RFC3339), r.Running.Why)
+					}
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", "", "data folder")
+	cmd.Flags().StringVar(&trusted, "trusted-dir", "", "folder of trusted app keys")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the apps as JSON")
 	return cmd
 }

@@ -236,6 +236,10 @@ func TestInstalledPluginRuns(t *testing.T) {
 	if !strings.Contains(why, "manifest other than the one installed") {
 		t.Errorf("plugin list of a lying plugin:\n%s", l.stdout)
 	}
+	if a := capgate(t, "", env, "app", "list"); !strings.Contains(a.stdout, "org.example.echo") || !strings.Contains(a.stdout, "not working") ||
+		!strings.Contains(a.stdout, "manifest other than the one installed") {
+		t.Errorf("app list of a lying plugin:\n%s", a.stdout)
+	}
 	if listed := capabilitiesOf(t, rep.url, key); strings.Contains(listed, "org.example.echo") {
 		t.Errorf("a lying plugin's capabilities are listed: %s", listed)
 	}

@@ -12,10 +12,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/capgate/capgate/internal/broker"
+	"github.com/capgate/capgate/internal/conformance"
 	"github.com/capgate/capgate/internal/delta"
 	"github.com/capgate/capgate/internal/lock"
 	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/plugin"
+	"github.com/capgate/capgate/internal/providers"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/toolserver"
@@ -53,6 +55,9 @@ type appView struct {
 	// handler could not start, a tool server that is down): its calls are refused and no
 	// agent is shown it.
 	NotWorking bool
+	// Why says why a provider process is not working (its program or manifest is not the one
+	// installed, it keeps exiting, ...), in capgate's words, when it recorded why.
+	Why string
 }
 
 // toolServerView is one tool server and its tools.
@@ -103,6 +108,11 @@ type pluginView struct {
 	Installed            string
 	ApprovedBy, Source   string
 	Caps                 []capView
+	// Running says whether its provider works, and Why not; Tests are its capabilities'
+	// conformance results (installed plugins only, when recorded).
+	Running string
+	Why     string
+	Tests   []string
 }
 
 // widenView is a widening waiting for approval, with the difference capgate computed.
@@ -152,12 +162,17 @@ func (s *Server) appsPage(r *http.Request) *appsView {
 			v.PluginsProblem = "capgate could not read the lockfile; capgate plugin list says why."
 		} else {
 			lf = f
-			s.plugins(f, v)
+			s.plugins(ctx, f, v)
 		}
 	}
 	for _, a := range s.o.Registry.List() {
 		av := appView{ID: reveal(a.ID.String(), false), Alias: reveal(a.Alias, false), Tier: int(a.Tier), TierWhy: tierWords(a),
 			Tier2: a.Tier != manifest.Tier1, Enabled: a.Enabled, Kind: "app", NotWorking: s.notWorking(a.ID)}
+		if av.NotWorking && s.o.Store != nil {
+			if st, err := providers.LoadStatus(ctx, s.o.Store, a.ID.String()); err == nil && !st.Working {
+				av.Why = reveal(st.Why, false)
+			}
+		}
 		if m := a.Doc.Manifest(); m != nil {
 			av.Version, av.Caps = reveal(m.Version, false), len(m.Capabilities)
 		}
@@ -303,9 +318,11 @@ func clipText(s string, n int) string {
 }
 
 // plugins fills v with the plugins of the lockfile f and the widenings pending.
-func (s *Server) plugins(f *lock.File, v *appsView) {
+func (s *Server) plugins(ctx context.Context, f *lock.File, v *appsView) {
 	for _, id := range slices.Sorted(maps.Keys(f.Plugins)) {
-		v.Plugins = append(v.Plugins, entryOf(f.Plugins[id]))
+		pv := entryOf(f.Plugins[id])
+		s.pluginState(ctx, f.Plugins[id], &pv)
+		v.Plugins = append(v.Plugins, pv)
 		if len(v.Plugins) == MaxListed {
 			break
 		}
@@ -329,6 +346,29 @@ func (s *Server) plugins(f *lock.File, v *appsView) {
 		v.Pending = append(v.Pending, w)
 		if len(v.Pending) == MaxListed {
 			break
+		}
+	}
+}
+
+// pluginState fills in what the store records of the installed plugin e: whether its provider
+// works, and why not, and its capabilities' conformance results for this version.
+func (s *Server) pluginState(ctx context.Context, e lock.Entry, v *pluginView) {
+	if s.o.Store == nil || !plugin.Runs(e) {
+		return
+	}
+	if st, err := providers.LoadStatus(ctx, s.o.Store, e.AppID); err == nil {
+		v.Running = "working"
+		if !st.Working {
+			v.Running, v.Why = "not working", reveal(st.Why, false)
+		}
+	}
+	rec, err := conformance.Load(ctx, s.o.Store, e.AppID)
+	if err != nil {
+		return
+	}
+	if doc, err := manifest.Parse(e.Manifest); err == nil && rec.Current(doc) {
+		for _, r := range rec.Results {
+			v.Tests = append(v.Tests, reveal(r.String(), false))
 		}
 	}
 }

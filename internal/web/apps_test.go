@@ -438,3 +438,24 @@ func TestAppsPageShowsWhatIsNotWorking(t *testing.T) {
 		t.Error("the tool server's section does not say it is down")
 	}
 }
+
+// An installed plugin whose package cannot run is shown not working, with why; the page says
+// the same as capgate plugin list, from what the gateway recorded.
+func TestAppsPageShowsWhyAPluginIsNotWorking(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 0)
+	b := newBrowser(t, e.srv.URL, e.srv.Client())
+	b.login(e.g.LoginLink())
+	e.installPlugin("org.example.kb", "Search", "kb-1.0.0", true)
+	var page string
+	eventually(t, "the plugin is shown not working", func() bool {
+		_, page = b.get("/ui/apps")
+		i := strings.Index(page, `id="plugin-org.example.kb"`)
+		return i >= 0 && strings.Contains(page[i:], "not working")
+	})
+	i := strings.Index(page, `id="plugin-org.example.kb"`)
+	item := page[i : i+strings.Index(page[i:], "</li>")]
+	if !strings.Contains(item, "why: the package holds no program") {
+		t.Errorf("the plugin's entry does not say why it is not working:\n%s", item)
+	}
+}
