@@ -61,13 +61,49 @@ func TestAppRegisterCommand(t *testing.T) {
 		rep.stop(t)
 	}
 
-	// A program that lies about its manifest: registered, never working.
+	// A program that reports an effect above its declaration: the call fails, and the
+	// program is stopped for good, which app list and the audit log say.
 	data := t.TempDir()
 	env := []string{"CAPGATE_DATA_DIR=" + data}
 	rep := serveWith(t, data)
+	mustCode(t, capgate(t, "", env, "app", "register", man, "--alias", "echo", "--command", bin, "--", "-overreach"), 0)
+	_, agent := agentOn(t, env, rep.url)
+	done := make(chan result, 1)
+	go func() { done <- capgate(t, "", agent, "call", "echo", "save", "--params", `{"text":"x"}`, "--json") }()
+	mustCode(t, capgate(t, "", env, "approvals", "approve", waitPendingEnv(t, env)), 0)
+	r := <-done
+	mustCode(t, r, 1)
+	if !strings.Contains(r.stdout, "EXECUTION_FAILED") || !strings.Contains(r.stdout, "system effect, above") {
+		t.Errorf("an overreaching call answered %s", r.stdout)
+	}
+	var listed string
+	for range 100 {
+		if listed = capgate(t, "", env, "app", "list").stdout; strings.Contains(listed, "not working") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(listed, "above its declaration") {
+		t.Errorf("app list of a provider stopped for overreaching:\n%s", listed)
+	}
+	rep.stop(t)
+	stops := 0
+	for _, rec := range auditRecords(t, data) {
+		if rec.Action == "provider.stop" && rec.Decision == "deny" && strings.Contains(rec.Explanation, "above its declaration") {
+			stops++
+		}
+	}
+	if stops != 1 {
+		t.Errorf("%d provider.stop records, want 1", stops)
+	}
+
+	// A program that lies about its manifest: registered, never working.
+	data = t.TempDir()
+	env = []string{"CAPGATE_DATA_DIR=" + data}
+	rep = serveWith(t, data)
 	mustCode(t, capgate(t, "", env, "app", "register", man, "--alias", "echo", "--command", bin, "--", "-lie"), 0)
 	key, agent := agentOn(t, env, rep.url)
-	r := capgate(t, "", agent, "call", "echo", "echo", "--params", `{}`, "--json")
+	r = capgate(t, "", agent, "call", "echo", "echo", "--params", `{}`, "--json")
 	mustCode(t, r, 1)
 	// Its capabilities are not listed while it is not working.
 	if listed := capabilitiesOf(t, rep.url, key); strings.Contains(listed, "org.example.echo") {

@@ -89,7 +89,7 @@ func (ps *procs) sync(ctx context.Context, st supervised.Store, reg *registry.Re
 		}
 		p := supervised.Start(supervised.Config{Manifest: app.Doc, Command: prog.Command, Args: prog.Args,
 			Digest: prog.Digest, Dir: prog.Dir, Env: supervised.DefaultEnv, Sandbox: ps.box, Logger: log,
-			OnState: statusTo(st, id, log), OnCredential: credentialTo(rec, id, log)})
+			OnState: statusTo(st, rec, id, log), OnCredential: credentialTo(rec, id, log)})
 		ps.byApp[id] = &proc{prog: prog, p: p}
 		started[id] = p
 	}
@@ -131,9 +131,20 @@ func credentialTo(rec operator.Recorder, id string, log *slog.Logger) func(strin
 }
 
 // statusTo is a provider's OnState: its status recorded in st for the command line and the
-// approval page.
-func statusTo(st supervised.Store, id string, log *slog.Logger) func(bool, error) {
-	return func(up bool, why error) { saveStatus(st, id, log, up, why) }
+// approval page, and a provider stopped for overreaching its declaration recorded in rec.
+func statusTo(st supervised.Store, rec operator.Recorder, id string, log *slog.Logger) func(bool, error) {
+	return func(up bool, why error) {
+		saveStatus(st, id, log, up, why)
+		if errors.Is(why, supervised.ErrOverreach) && rec != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
+			defer cancel()
+			r := audit.Record{Kind: audit.KindDecision, Decision: audit.DecisionDeny, Action: "provider.stop", App: id, ClientID: "capgate",
+				Code: "EXECUTION_FAILED", Result: "stopped", Explanation: "capgate stopped the app's program: " + why.Error()}
+			if _, err := rec.Append(ctx, r); err != nil {
+				log.Warn("the stop of a provider could not be recorded", "app", id, "err", err)
+			}
+		}
+	}
 }
 
 func saveStatus(st supervised.Store, id string, log *slog.Logger, up bool, why error) {

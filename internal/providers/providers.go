@@ -73,6 +73,11 @@ const (
 	StartTimeout = 10 * time.Second
 )
 
+// ErrOverreach is a provider stopped because a call reported an effect above what its
+// capability declares (or above read in a dry run): it has shown it does not keep to its
+// declaration, so it is not started again until capgate is, or its program changes.
+var ErrOverreach = errors.New("the provider reported an effect above its declaration, so capgate stopped it")
+
 // ErrManifestMismatch is a provider whose reported manifest is not the installed one.
 var ErrManifestMismatch = errors.New("the provider reports a manifest other than the one installed")
 
@@ -89,6 +94,8 @@ type Process struct {
 	client *provider.Client
 	pc     *plugin.Client
 	run    *procRunner // the running process of pc
+	// stopped, once set, is why the provider is stopped for good (ErrOverreach).
+	stopped error
 	why    error       // why it is not up (nil while up, or before the first start)
 	up     bool
 	starts int
@@ -164,6 +171,14 @@ func (p *Process) supervise() {
 			p.waitExit(pc)
 			p.killNow(pc)
 		}
+		p.mu.Lock()
+		stopped := p.stopped
+		p.mu.Unlock()
+		if stopped != nil {
+			p.setDown(stopped)
+			<-p.stop
+			return
+		}
 		select {
 		case <-p.stop:
 			p.setDown(errors.New("stopped"))
@@ -200,6 +215,19 @@ func (p *Process) waitExit(pc *plugin.Client) {
 			}
 		}
 	}
+}
+
+// stopFor stops the provider for good, for why: its calls fail from now on, and its
+// supervision does not start it again.
+func (p *Process) stopFor(why error) {
+	p.mu.Lock()
+	if p.stopped == nil {
+		p.stopped = why
+	}
+	p.up, p.client = false, nil
+	p.mu.Unlock()
+	p.log.Warn("provider stopped", "why", why)
+	p.kill()
 }
 
 // kill kills the running provider process; its supervision starts it again.
@@ -453,13 +481,14 @@ func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, 
 		sdk.EmitEvidence(ctx, e.Type, e.Body)
 	}
 	if err := held(capability.SideEffects, dry, out.Effects); err != nil {
+		h.p.stopFor(fmt.Errorf("%w: %s", ErrOverreach, err.Reason))
 		return sdk.Result{}, err
 	}
 	return out.Result, out.Err
 }
 
 // held checks the effects a call reports against its capability's declared side effects.
-func held(declared manifest.SideEffect, dryRun bool, effects []sdk.Effect) error {
+func held(declared manifest.SideEffect, dryRun bool, effects []sdk.Effect) *sdk.Error {
 	if msg := sdk.Unheld(declared, dryRun, effects); msg != "" {
 		return sdk.ExecutionFailed(msg, false)
 	}

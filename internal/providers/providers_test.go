@@ -117,7 +117,7 @@ func TestManifestMismatchRefused(t *testing.T) {
 }
 
 // An effect above the declaration fails the call, as does a write in a dry run, and an
-// effect that is no side_effects value.
+// effect that is no side_effects value; the provider is then stopped, and not started again.
 func TestHeldToDeclaration(t *testing.T) {
 	p, _ := run(t, "-overreach")
 	_, _, err := call(t, p, "tools.org.example.echo.save", `{}`, false)
@@ -132,6 +132,26 @@ func TestHeldToDeclaration(t *testing.T) {
 	_, _, err = call(t, q, "tools.org.example.echo.save", `{}`, true)
 	if !errors.As(err, &se) || !strings.Contains(se.Reason, "in a dry run") {
 		t.Errorf("a write in a dry run: %v", err)
+	}
+	// Each has shown it does not keep to its declaration: stopped for good, and says why.
+	for _, x := range []*providers.Process{p, q} {
+		var up bool
+		var why error
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if up, why = x.State(); !up && errors.Is(why, providers.ErrOverreach) {
+				break
+			}
+		}
+		if up || !errors.Is(why, providers.ErrOverreach) {
+			t.Errorf("a provider that overreached: up %v, why %v", up, why)
+		}
+		if _, _, err := call(t, x, "tools.org.example.echo.echo", `{}`, false); !errors.As(err, &se) || se.Code != sdk.CodeAppUnresponsive {
+			t.Errorf("a call to a stopped provider: %v", err)
+		}
+	}
+	time.Sleep(3 * providers.MinBackoff)
+	if p.Starts() != 1 || q.Starts() != 1 {
+		t.Errorf("a provider stopped for overreaching was started again: %d, %d starts", p.Starts(), q.Starts())
 	}
 }
 
