@@ -96,9 +96,9 @@ type Process struct {
 	run    *procRunner // the running process of pc
 	// stopped, once set, is why the provider is stopped for good (ErrOverreach).
 	stopped error
-	why    error       // why it is not up (nil while up, or before the first start)
-	up     bool
-	starts int
+	why     error // why it is not up (nil while up, or before the first start)
+	up      bool
+	starts  int
 }
 
 // Start starts supervising the provider cfg: it is started now and whenever it exits, until
