@@ -401,7 +401,7 @@ func (l *lineLog) Write(b []byte) (int, error) {
 		i := bytes.IndexByte(l.buf, '\n')
 		if i < 0 {
 			if len(l.buf) > maxLine {
-				l.log.Info("provider output", "stream", l.stream, "line", string(l.buf[:maxLine]))
+				l.emit(l.buf[:maxLine])
 				l.buf = l.buf[:0]
 			}
 			return len(b), nil
@@ -410,9 +410,33 @@ func (l *lineLog) Write(b []byte) (int, error) {
 		if len(line) > maxLine {
 			line = line[:maxLine]
 		}
-		l.log.Info("provider output", "stream", l.stream, "line", string(line))
+		l.emit(line)
 		l.buf = l.buf[i+1:]
 	}
+}
+
+// emit logs one line. A line of go-plugin's own log (hclog's JSON, which sdk/provider's side
+// writes on standard error) keeps its level, so that its debug chatter stays out of capgate's
+// log at the default level; any other line is logged at info.
+func (l *lineLog) emit(line []byte) {
+	var h struct {
+		Level   string `json:"@level"`
+		Message string `json:"@message"`
+	}
+	if len(line) > 0 && line[0] == '{' && json.Unmarshal(line, &h) == nil && h.Level != "" {
+		level := slog.LevelInfo
+		switch h.Level {
+		case "trace", "debug":
+			level = slog.LevelDebug
+		case "warn":
+			level = slog.LevelWarn
+		case "error":
+			level = slog.LevelError
+		}
+		l.log.Log(context.Background(), level, "provider log", "stream", l.stream, "line", h.Message)
+		return
+	}
+	l.log.Info("provider output", "stream", l.stream, "line", string(line))
 }
 
 // Handler is the provider as the broker calls it: the installed manifest, and calls held to
