@@ -19,6 +19,8 @@ import (
 
 	"github.com/capgate/capgate/internal/providers"
 	"github.com/capgate/capgate/internal/providers/providertest"
+	"github.com/capgate/capgate/internal/sandbox"
+	"github.com/capgate/capgate/internal/sandbox/sandboxtest"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
 	"github.com/capgate/capgate/sdk/provider"
@@ -209,7 +211,13 @@ func providerPIDs(t *testing.T) []int {
 		if err != nil {
 			continue
 		}
-		if exe, err := os.Readlink("/proc/" + e.Name() + "/exe"); err == nil && exe == testProvider(t) {
+		exe, err := os.Readlink("/proc/" + e.Name() + "/exe")
+		if err != nil {
+			continue
+		}
+		// Unconfined, the program itself; in the sandbox, its sealed copy, run as -hold.
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if exe == testProvider(t) || (strings.HasPrefix(exe, "/memfd:capgate-provider") && bytes.Contains(cmdline, []byte("\x00-hold"))) {
 			out = append(out, pid)
 		}
 	}
@@ -219,6 +227,9 @@ func providerPIDs(t *testing.T) []int {
 // parentEnv makes the test binary a capgate stand-in that starts the test provider, prints
 // its pid and waits to be killed.
 const parentEnv = "PROVIDERS_TEST_PARENT"
+
+// parentSandboxEnv has the stand-in run its provider in the sandbox.
+const parentSandboxEnv = "PROVIDERS_TEST_PARENT_SANDBOX"
 
 func TestMain(m *testing.M) {
 	if bin := os.Getenv(parentEnv); bin != "" {
@@ -230,7 +241,19 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			panic(err)
 		}
-		p := providers.Start(providers.Config{Manifest: doc, Command: bin, Args: []string{"-hold"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		cfg := providers.Config{Manifest: doc, Command: bin, Args: []string{"-hold"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		if os.Getenv(parentSandboxEnv) != "" {
+			// As the gateway runs it: its sealed copy, in the sandbox.
+			box, err := sandbox.Open(context.Background(), sandbox.ModeOn)
+			if err != nil {
+				panic(err)
+			}
+			if cfg.Digest, err = providers.ProgramDigest(bin); err != nil {
+				panic(err)
+			}
+			cfg.Sandbox = box
+		}
+		p := providers.Start(cfg)
 		for {
 			if up, why := p.State(); up {
 				break
@@ -248,6 +271,14 @@ func TestMain(m *testing.M) {
 // kill -9 of capgate leaves no provider process behind, even one that would outlive it
 // (-hold: it ignores SIGPIPE and the signals of a terminal going away).
 func TestNoOrphanAfterKill9(t *testing.T) {
+	t.Run("unconfined", func(t *testing.T) { noOrphanAfterKill9(t, false) })
+	t.Run("sandboxed", func(t *testing.T) {
+		sandboxtest.Open(t)
+		noOrphanAfterKill9(t, true)
+	})
+}
+
+func noOrphanAfterKill9(t *testing.T, sandboxed bool) {
 	bin := testProvider(t)
 	before := map[int]bool{}
 	for _, pid := range providerPIDs(t) {
@@ -259,6 +290,9 @@ func TestNoOrphanAfterKill9(t *testing.T) {
 	}
 	parent := exec.Command(exe, "-test.run=^$")
 	parent.Env = append(os.Environ(), parentEnv+"="+bin)
+	if sandboxed {
+		parent.Env = append(parent.Env, parentSandboxEnv+"=1")
+	}
 	out, err := parent.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
