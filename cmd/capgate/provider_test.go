@@ -296,3 +296,39 @@ func TestInstalledPluginRuns(t *testing.T) {
 		t.Errorf("the refused credential's records: %q", creds)
 	}
 }
+
+// A provider that succeeds without emitting the evidence its capability declares: the call
+// answers, and its outcome is on record as PARTIAL, naming what is missing; with the evidence,
+// it is a success.
+func TestProviderWithoutEvidenceIsPartial(t *testing.T) {
+	bin := providertest.Build(t)
+	man := filepath.Join(t.TempDir(), "manifest.json")
+	if err := os.WriteFile(man, providertest.Manifest(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, flag := range []string{"-no-evidence", "-print"} {
+		data := t.TempDir()
+		env := []string{"CAPGATE_DATA_DIR=" + data}
+		mustCode(t, capgate(t, "", env, "app", "register", man, "--alias", "echo", "--command", bin, "--", flag), 0)
+		rep := serveWith(t, data)
+		_, agent := agentOn(t, env, rep.url)
+		done := make(chan result, 1)
+		go func() { done <- capgate(t, "", agent, "call", "echo", "save", "--params", `{"text":"x"}`, "--json") }()
+		mustCode(t, capgate(t, "", env, "approvals", "approve", waitPendingEnv(t, env)), 0)
+		mustCode(t, <-done, 0)
+		rep.stop(t)
+		var outcomes []string
+		for _, rec := range auditRecords(t, data) {
+			if rec.Kind == "outcome" && rec.Capability == "tools.org.example.echo.save" && rec.Action == "execute" {
+				outcomes = append(outcomes, rec.Result+"|"+rec.Explanation)
+			}
+		}
+		want := "success|"
+		if flag == "-no-evidence" {
+			want = "PARTIAL|the call did not emit its declared evidence: echo.saved"
+		}
+		if len(outcomes) != 1 || !strings.HasPrefix(outcomes[0], want) {
+			t.Errorf("%s: the outcome is on record as %q, want %q", flag, outcomes, want)
+		}
+	}
+}

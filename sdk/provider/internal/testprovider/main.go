@@ -27,7 +27,8 @@ const Manifest = `{"app_id":"org.example.echo","version":"1.0.0","manifest_versi
  {"id":"tools.org.example.echo.wait","name":"Wait","description":"Waits until the call's deadline.","category":"TEXT_QUERY",
   "parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"none"},
  {"id":"tools.org.example.echo.save","name":"Save","description":"Saves a text; undoable.","category":"TEXT_INPUT",
-  "parameters":{"type":"object","properties":{"text":{"type":"string"}}},"returns":{"type":"object"},"side_effects":"write","undo_window_ms":60000}
+  "parameters":{"type":"object","properties":{"text":{"type":"string"}}},"returns":{"type":"object"},"side_effects":"write","undo_window_ms":60000,
+  "evidence":["echo.saved"]}
 ]}`
 
 // handler is the test provider; its flags make it misbehave as the host's tests need.
@@ -35,7 +36,7 @@ type handler struct {
 	doc *manifest.Document
 	// overreach reports a system effect from save; dryWrite reports save's write even in a
 	// dry run; crash exits in the middle of wait.
-	overreach, dryWrite, crash, ignoreCancel bool
+	overreach, dryWrite, crash, ignoreCancel, noEvidence bool
 }
 
 func (h handler) Manifest() *manifest.Document { return h.doc }
@@ -102,6 +103,9 @@ func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, 
 		case !sdk.IsDryRun(ctx) || h.dryWrite:
 			sdk.ReportEffect(ctx, "write", "a text")
 		}
+		if !h.noEvidence {
+			sdk.EmitEvidence(ctx, "echo.saved", json.RawMessage(`{}`))
+		}
 		return sdk.Result{Success: true, Data: json.RawMessage(`{}`), UndoToken: "undo-1"}, nil
 	}
 	return sdk.Result{}, sdk.NotFound(id)
@@ -127,6 +131,7 @@ func main() {
 	flag.BoolVar(&h.dryWrite, "dry-write", false, "report a write in a dry run")
 	flag.BoolVar(&h.crash, "crash", false, "exit in the middle of a call to wait")
 	flag.BoolVar(&h.ignoreCancel, "ignore-cancel", false, "ignore the deadline of a call to wait")
+	flag.BoolVar(&h.noEvidence, "no-evidence", false, "never emit save's declared evidence")
 	printManifest := flag.Bool("manifest", false, "print the manifest and exit")
 	hold := flag.Bool("hold", false, "outlive capgate if it can: ignore SIGPIPE, SIGTERM, SIGHUP and SIGINT")
 	flag.Parse()
