@@ -9,11 +9,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capgate/capgate/internal/config"
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/opsock"
 	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/sandbox"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/toolserver"
 )
@@ -60,8 +62,23 @@ func (g *globals) openChanges(ctx context.Context, cmd *cobra.Command, t changeT
 	}
 	ops, done := operatorService(cmd, st, dir)
 	ops.Registry, ops.Programs = reg, st
-	ops.ToolServers = &toolserver.Env{Store: st, Registry: reg, DataDir: dir, Version: version}
+	ops.ToolServers = &toolserver.Env{Store: st, Registry: reg, DataDir: dir, Version: version, Sandbox: childSandbox(ctx, l)}
 	return &changes{Changes: ops, close: func() { done(); st.Close() }}, nil
+}
+
+// childSandbox is the sandbox a command starts its children in (a stdio tool server it lists),
+// as capgate serve would: the configured mode (sandbox in the configuration file,
+// CAPGATE_SANDBOX), on by default; nil when none can be made, which refuses them.
+func childSandbox(ctx context.Context, l loaded) *sandbox.Sandbox {
+	mode, err := sandbox.ParseMode(config.Resolve("", config.EnvSandbox, l.file.Sandbox, ""))
+	if err != nil {
+		return nil
+	}
+	box, err := sandbox.Open(ctx, mode)
+	if err != nil {
+		return nil
+	}
+	return box
 }
 
 // storeTokens revokes in the store directly, for a command that works on the data folder's

@@ -102,7 +102,8 @@ func TestEverythingServerBehindGateway(t *testing.T) {
 	url := startServe(t, data)
 	env := []string{"CAPGATE_SERVER=" + url, "CAPGATE_CLIENT_KEY=" + key}
 
-	r := capgate(t, "", nil, "toolserver", "add", "everything", "--data", data, "--", node, entry, "stdio")
+	modules, _ := filepath.Abs(filepath.Join(npmDir, "node_modules"))
+	r := capgate(t, "", nil, "toolserver", "add", "everything", "--data", data, "--bind", modules, "--", node, entry, "stdio")
 	mustCode(t, r, 0)
 	for _, want := range []string{"tool.mcp.everything.echo", "tool.mcp.everything.get_env", "side effects count as system"} {
 		if !strings.Contains(r.stdout, want) {

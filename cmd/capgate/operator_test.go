@@ -30,12 +30,15 @@ func starts(t *testing.T, log string) int {
 // returns: a client added can call at once, a tool server added is connected at once, one
 // removed is gone at once.
 func TestOperatorCommandsOpenOnlyWhatTheyNeed(t *testing.T) {
-	server := filepath.Join(t.TempDir(), "testserver")
+	// The server, its wrapper and the log of its starts in one folder, bound read-write into
+	// the server's sandbox.
+	dir := t.TempDir()
+	server := filepath.Join(dir, "testserver")
 	if out, err := exec.Command("go", "build", "-o", server, "github.com/capgate/capgate/internal/toolserver/internal/testserver").CombinedOutput(); err != nil {
 		t.Fatalf("build the test MCP server: %v\n%s", err, out)
 	}
-	log := filepath.Join(t.TempDir(), "starts")
-	wrapper := filepath.Join(t.TempDir(), "wrapper")
+	log := filepath.Join(dir, "starts")
+	wrapper := filepath.Join(dir, "wrapper")
 	script := "#!/bin/sh\necho start >> '" + log + "'\nexec '" + server + "' \"$@\"\n"
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -43,7 +46,7 @@ func TestOperatorCommandsOpenOnlyWhatTheyNeed(t *testing.T) {
 	data := t.TempDir()
 	env := []string{"CAPGATE_DATA_DIR=" + data}
 	mustCode(t, capgate(t, "", env, "client", "add", "alice"), 0)
-	mustCode(t, capgate(t, "", env, "toolserver", "add", "srv", "--", wrapper), 0)
+	mustCode(t, capgate(t, "", env, "toolserver", "add", "srv", "--bind", dir+":rw", "--", wrapper), 0)
 	if n := starts(t, log); n != 1 {
 		t.Fatalf("toolserver add started the server %d times, want once", n)
 	}
@@ -71,7 +74,7 @@ func TestOperatorCommandsOpenOnlyWhatTheyNeed(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("the client added through the gateway: HTTP %d", resp.StatusCode)
 	}
-	r = capgate(t, "", env, "toolserver", "add", "two", "--", wrapper)
+	r = capgate(t, "", env, "toolserver", "add", "two", "--bind", dir+":rw", "--", wrapper)
 	mustCode(t, r, 0)
 	if !strings.Contains(r.stdout, "the running gateway has started the server") {
 		t.Errorf("toolserver add beside a gateway printed:\n%s", r.stdout)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -41,9 +43,9 @@ by --env; capgate's client keys, tokens and CAPGATE_ variables never reach it.`,
 
 func newToolServerAddCmd(g *globals) *cobra.Command {
 	var data, url string
-	var env []string
+	var env, binds []string
 	cmd := &cobra.Command{
-		Use:   "add NAME [--data DIR] [--env VAR]... (-- COMMAND ARGS... | --url URL)",
+		Use:   "add NAME [--data DIR] [--env VAR]... [--bind PATH[:rw]]... (-- COMMAND ARGS... | --url URL)",
 		Short: "Add an MCP server: list its tools, pin them and register its app",
 		Long: `Add an MCP server as the Tier 2 app mcp.NAME (alias NAME): a command capgate starts and
 speaks to over stdio (after --), or a streamable HTTP endpoint (--url). capgate connects once,
@@ -51,6 +53,14 @@ lists the tools and pins every one whose schema compiles: adding a server accept
 it offers now. With a gateway serving the data folder, the gateway adds it and has connected
 it when the command returns; otherwise it goes in the folder's store, and a gateway starts it
 when it runs.
+
+A stdio server runs in a sandbox of its own (bubblewrap): it sees the system's libraries and
+its program read-only, the folders given with --bind (read-only, or read-write with :rw), a
+private /tmp as its HOME, and nothing else of the machine: not capgate's data folder, keys or
+configuration; it has no network. A server written in an interpreted language needs the
+folder of its scripts bound:
+
+  capgate toolserver add files --bind /opt/mcp/files -- node /opt/mcp/files/index.js
 
 NAME is lowercase letters, digits and '-', starting with a letter, at most 32 bytes.`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -61,6 +71,24 @@ NAME is lowercase letters, digits and '-', starting with a letter, at most 32 by
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c := toolserver.Config{Name: args[0], URL: url, Env: env}
+			for _, b := range binds {
+				abs := b
+				if p, mode, ok := strings.Cut(b, ":"); ok {
+					if p, err := filepath.Abs(p); err == nil {
+						abs = p + ":" + mode
+					}
+				} else if p, err := filepath.Abs(b); err == nil {
+					abs = p
+				}
+				bind, err := toolserver.ParseBind(abs)
+				if err != nil {
+					return usageErr("--bind %s: %w", b, err)
+				}
+				if fi, err := os.Stat(bind.Path); err != nil || !fi.IsDir() {
+					return usageErr("--bind %s: not a folder", b)
+				}
+				c.Bind = append(c.Bind, bind)
+			}
 			if len(args) > 1 {
 				if cmd.ArgsLenAtDash() != 1 {
 					return usageErr("the server's command goes after --")
@@ -96,6 +124,7 @@ NAME is lowercase letters, digits and '-', starting with a letter, at most 32 by
 	cmd.Flags().StringVar(&data, "data", "", "data folder")
 	cmd.Flags().StringVar(&url, "url", "", "the server's streamable HTTP endpoint")
 	cmd.Flags().StringSliceVar(&env, "env", nil, "a variable of capgate's environment the server may see (repeatable)")
+	cmd.Flags().StringArrayVar(&binds, "bind", nil, "a folder the stdio server sees in its sandbox, PATH or PATH:rw (repeatable)")
 	return cmd
 }
 
@@ -165,6 +194,9 @@ func newToolServerListCmd(g *globals) *cobra.Command {
 						where = strings.Join(append([]string{s.Command}, s.Args...), " ")
 					}
 					fmt.Fprintf(w, "%s  %s  %s  (%d tools pinned)\n", s.Name, s.AppID, where, len(s.Tools))
+					if reach := s.Reach(); reach != "" {
+						fmt.Fprintf(w, "  %s\n", reach)
+					}
 					for _, t := range s.Tools {
 						fmt.Fprintf(w, "  %-24s %s  %s\n", t.Tool, t.Capability, t.Hash)
 					}

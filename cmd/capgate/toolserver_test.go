@@ -29,7 +29,7 @@ func TestToolServerCommands(t *testing.T) {
 	mustCode(t, capgate(t, "", nil, "toolserver", "add", "srv", "--data", data), 2)
 	mustCode(t, capgate(t, "", nil, "toolserver", "add", "srv", "--data", data, "--env", "CAPGATE_CLIENT_KEY", "--", server), 2)
 
-	r := capgate(t, "", nil, "toolserver", "add", "srv", "--data", data, "--", server, "-control", control)
+	r := capgate(t, "", nil, "toolserver", "add", "srv", "--data", data, "--bind", filepath.Dir(control), "--", server, "-control", control)
 	mustCode(t, r, 0)
 	if !strings.Contains(r.stdout, "2 tools accepted") || !strings.Contains(r.stdout, "tool.mcp.srv.echo") {
 		t.Errorf("add printed:\n%s", r.stdout)

@@ -252,7 +252,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		MirrorPath: filepath.Join(cfg.DataDir, AuditFile), HeadPath: filepath.Join(cfg.DataDir, HeadFile), Witnesses: witnesses, Logger: g.log})
 	g.Consent = consent.New(st, &consent.Options{Surface: true, TTL: cfg.ConsentTTL})
 	g.metrics = newMetrics(st)
-	g.tools = toolserver.NewManager(toolserver.Options{Env: toolserver.Env{Store: st, Registry: g.Registry, DataDir: cfg.DataDir, Version: "capgate"},
+	g.tools = toolserver.NewManager(toolserver.Options{Env: toolserver.Env{Store: st, Registry: g.Registry, DataDir: cfg.DataDir, Version: "capgate", Sandbox: g.childSandbox()},
 		Audit: g.Audit, Logger: g.log, Relist: cfg.ToolServerRelist})
 	g.Broker, err = broker.New(broker.Options{Store: st, Registry: g.Registry, Tokens: token.NewVerifier(key.Public().(ed25519.PublicKey), 4096),
 		Audit: g.Audit, Consent: g.Consent, Handlers: handlers, TokenKey: key, Meter: g.metrics,
@@ -263,7 +263,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
-	tsEnv := &toolserver.Env{Store: st, Registry: g.Registry, DataDir: cfg.DataDir, Version: "capgate"}
+	tsEnv := &toolserver.Env{Store: st, Registry: g.Registry, DataDir: cfg.DataDir, Version: "capgate", Sandbox: g.childSandbox()}
 	// The lockfile in the data folder, as capgate plugin uses it. Approving re-diffs the
 	// pending widening against the lock; it verifies no signature, so no trust is needed.
 	plugins := &plugin.Host{DataDir: cfg.DataDir}
@@ -418,6 +418,15 @@ func (g *Gateway) hidden() []string {
 		}
 	}
 	return out
+}
+
+// childSandbox is the sandbox the gateway's children run in: nil when none can be made here,
+// which refuses them.
+func (g *Gateway) childSandbox() *sandbox.Sandbox {
+	if g.sandboxErr != nil {
+		return nil
+	}
+	return g.sandbox
 }
 
 // SandboxProblem says why the terminal and python apps are not served: nil when they run in

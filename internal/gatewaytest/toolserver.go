@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/sandbox/sandboxtest"
 	"github.com/capgate/capgate/internal/store/sqlite"
 	"github.com/capgate/capgate/internal/toolserver"
 )
@@ -40,7 +41,7 @@ func AddToolServer(t testing.TB, db, data string, c toolserver.Config) toolserve
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := toolserver.Add(ctx, &toolserver.Env{Store: st, Registry: reg, DataDir: data}, c)
+	r, err := toolserver.Add(ctx, &toolserver.Env{Store: st, Registry: reg, DataDir: data, Sandbox: sandboxtest.Open(t)}, c)
 	if err != nil {
 		t.Fatalf("add the tool server %s: %v", c.Name, err)
 	}

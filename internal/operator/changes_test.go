@@ -11,6 +11,7 @@ import (
 	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/plugin"
 	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/sandbox/sandboxtest"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/toolserver"
 )
@@ -26,7 +27,7 @@ func TestOperatorChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &toolserver.Env{Store: st, Registry: reg, DataDir: t.TempDir(), Version: "test"}
+	env := &toolserver.Env{Store: st, Registry: reg, DataDir: t.TempDir(), Version: "test", Sandbox: sandboxtest.Open(t)}
 	var warned []string
 	s := &operator.Service{Audit: w, Clients: st, Registry: reg, ToolServers: env,
 		Warn: func(action string, err error) { warned = append(warned, action) }}

@@ -9,10 +9,13 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 
+	"github.com/capgate/capgate/internal/sandbox"
 	"github.com/capgate/capgate/manifest"
 )
 
@@ -38,6 +41,62 @@ type Config struct {
 	// Env names the variables of capgate's environment the child may see, besides PATH,
 	// HOME and LANG. Names starting with CAPGATE_ are refused: they hold capgate's own keys.
 	Env []string `json:"env,omitempty"`
+	// Bind are the host's folders a stdio server sees in its sandbox, each at its own path,
+	// read-only unless RW: nothing else of the host's files but the system's libraries and
+	// its program.
+	Bind []Bind `json:"bind,omitempty"`
+}
+
+// Bind is one folder a stdio tool server sees: an absolute clean path, read-only unless RW.
+type Bind struct {
+	Path string `json:"path"`
+	RW   bool   `json:"rw,omitempty"`
+}
+
+// ParseBind reads a --bind value: PATH, or PATH:rw for read-write (PATH:ro is read-only).
+func ParseBind(s string) (Bind, error) {
+	b := Bind{Path: s}
+	if p, mode, ok := strings.Cut(s, ":"); ok {
+		switch mode {
+		case "rw":
+			b = Bind{Path: p, RW: true}
+		case "ro":
+			b = Bind{Path: p}
+		default:
+			return Bind{}, fmt.Errorf("%w: bind must be PATH, PATH:ro or PATH:rw", ErrInvalidConfig)
+		}
+	}
+	if !filepath.IsAbs(b.Path) || filepath.Clean(b.Path) != b.Path || b.Path == "/" || strings.ContainsRune(b.Path, 0) {
+		return Bind{}, fmt.Errorf("%w: bind must be a clean absolute path other than /", ErrInvalidConfig)
+	}
+	return b, nil
+}
+
+// Reach says in words what a stdio server can reach in its sandbox: its folders, and no network.
+func (c Config) Reach() string {
+	if c.URL != "" {
+		return ""
+	}
+	if len(c.Bind) == 0 {
+		return "sandboxed: no folder of the host's, no network"
+	}
+	var bs []string
+	for _, b := range c.Bind {
+		mode := "read-only"
+		if b.RW {
+			mode = "read-write"
+		}
+		bs = append(bs, b.Path+" ("+mode+")")
+	}
+	return "sandboxed: sees " + strings.Join(bs, ", ") + "; no network"
+}
+
+// String is the Bind as --bind takes it.
+func (b Bind) String() string {
+	if b.RW {
+		return b.Path + ":rw"
+	}
+	return b.Path
 }
 
 // AppID is the app id of the tool server: mcp.NAME.
@@ -64,6 +123,18 @@ func (c Config) Validate() error {
 		}
 		if len(c.Args) > 0 {
 			bad("args", "must not be set with a url")
+		}
+	}
+	if len(c.Bind) > MaxBinds {
+		bad("bind", fmt.Sprintf("must list at most %d folders", MaxBinds))
+	}
+	for i, b := range c.Bind {
+		if c.URL != "" {
+			bad("bind", "must not be set with a url")
+			break
+		}
+		if _, err := ParseBind(b.Path); err != nil || strings.Contains(b.Path, ":") {
+			bad(fmt.Sprintf("bind[%d]", i), "must be a clean absolute path other than /, without ':'")
 		}
 	}
 	if len(c.Env) > MaxEnv {
@@ -119,16 +190,18 @@ func envName(s string) bool {
 	return true
 }
 
-// baseEnv are the variables every stdio child gets from capgate's environment.
-var baseEnv = []string{"PATH", "HOME", "LANG"}
+// baseEnv are the variables every stdio child gets from capgate's environment. HOME is not
+// among them: a sandboxed server has no home folder (HOME is its private /tmp).
+var baseEnv = []string{"PATH", "LANG"}
 
-// Environ is the whole environment of a stdio child: PATH, HOME and LANG and the listed
-// variables, each only when lookup finds it. Nothing else of capgate's environment passes.
+// Environ is the whole environment of a stdio child: PATH and LANG and the listed variables,
+// each only when lookup finds it, and HOME=/tmp (the sandbox's private /tmp; no home folder of
+// the host's). Nothing else of capgate's environment passes.
 func (c Config) Environ(lookup func(string) (string, bool)) []string {
-	env := []string{}
+	env := []string{"HOME=/tmp"}
 	seen := map[string]bool{}
 	for _, name := range append(append([]string{}, baseEnv...), c.Env...) {
-		if seen[name] || strings.HasPrefix(strings.ToUpper(name), "CAPGATE_") {
+		if seen[name] || name == "HOME" || strings.HasPrefix(strings.ToUpper(name), "CAPGATE_") {
 			continue
 		}
 		seen[name] = true
@@ -139,29 +212,90 @@ func (c Config) Environ(lookup func(string) (string, bool)) []string {
 	return env
 }
 
-// transport returns the MCP transport to the server: a child started with a scrubbed
-// environment, or a streamable HTTP client that sends no credential of capgate's.
-func (c Config) transport() (mcpsdk.Transport, error) {
+// transport returns the MCP transport to the server: a child started in box (a sandbox of its
+// own) with a scrubbed environment, or a streamable HTTP client that sends no credential of
+// capgate's. A nil box refuses a stdio server.
+func (c Config) transport(box *sandbox.Sandbox) (mcpsdk.Transport, func(), error) {
 	if err := c.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if c.URL != "" {
-		return &mcpsdk.StreamableClientTransport{Endpoint: c.URL, HTTPClient: &http.Client{}, DisableStandaloneSSE: false}, nil
+		return &mcpsdk.StreamableClientTransport{Endpoint: c.URL, HTTPClient: &http.Client{}, DisableStandaloneSSE: false}, func() {}, nil
 	}
-	cmd := exec.Command(c.Command, c.Args...)
-	cmd.Env = c.Environ(os.LookupEnv)
+	if box == nil {
+		return nil, nil, ErrNoSandbox
+	}
+	cmd, err := c.command(box)
+	if err != nil {
+		return nil, nil, err
+	}
 	cmd.Stderr = nil // the child's stderr is discarded: it is untrusted text
-	return &mcpsdk.CommandTransport{Command: cmd, TerminateDuration: StdioTerminateWait}, nil
+	started := func() {
+		// The child holds its own descriptors of the program opened: capgate's are closed.
+		for _, f := range cmd.ExtraFiles {
+			f.Close()
+		}
+	}
+	return &mcpsdk.CommandTransport{Command: cmd, TerminateDuration: StdioTerminateWait}, started, nil
+}
+
+// ErrNoSandbox is a stdio tool server that cannot be started: no sandbox can be made here.
+var ErrNoSandbox = errors.New("toolserver: stdio servers run only in a sandbox, and none can be made here: install bubblewrap, or run them unconfined with sandbox: off-unsafe in the configuration file (CAPGATE_SANDBOX=off-unsafe, capgate serve --sandbox=off-unsafe)")
+
+// command is the server's command in box: its program found on PATH when it names no folder,
+// its links resolved, and bound read-only at its own path (the file opened, so that a program
+// swapped in between is not the one run); the Bind folders at their paths; its working folder
+// the first Bind, else /.
+func (c Config) command(box *sandbox.Sandbox) (*exec.Cmd, error) {
+	prog := c.Command
+	if !strings.ContainsRune(prog, '/') {
+		p, err := exec.LookPath(prog)
+		if err != nil {
+			return nil, fmt.Errorf("toolserver %s: command: %w", c.Name, err)
+		}
+		prog = p
+	}
+	prog, err := filepath.Abs(prog)
+	if err == nil {
+		prog, err = filepath.EvalSymlinks(prog)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("toolserver %s: command: %w", c.Name, err)
+	}
+	spec := sandbox.Spec{Program: prog, Args: append([]string{c.Command}, c.Args...), Dir: "/", Env: c.Environ(os.LookupEnv)}
+	for _, b := range c.Bind {
+		if b.RW {
+			spec.Writable = append(spec.Writable, b.Path)
+		} else {
+			spec.ReadOnly = append(spec.ReadOnly, b.Path)
+		}
+	}
+	if len(c.Bind) > 0 {
+		spec.Dir = c.Bind[0].Path
+	}
+	if !box.Sees(prog, append(append([]string(nil), spec.ReadOnly...), spec.Writable...)) {
+		f, err := os.OpenFile(prog, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("toolserver %s: command: %w", c.Name, err)
+		}
+		spec.ProgramFD = f
+	}
+	cmd, err := box.Command(spec)
+	if err != nil {
+		return nil, fmt.Errorf("toolserver %s: %w", c.Name, err)
+	}
+	return cmd, nil
 }
 
 // Connect starts or reaches the server and completes the MCP handshake. onChange, when set,
 // is called (from the session's own goroutine: it must not block) on each
 // notifications/tools/list_changed.
-func Connect(ctx context.Context, c Config, version string, onChange func()) (*mcpsdk.ClientSession, error) {
-	t, err := c.transport()
+func Connect(ctx context.Context, c Config, box *sandbox.Sandbox, version string, onChange func()) (*mcpsdk.ClientSession, error) {
+	t, started, err := c.transport(box)
 	if err != nil {
 		return nil, err
 	}
+	defer started()
 	opts := &mcpsdk.ClientOptions{}
 	if onChange != nil {
 		opts.ToolListChangedHandler = func(context.Context, *mcpsdk.ToolListChangedRequest) { onChange() }

@@ -92,13 +92,36 @@ func TestHashAndDiff(t *testing.T) {
 }
 
 func TestConfigEnviron(t *testing.T) {
-	c := Config{Name: "x", Command: "x", Env: []string{"KEEP", "CAPGATE_SECRET"}}
+	c := Config{Name: "x", Command: "x", Env: []string{"KEEP", "CAPGATE_SECRET", "HOME"}}
 	if err := c.Validate(); err == nil {
 		t.Error("a CAPGATE_ variable was allowed")
 	}
 	env := c.Environ(func(k string) (string, bool) { return "v", true })
-	if strings.Join(env, " ") != "PATH=v HOME=v LANG=v KEEP=v" {
+	// No home folder of the host's, even when asked: HOME is the sandbox's private /tmp.
+	if strings.Join(env, " ") != "HOME=/tmp PATH=v LANG=v KEEP=v" {
 		t.Errorf("environment %v", env)
+	}
+	for _, tc := range []struct {
+		in   string
+		want Bind
+		ok   bool
+	}{
+		{"/srv/data", Bind{Path: "/srv/data"}, true},
+		{"/srv/data:ro", Bind{Path: "/srv/data"}, true},
+		{"/srv/data:rw", Bind{Path: "/srv/data", RW: true}, true},
+		{"/srv/data:RW", Bind{}, false},
+		{"srv/data", Bind{}, false},
+		{"/srv/../etc", Bind{}, false},
+		{"/srv/data/", Bind{}, false},
+		{"/", Bind{}, false},
+		{"/:rw", Bind{}, false},
+		{"/a:rw:rw", Bind{}, false},
+		{"/a\x00b", Bind{}, false},
+	} {
+		got, err := ParseBind(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("ParseBind(%q) = %+v, %v", tc.in, got, err)
+		}
 	}
 	for _, n := range []string{"a", "srv-1", "a1"} {
 		if CheckName(n) != nil {

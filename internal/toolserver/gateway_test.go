@@ -23,6 +23,7 @@ import (
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/ipc"
+	"github.com/capgate/capgate/internal/sandbox/sandboxtest"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/internal/toolserver"
@@ -113,7 +114,7 @@ func newFixtureOf(t testing.TB, overlay map[string]any, record bool) *fixture {
 		}
 	}
 	r := addServer(t, f.data, toolserver.Config{Name: "srv", Command: testServer,
-		Args: args, Env: []string{"TS_ALLOWED"}})
+		Args: args, Env: []string{"TS_ALLOWED"}, Bind: []toolserver.Bind{{Path: filepath.Dir(f.control)}, {Path: f.records, RW: true}}})
 	if len(r.Accepted) != 2 || r.AppID != "mcp.srv" {
 		t.Fatalf("add accepted %+v, left %v", r.Accepted, r.Left)
 	}
@@ -316,7 +317,7 @@ func TestRenamedAndRemovedTools(t *testing.T) {
 	f.eventually("a pin request for hello", func() bool { _, _, ok := f.pinRequest("hello"); return ok })
 	c, _, _ := f.pinRequest("hello")
 
-	env := &toolserver.Env{Store: f.g.Store, Registry: f.g.Registry, DataDir: f.data}
+	env := &toolserver.Env{Store: f.g.Store, Registry: f.g.Registry, DataDir: f.data, Sandbox: sandboxtest.Open(t)}
 	rep, err := toolserver.Accept(f.ctx, env, "srv", []string{"echo"}, false, "operator")
 	if err == nil {
 		t.Errorf("accepting an unchanged tool: %+v", rep.Accepted)
@@ -349,7 +350,7 @@ func TestAcceptSeen(t *testing.T) {
 		rs, _ := toolserver.PinRequests(f.ctx, f.g.Store, "srv")
 		return len(rs) == 1
 	})
-	env := &toolserver.Env{Store: f.g.Store, Registry: f.g.Registry, DataDir: f.data}
+	env := &toolserver.Env{Store: f.g.Store, Registry: f.g.Registry, DataDir: f.data, Sandbox: sandboxtest.Open(t)}
 	reqs, err := toolserver.PinRequests(f.ctx, f.g.Store, "srv")
 	if err != nil || len(reqs) != 1 || reqs[0].Tool != "echo" || !strings.HasPrefix(reqs[0].Hash, "sha256:") {
 		t.Fatalf("pin requests: %+v %v", reqs, err)
@@ -435,7 +436,7 @@ func checkNoSecrets(t *testing.T, f *fixture) {
 		for _, kv := range rec.Env {
 			name, _, _ := strings.Cut(kv, "=")
 			switch name {
-			case "PATH", "HOME", "LANG", "TS_ALLOWED":
+			case "PATH", "HOME", "LANG", "TS_ALLOWED", "PWD": // PWD: bwrap's, the sandbox's working folder
 			default:
 				t.Errorf("the variable %s reached the tool server", name)
 			}

@@ -33,6 +33,8 @@ const (
 	MaxOverlayBytes = 1 << 20
 	// MaxEnv bounds the environment variables an operator may let through.
 	MaxEnv = 64
+	// MaxBinds bounds the folders a stdio server's sandbox binds: each is a mount per start.
+	MaxBinds = 32
 )
 
 // StdioTerminateWait is how long closing a stdio server waits, after closing its stdin, before

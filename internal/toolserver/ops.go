@@ -12,6 +12,7 @@ import (
 
 	"github.com/capgate/capgate/internal/jcs"
 	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/sandbox"
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -22,7 +23,9 @@ type Env struct {
 	Registry *registry.Registry
 	DataDir  string // the data folder, for overlays; "" reads none
 	Version  string // capgate's version, told to servers in the handshake
-	Now      func() time.Time
+	// Sandbox runs each stdio server in a sandbox of its own; nil refuses stdio servers.
+	Sandbox *sandbox.Sandbox
+	Now     func() time.Time
 }
 
 func (e *Env) now() time.Time {
@@ -87,7 +90,7 @@ type Report struct {
 
 // fetch connects to the server once, lists its tools and closes.
 func (e *Env) fetch(ctx context.Context, c Config) (map[string]Listed, []Problem, bool, error) {
-	s, err := Connect(ctx, c, e.Version, nil)
+	s, err := Connect(ctx, c, e.Sandbox, e.Version, nil)
 	if err != nil {
 		return nil, nil, false, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/ipc"
+	"github.com/capgate/capgate/internal/sandbox/sandboxtest"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/toolserver"
 	"github.com/capgate/capgate/manifest"
@@ -121,7 +122,7 @@ func TestCloseWaitsForItsGoroutines(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	addServer(t, data, toolserver.Config{Name: "srv", Command: testServer, Args: []string{"-control", control}})
+	addServer(t, data, toolserver.Config{Name: "srv", Command: testServer, Args: []string{"-control", control}, Bind: []toolserver.Bind{{Path: filepath.Dir(control)}}})
 	g, err := gateway.Open(ctx, gateway.Config{DataDir: data, Listen: "127.0.0.1:0", Socket: "-",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), DelayedCommit: -1, ToolServerRelist: 100 * time.Millisecond})
 	if err != nil {
@@ -137,7 +138,8 @@ func TestCloseWaitsForItsGoroutines(t *testing.T) {
 	// A second tool server is added while the gateway serves (as `capgate toolserver add`
 	// does, on the store), then hangs in its handshake: the gateway's tool-server sync,
 	// started by the sweep, is connecting to it when the gateway stops.
-	addServer(t, data, toolserver.Config{Name: "slow", Command: testServer, Args: []string{"-control", slowControl, "-record", records}})
+	addServer(t, data, toolserver.Config{Name: "slow", Command: testServer, Args: []string{"-control", slowControl, "-record", records},
+		Bind: []toolserver.Bind{{Path: filepath.Dir(slowControl)}, {Path: records, RW: true}}})
 	if err := os.WriteFile(slowControl, []byte("slow"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +187,7 @@ func TestManagerCloseWaits(t *testing.T) {
 	if err := os.WriteFile(control, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addServer(t, data, toolserver.Config{Name: "srv", Command: testServer, Args: []string{"-control", control}})
+	addServer(t, data, toolserver.Config{Name: "srv", Command: testServer, Args: []string{"-control", control}, Bind: []toolserver.Bind{{Path: filepath.Dir(control)}}})
 	st, reg := gatewaytest.OpenRegistry(t, filepath.Join(data, gateway.DBFile))
 	count := func() (int, string) {
 		buf := make([]byte, 1<<22)
@@ -200,7 +202,7 @@ func TestManagerCloseWaits(t *testing.T) {
 		return n, strings.Join(mine, "\n\n")
 	}
 	for range 10 { // a goroutine left running ends soon after: look often
-		m := toolserver.NewManager(toolserver.Options{Env: toolserver.Env{Store: st, Registry: reg, DataDir: data},
+		m := toolserver.NewManager(toolserver.Options{Env: toolserver.Env{Store: st, Registry: reg, DataDir: data, Sandbox: sandboxtest.Open(t)},
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Relist: time.Hour})
 		if err := m.Sync(ctx); err != nil {
 			t.Fatal(err)

@@ -64,6 +64,7 @@ type appView struct {
 type toolServerView struct {
 	Name, AppID string
 	Where       string // the command and its arguments, or the URL, as the operator added it
+	Reach       string // what a stdio server's sandbox lets it reach
 	Registered  bool
 	Down        bool // registered, and down or reconnecting: its tools are not working
 	TierWhy     string
@@ -215,6 +216,7 @@ func (s *Server) toolServer(ctx context.Context, c toolserver.Config) toolServer
 	if tv.Where == "" {
 		tv.Where = reveal(strings.Join(append([]string{c.Command}, c.Args...), " "), false)
 	}
+	tv.Reach = reveal(c.Reach(), false)
 	if a, ok := s.o.Registry.App(c.AppID()); ok {
 		tv.Registered, tv.TierWhy, tv.Down = true, tierWords(a), s.notWorking(a.ID)
 	}

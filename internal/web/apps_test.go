@@ -23,6 +23,7 @@ import (
 	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/lock"
 	"github.com/capgate/capgate/internal/plugin"
+	"github.com/capgate/capgate/internal/sandbox/sandboxtest"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/toolserver"
 	"github.com/capgate/capgate/internal/web"
@@ -98,7 +99,7 @@ func toolEnvWith(t *testing.T, delayedCommit time.Duration, overlay map[string]t
 				t.Fatal(err)
 			}
 		}
-		r := gatewaytest.AddToolServer(t, filepath.Join(data, gateway.DBFile), data, toolserver.Config{Name: "srv", Command: bin, Args: []string{"-control", control}})
+		r := gatewaytest.AddToolServer(t, filepath.Join(data, gateway.DBFile), data, toolserver.Config{Name: "srv", Command: bin, Args: []string{"-control", control}, Bind: []toolserver.Bind{{Path: filepath.Dir(control)}}})
 		if len(r.Accepted) != 2 {
 			t.Fatalf("add the tool server: %+v", r.Accepted)
 		}
@@ -357,7 +358,7 @@ func TestAppsPageWithoutAudit(t *testing.T) {
 	e, control := toolEnv(t, 0)
 	e.installPlugin("org.example.kb", "Search", "kb-1.0.0", false)
 	s := web.New(web.Options{Consent: e.g.Consent, Store: e.g.Store, Registry: e.g.Registry, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		ToolServers: &toolserver.Env{Store: e.g.Store, Registry: e.g.Registry, DataDir: e.data}, Plugins: &plugin.Host{DataDir: e.data}})
+		ToolServers: &toolserver.Env{Store: e.g.Store, Registry: e.g.Registry, DataDir: e.data, Sandbox: sandboxtest.Open(t)}, Plugins: &plugin.Host{DataDir: e.data}})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	b := newBrowser(t, srv.URL, srv.Client())
@@ -408,7 +409,7 @@ func TestAppsPageShowsWhatIsNotWorking(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(data, gateway.AppsStateDir), []byte("in the way"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		gatewaytest.AddToolServer(t, filepath.Join(data, gateway.DBFile), data, toolserver.Config{Name: "srv", Command: bin, Args: []string{"-control", control}})
+		gatewaytest.AddToolServer(t, filepath.Join(data, gateway.DBFile), data, toolserver.Config{Name: "srv", Command: bin, Args: []string{"-control", control}, Bind: []toolserver.Bind{{Path: filepath.Dir(control)}}})
 	})
 	b := newBrowser(t, e.srv.URL, e.srv.Client())
 	b.login(e.g.LoginLink())

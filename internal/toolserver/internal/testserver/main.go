@@ -27,14 +27,19 @@ import (
 var (
 	control = flag.String("control", "", "control file")
 	record  = flag.String("record", "", "folder to record arguments, environment and calls in")
+	probe   = flag.String("probe", "", "comma-separated files to try to read, and record whether each could be")
 
 	recMu sync.Mutex
 	rec   = struct {
 		Args  []string          `json:"args"`
 		Env   []string          `json:"env"`
 		Calls []json.RawMessage `json:"calls"`
+		Read  map[string]bool   `json:"read,omitempty"`
 	}{Args: os.Args, Env: os.Environ()}
 )
+
+// startedAt tells this process's record from another's.
+var startedAt = time.Now().UnixNano()
 
 func save() {
 	if *record == "" {
@@ -43,7 +48,9 @@ func save() {
 	recMu.Lock()
 	defer recMu.Unlock()
 	data, _ := json.Marshal(rec)
-	_ = os.WriteFile(filepath.Join(*record, fmt.Sprintf("server-%d.json", os.Getpid())), data, 0o600)
+	// The pid alone does not name a process: in a sandbox's pid namespace every server is the
+	// same few pids.
+	_ = os.WriteFile(filepath.Join(*record, fmt.Sprintf("server-%d-%d.json", os.Getpid(), startedAt)), data, 0o600)
 }
 
 const schema = `{"type":"object","properties":{"%s":{"type":"string","maxLength":100}},"required":["%s"],"additionalProperties":false}`
@@ -108,6 +115,13 @@ const (
 
 func main() {
 	flag.Parse()
+	if *probe != "" {
+		rec.Read = map[string]bool{}
+		for _, p := range strings.Split(*probe, ",") {
+			_, err := os.ReadFile(p)
+			rec.Read[p] = err == nil
+		}
+	}
 	save()
 	s := mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "1.0.0"}, nil)
 	read := func() string {
