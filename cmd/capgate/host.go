@@ -82,7 +82,7 @@ func (l loaded) intentHost() (intent.Host, error) {
 		h.AllowPrivate = p.AllowPrivate
 	}
 	if l.file.Credentials != nil {
-		h.Credentials = set(l.file.Credentials)
+		h.Credentials = set(l.file.Credentials.Names())
 	}
 	if l.file.Environments != nil {
 		h.Environments = set(l.file.Environments)

@@ -68,8 +68,9 @@ type File struct {
 	SandboxRoot string `json:"sandbox_root,omitempty"`
 	// ProtectedMounts are folders under the sandbox root no intent may reach.
 	ProtectedMounts []string `json:"protected_mounts,omitempty"`
-	// Credentials is the host's credential catalog: the intent names a plugin may ask for.
-	Credentials []string `json:"credentials,omitempty"`
+	// Credentials is the host's credential catalog: the intent names a plugin may ask for,
+	// and where the secret of each that capgate honours comes from (see Credentials).
+	Credentials Credentials `json:"credentials,omitempty"`
 	// Environments are the environment names and tags the host knows.
 	Environments []string `json:"environments,omitempty"`
 	// PortsDir is the host's own copy of the port descriptors, with kits.json.
@@ -147,6 +148,7 @@ func Load(path string) (File, string, error) {
 			*p = filepath.Join(base, *p)
 		}
 	}
+	cfg.Credentials.resolveFiles(base)
 	return cfg, path, nil
 }
 
