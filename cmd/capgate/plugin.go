@@ -15,7 +15,6 @@ import (
 	"github.com/capgate/capgate/internal/archive"
 	"github.com/capgate/capgate/internal/conformance"
 	"github.com/capgate/capgate/internal/delta"
-	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/lock"
 	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/plugin"
@@ -209,15 +208,11 @@ and when it is not, why (its package has no program, its program reports another
 keeps exiting, ...). --json prints the lock as it is, with "status" beside it.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := g.pluginHost(*hf)
+			h, f, err := g.pluginLock(*hf)
 			if err != nil {
 				return err
 			}
-			f, err := h.List()
-			if err != nil {
-				return err
-			}
-			status := pluginStatus(g, *hf, f)
+			status := pluginStatus(g, h, f)
 			w := cmd.OutOrStdout()
 			if asJSON {
 				return writeJSON(w, struct {
@@ -260,6 +255,19 @@ keeps exiting, ...). --json prints the lock as it is, with "status" beside it.`,
 	return cmd
 }
 
+// pluginLock is the install host and the lockfile as it is.
+func (g *globals) pluginLock(hf hostFlags) (*plugin.Host, *lock.File, error) {
+	h, err := g.pluginHost(hf)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := h.List()
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, f, nil
+}
+
 // pluginState is what the data folder's store records of an installed plugin: whether its
 // provider works (as the gateway last saw it) and its capabilities' test status.
 type pluginState struct {
@@ -270,32 +278,25 @@ type pluginState struct {
 // pluginStatus is the state of each installed plugin as the data folder's store records it:
 // none when the folder has no store (no gateway ran on it). Test results of another version
 // of the manifest are left out.
-func pluginStatus(g *globals, hf hostFlags, f *lock.File) map[string]pluginState {
-	l, err := g.load(hf)
-	if err != nil || l.dataDir == "" {
-		return nil
-	}
-	ctx := context.Background()
-	st, err := gateway.OpenStore(ctx, l.dataDir, l.store, false)
-	if err != nil {
-		return nil
-	}
-	defer st.Close()
+func pluginStatus(g *globals, h *plugin.Host, f *lock.File) map[string]pluginState {
 	out := map[string]pluginState{}
-	for id, e := range f.Plugins {
-		var ps pluginState
-		if s, err := providers.LoadStatus(ctx, st, id); err == nil {
-			ps.Running = &s
-		}
-		if rec, err := conformance.Load(ctx, st, id); err == nil {
-			if doc, err := manifest.Parse(e.Manifest); err == nil && rec.Current(doc) {
-				ps.Tests = rec.Results
+	_ = g.onStoreIfAny(h.DataDir, func(ctx context.Context, st store.Store) error {
+		for id, e := range f.Plugins {
+			var ps pluginState
+			if s, err := providers.LoadStatus(ctx, st, id); err == nil {
+				ps.Running = &s
+			}
+			if rec, err := conformance.Load(ctx, st, id); err == nil {
+				if doc, err := manifest.Parse(e.Manifest); err == nil && rec.Current(doc) {
+					ps.Tests = rec.Results
+				}
+			}
+			if ps.Running != nil || ps.Tests != nil {
+				out[id] = ps
 			}
 		}
-		if ps.Running != nil || ps.Tests != nil {
-			out[id] = ps
-		}
-	}
+		return nil
+	})
 	return out
 }
 
@@ -359,11 +360,7 @@ data folder's store, when it has one (capgate plugin list shows them). Exit 1 wh
 not pass.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := g.pluginHost(*hf)
-			if err != nil {
-				return err
-			}
-			f, err := h.List()
+			h, f, err := g.pluginLock(*hf)
 			if err != nil {
 				return err
 			}
