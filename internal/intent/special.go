@@ -164,6 +164,14 @@ func lookupRange(a netip.Addr) (specialRange, bool) {
 	return best, found
 }
 
+// AddrRule returns "" when a may be connected to under h, or the rule it breaks, by the table
+// above: the IANA special-purpose ranges, multicast, reserved IPv6 space, every IPv6 form that
+// embeds an IPv4 address (a is not unmapped first) and cloud instance endpoints are refused
+// whatever h says, and a private address passes only where h.AllowPrivate contains it. An
+// address with a zone, or the zero Addr, is refused. It is the check the egress proxy applies
+// to every address a name resolves to; the rule never contains the address.
+func AddrRule(a netip.Addr, h Host) string { return addrRule(a, h) }
+
 // addrRule returns "" when a may be named by a network intent under h, or the rule it breaks.
 // a must carry no zone.
 func addrRule(a netip.Addr, h Host) string {
