@@ -146,7 +146,6 @@ type testProxy struct {
 	*Proxy
 	sock string
 	rec  *recorder
-	log  *bytes.Buffer
 }
 
 // lockedBuffer is a bytes.Buffer safe for the proxy's goroutines.
@@ -172,7 +171,9 @@ func startProxy(t testing.TB, o Options) (*testProxy, *lockedBuffer) {
 	rec := &recorder{}
 	o.OnRefusal, o.OnConnect = rec.onRefusal, rec.onConnect
 	logBuf := &lockedBuffer{}
-	o.Logger = slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	p, err := New(&o)
 	if err != nil {
 		t.Fatal(err)

@@ -448,7 +448,9 @@ func splice(a, b net.Conn) {
 	var wg sync.WaitGroup
 	cp := func(dst, src net.Conn) {
 		defer wg.Done()
-		_, err := io.CopyBuffer(dst, src, make([]byte, tunnelBuffer))
+		buf := copyBuffers.Get()
+		defer copyBuffers.Put(buf)
+		_, err := io.CopyBuffer(dst, src, buf)
 		if err != nil {
 			a.Close()
 			b.Close()
@@ -534,6 +536,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, e *callEntry) {
 		},
 		Transport:     tr,
 		FlushInterval: -1,
+		BufferPool:    copyBuffers,
 		ErrorLog:      slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			p.fail(w, r, e, dest, err)
@@ -555,6 +558,17 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, e *callEntry) {
 		}
 	}
 	rp.ServeHTTP(w, r)
+}
+
+// copyBuffers are ReverseProxy's copy buffers, shared by every forwarded request.
+var copyBuffers = &bufferPool{sync.Pool{New: func() any { return make([]byte, tunnelBuffer) }}}
+
+type bufferPool struct{ sync.Pool }
+
+func (b *bufferPool) Get() []byte  { return b.Pool.Get().([]byte) }
+func (b *bufferPool) Put(x []byte) {
+	//lint:ignore SA6002 boxing a slice header costs a few words; the buffer it keeps is 32 KiB
+	b.Pool.Put(x)
 }
 
 // transport returns e's pooled transport for requests carrying intentName ("" for none),
