@@ -565,7 +565,7 @@ var copyBuffers = &bufferPool{sync.Pool{New: func() any { return make([]byte, tu
 
 type bufferPool struct{ sync.Pool }
 
-func (b *bufferPool) Get() []byte  { return b.Pool.Get().([]byte) }
+func (b *bufferPool) Get() []byte { return b.Pool.Get().([]byte) }
 func (b *bufferPool) Put(x []byte) {
 	//lint:ignore SA6002 boxing a slice header costs a few words; the buffer it keeps is 32 KiB
 	b.Pool.Put(x)
