@@ -49,5 +49,11 @@
 // would carry it back (an endpoint that echoes headers), and it appears in no log line,
 // error, refusal or response of the proxy.
 //
+// What the proxy cannot see: a CONNECT tunnel carries the client's own bytes (its TLS), so
+// the proxy checks where the connection goes, never the names spoken inside it; a shared
+// front (a CDN serving many sites on one address) can be asked inside the tunnel for another
+// of its sites. Declare destinations that are not shared fronts, or reach them with a
+// credential handle, where the proxy speaks TLS itself and sets the Host header.
+//
 // Every limit is in limits.go with its reason.
 package egress
