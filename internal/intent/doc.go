@@ -14,7 +14,8 @@
 // cleaned, lowercased or normalised and then accepted.
 //
 // The single-value checks ([HostRule], [PortRule], [PathRule], [CredentialRule],
-// [EnvironmentRule]) return "" or the rule broken; [Check] walks a whole manifest and returns
+// [EnvironmentRule], and [AddrRule], which the egress proxy applies to every address a name
+// resolves to) return "" or the rule broken; [Check] walks a whole manifest and returns
 // every problem with an index-based field path such as
 // capabilities[3].network_intents[0].host. No rule ever contains the offending value:
 // manifests are untrusted input, shown in terminals and logs.
