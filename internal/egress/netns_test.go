@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -38,8 +39,8 @@ func needNetns(t testing.TB) {
 		why = "these tests make network namespaces and veth pairs, which needs root"
 	} else if _, err := exec.LookPath("ip"); err != nil {
 		why = "these tests need iproute2's ip to make network namespaces"
-	} else if out, err := exec.Command("ip", "netns", "list").CombinedOutput(); err != nil {
-		why = "ip netns does not work here: " + strings.TrimSpace(string(out))
+	} else if err := probeNetns(); err != nil {
+		why = "ip netns does not work here: " + err.Error()
 	}
 	if why == "" {
 		return
@@ -48,6 +49,25 @@ func needNetns(t testing.TB) {
 		t.Fatal(why)
 	}
 	t.Skip(why)
+}
+
+var probe struct {
+	once sync.Once
+	err  error
+}
+
+// probeNetns makes and removes a namespace once, to learn whether this machine lets the tests
+// make them at all.
+func probeNetns() error {
+	probe.once.Do(func() {
+		name := fmt.Sprintf("cgegress-probe-%d", os.Getpid())
+		if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+			probe.err = fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+			return
+		}
+		exec.Command("ip", "netns", "del", name).Run()
+	})
+	return probe.err
 }
 
 func ipCmd(t testing.TB, args ...string) {
