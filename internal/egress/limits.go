@@ -52,9 +52,11 @@ const (
 	// destination.
 	MaxIdlePerDestination = 4
 
-	// MaxConnectionsPerCall bounds the connections one call may make to destinations, over
-	// its whole life: every one is observed and reported, so the report stays bounded and
-	// complete; the next one is refused.
+	// MaxConnectionsPerCall bounds the connection attempts one call may make over its whole
+	// life (each admitted destination counts once it is to be resolved and dialled, whether
+	// or not it connects): every connection made is observed and reported, so the report
+	// stays bounded and complete, and a call cannot make the proxy resolve and dial without
+	// end; the next attempt is refused.
 	MaxConnectionsPerCall = 256
 
 	// MaxHandlesPerCall bounds the credential handles one call may hold: a capability
