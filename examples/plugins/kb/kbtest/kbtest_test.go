@@ -264,7 +264,7 @@ func exampleHost(t *testing.T) *plugin.Host {
 	return &plugin.Host{
 		DataDir: t.TempDir(),
 		Trust:   keys.TrustStore{Dir: cfg.TrustedDir},
-		Intent:  intent.Host{SandboxRoot: config.DefaultSandboxRoot, Credentials: set(cfg.Credentials), Environments: set(cfg.Environments)},
+		Intent:  intent.Host{SandboxRoot: config.DefaultSandboxRoot, Credentials: set(cfg.Credentials.Names()), Environments: set(cfg.Environments)},
 		Ports:   reg,
 	}
 }
