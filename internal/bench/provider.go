@@ -333,7 +333,7 @@ func StartProvider(ctx context.Context, doc *manifest.Document, box *sandbox.San
 	}
 	began := time.Now()
 	p := providers.Start(providers.Config{Manifest: doc, Command: opts.Command, Args: opts.Args, Digest: digest,
-		Env: append(slices.Clone(providerEnv), opts.Env...), Sandbox: box, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Env: append(slices.Clone(providers.DefaultEnv), opts.Env...), Sandbox: box, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	wctx, cancel := context.WithTimeout(ctx, providers.StartTimeout+5*time.Second)
 	defer cancel()
 	p.WaitStarted(wctx)
@@ -347,10 +347,6 @@ func StartProvider(ctx context.Context, doc *manifest.Document, box *sandbox.San
 	}
 	return p, took, nil
 }
-
-// providerEnv is the environment the gateway gives a provider (internal/gateway's): a PATH
-// and a locale, nothing of capgate's own.
-var providerEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
 
 // exchange is the floor's child process and the parent's end of their unix socket.
 type exchange struct {
@@ -375,7 +371,7 @@ func startExchange(opts ProviderOptions) (*exchange, error) {
 		return nil, fmt.Errorf("bench: exchange: %w", err)
 	}
 	cmd := exec.Command(opts.Command, opts.Args...)
-	cmd.Env = append(append(slices.Clone(providerEnv), opts.Env...), exchangeEnv+"=1")
+	cmd.Env = append(append(slices.Clone(providers.DefaultEnv), opts.Env...), exchangeEnv+"=1")
 	cmd.ExtraFiles = []*os.File{theirs} // descriptor 3 (exchangeFD)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
