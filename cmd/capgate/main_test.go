@@ -384,6 +384,34 @@ func TestBenchManifest(t *testing.T) {
 	mustCode(t, capgate(t, "", nil, "bench", "manifest", "--caps", "0"), 2)
 }
 
+// capgate bench provider starts capgate itself as its provider, as the gateway starts one,
+// and the floor's child too: no compiler, no program besides capgate.
+func TestBenchProvider(t *testing.T) {
+	r := capgate(t, "", nil, "bench", "provider", "--calls", "20", "--unconfined", "--json")
+	mustCode(t, r, 0)
+	var out struct {
+		Calls      int             `json:"calls"`
+		Exchange   map[string]any  `json:"exchange"`
+		Unconfined *map[string]any `json:"unconfined"`
+		Goal       float64         `json:"goal_added_p50_us"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.Calls != 20 || out.Unconfined == nil ||
+		out.Exchange["p50_us"] == nil || out.Goal != 100 {
+		t.Fatalf("bench provider --json: %s", r.stdout)
+	}
+	mustCode(t, capgate(t, "", nil, "bench", "provider", "--calls", "0"), 2)
+	mustCode(t, capgate(t, "", nil, "bench", "provider", "--pause", "-1ms"), 2)
+	mustCode(t, capgate(t, "", nil, "bench", "provider", "--pause", "2s"), 2)
+	// The provider it starts is internal: run by hand, it says it is not for that and exits.
+	r = capgate(t, "", nil, "bench", "provider-serve")
+	if r.code == 0 || !strings.Contains(r.stderr, "plugin") {
+		t.Errorf("provider-serve by hand: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if help := capgate(t, "", nil, "bench", "--help"); strings.Contains(help.stdout, "provider-serve") {
+		t.Errorf("the internal provider-serve is listed: %s", help.stdout)
+	}
+}
+
 // TestReadmeMainCommand runs the README's manifest example: verifying the bundled example.
 func TestReadmeMainCommand(t *testing.T) {
 	r := capgate(t, "", nil, "manifest", "verify", "--trusted-dir", "../../examples/trusted", "../../examples/notes/manifest.json")

@@ -306,6 +306,7 @@ func (p *Process) start() (*plugin.Client, error) {
 		RunnerFunc:          runnerFunc(p.log, p.cfg, func(r *procRunner) { run = r }),
 		AllowedProtocols:    []plugin.Protocol{plugin.ProtocolGRPC},
 		GRPCBrokerMultiplex: true,
+		GRPCDialOptions:     provider.DialOptions(),
 		StartTimeout:        StartTimeout,
 		Stderr:              out,
 		SyncStdout:          &lineLog{log: p.log, stream: "stdout"},

@@ -54,14 +54,36 @@ func Plugins(h sdk.Handler) map[int]plugin.PluginSet {
 	return sets
 }
 
+// The protocol's flow-control windows, static on both sides of the connection. gRPC's
+// default estimates the bandwidth-delay product by answering received data with a PING, which
+// on a unix socket to a child process only costs: two pings and their acks on every call,
+// each a wake-up of both processes (docs/performance.md). A stream's window holds the largest
+// params a call can carry (an IPC envelope, 1 MiB) whole; the connection's is the ceiling
+// gRPC's estimate would grow to.
+const (
+	streamWindow = 1 << 20
+	connWindow   = 16 << 20
+)
+
+// DialOptions are the gRPC options of the host's connection to a provider, for go-plugin's
+// ClientConfig.GRPCDialOptions: the protocol's static windows.
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithStaticStreamWindowSize(streamWindow), grpc.WithStaticConnWindowSize(connWindow)}
+}
+
 // Serve serves h as a provider process until capgate stops it. It does not return; on
 // standard error it says why when the program was not started by capgate.
 func Serve(h sdk.Handler) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: Plugins(h),
-		GRPCServer:       plugin.DefaultGRPCServer,
+		GRPCServer:       newServer,
 	})
+}
+
+// newServer is the provider's gRPC server, with the protocol's static windows.
+func newServer(opts []grpc.ServerOption) *grpc.Server {
+	return grpc.NewServer(append(opts, grpc.StaticStreamWindowSize(streamWindow), grpc.StaticConnWindowSize(connWindow))...)
 }
 
 // Plugin is the protocol's go-plugin plugin: gRPC only.

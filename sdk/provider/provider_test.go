@@ -30,6 +30,7 @@ func start(t *testing.T) (*provider.Client, *plugin.Client) {
 		Cmd:                 exec.Command(testProvider(t)),
 		AllowedProtocols:    []plugin.Protocol{plugin.ProtocolGRPC},
 		GRPCBrokerMultiplex: true,
+		GRPCDialOptions:     provider.DialOptions(),
 		Logger:              hclog.NewNullLogger(),
 	})
 	t.Cleanup(pc.Kill)
@@ -120,6 +121,20 @@ func TestServeRoundTrip(t *testing.T) {
 	pc.Kill()
 	if !pc.Exited() {
 		t.Error("the provider process outlived Kill")
+	}
+}
+
+// The protocol's flow-control windows are static: a message larger than a stream's window
+// still crosses, both ways, in the window updates its receiver sends.
+func TestLargerThanTheWindow(t *testing.T) {
+	c, _ := start(t)
+	text := strings.Repeat("x", 3<<20) // 3 MiB each way, above the 1 MiB stream window
+	params, _ := json.Marshal(map[string]string{"text": text})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := c.Invoke(ctx, "tools.org.example.echo.echo", params, sdk.InvocationContext{}, false, nil)
+	if err != nil || out.Err != nil || !bytes.Contains(out.Result.Data, []byte(text)) {
+		t.Fatalf("3 MiB through the protocol: %v %v (%d bytes back)", err, out.Err, len(out.Result.Data))
 	}
 }
 
