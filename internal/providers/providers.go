@@ -60,9 +60,16 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DefaultEnv is all the environment a provider gets: a PATH to find the programs it runs, and
-// a locale. Nothing of capgate's own is passed on.
-var DefaultEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+// DefaultEnv is all the environment a provider gets: a PATH to find the programs it runs, a
+// locale, and GOMAXPROCS=1 for a provider written in Go (others ignore it). Nothing of
+// capgate's own is passed on.
+//
+// GOMAXPROCS=1: each layer of a call (gRPC's reader and writer, yamux's loops, the handler)
+// hands it to a goroutine of its own, and with more than one processor each hand-off wakes
+// another thread; on one, a call costs about half (measured with capgate bench provider:
+// 88 µs against 165 µs at the median on two cores). A provider that needs more cores for its
+// own work sets runtime.GOMAXPROCS itself.
+var DefaultEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "GOMAXPROCS=1"}
 
 // The restart backoff: a provider that exits is started again after MinBackoff, doubling up
 // to MaxBackoff while it keeps failing; one that ran for a minute starts over at MinBackoff.
