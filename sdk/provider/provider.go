@@ -10,6 +10,11 @@
 // and a report of the effects and evidence the handler emits (sdk.ReportEffect,
 // sdk.EmitEvidence, sdk.IsDryRun), and Undo (sdk.Undoer).
 //
+// capgate starts a provider with GOMAXPROCS=1 in its environment: a call crosses several
+// goroutines on each side, and on one processor it does so without waking other threads,
+// which halves its latency. A provider whose own work needs more cores sets
+// runtime.GOMAXPROCS in its main.
+//
 // The protocol is versioned: the handshake settles on the highest version both sides speak
 // (ProtocolVersions) and refuses a provider with none in common. A program that is started by
 // hand, not by capgate, says so and exits.
