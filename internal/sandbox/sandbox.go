@@ -9,8 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Mode says whether programs run sandboxed.
@@ -51,8 +53,9 @@ var ErrUnavailable = errors.New("sandbox: unavailable")
 // Sandbox starts programs confined. It is safe for concurrent use; its zero value is not
 // usable (use Open).
 type Sandbox struct {
-	bwrap  string   // the bwrap executable; "" when not enforcing
-	system []string // bwrap's arguments for the system's read-only view, made once
+	bwrap    string   // the bwrap executable; "" when not enforcing
+	system   []string // bwrap's arguments for the system's read-only view, made once
+	systemRO []string // the paths that view binds, for Landlock
 }
 
 // bwrapPaths are where bwrap is looked for, in order: Debian's package first, so that a
@@ -87,7 +90,8 @@ func Open(ctx context.Context, mode Mode) (*Sandbox, error) {
 		}
 		bin = p
 	}
-	s := &Sandbox{bwrap: bin, system: systemView()}
+	s := &Sandbox{bwrap: bin}
+	s.system, s.systemRO = systemView()
 	if err := s.probe(ctx); err != nil {
 		return nil, err
 	}
@@ -139,8 +143,8 @@ func (s *Sandbox) probe(ctx context.Context) error {
 	return nil
 }
 
-// Spec is one program to run in the sandbox. Every path is absolute and is the same inside
-// the sandbox as on the host.
+// Spec is one program to run in the sandbox. Every path is absolute and, except for Binds,
+// the same inside the sandbox as on the host.
 type Spec struct {
 	// Program is the program's path, which the sandbox must see: under the system's view or
 	// a folder of Writable or ReadOnly. ProgramFD, when set, is used instead (see there).
@@ -158,25 +162,95 @@ type Spec struct {
 	Args []string
 	// Dir is the working folder; it must be visible in the sandbox.
 	Dir string
-	// Env is the program's whole environment; nothing of capgate's is added.
+	// Env is the program's whole environment; nothing of capgate's is added (no HOME, no
+	// PATH), except the proxy's variables with ProxySocket.
 	Env []string
 	// Writable are folders bound read-write at their own paths.
 	Writable []string
 	// ReadOnly are files or folders bound read-only at their own paths.
 	ReadOnly []string
+	// Binds are host folders shown at other paths, such as a capability's filesystem intents
+	// (see IntentBinds), after Writable and ReadOnly.
+	Binds []Bind
 	// Hidden are files or folders never visible in the sandbox, even inside a folder bound
 	// above or in the system's view: a folder is covered by an empty one, a file by an empty
 	// file. A path that does not exist is skipped.
 	Hidden []string
 	// ExtraFiles are passed to the program as descriptors 3, 4, ... as exec.Cmd.ExtraFiles
-	// does; bwrap passes them through.
+	// does; bwrap and the init pass them through. No other descriptor reaches the program.
 	ExtraFiles []*os.File
+	// Limits bound what the program may use; the zero Limits sets none.
+	Limits Limits
+	// ProxySocket, when not "", is the path of a unix socket of the host (the egress
+	// proxy's) that the program reaches as its HTTP proxy: the init listens on the sandbox's
+	// own loopback, 127.0.0.1:ProxyPort, and forwards each connection to the socket, bound
+	// into the sandbox where only the init dials it; HTTP_PROXY and HTTPS_PROXY (and
+	// http_proxy, https_proxy) are set to it in the program's environment, replacing what
+	// Env says of them. The program runs as the init's child then, not in its place; a
+	// signal sent to the sandbox's process reaches it. Without ProxySocket the program has no
+	// network but its loopback.
+	ProxySocket string
 }
+
+// Bind is a folder of the host shown in the sandbox at another path.
+type Bind struct {
+	// Path is where the program sees the folder: a clean absolute path other than /.
+	Path string
+	// Dir is the host's folder, open (os.Open of the folder, or an O_PATH descriptor): bwrap
+	// binds the folder opened, so that no symbolic link on the way to it, made since it was
+	// opened, can point the bind elsewhere. The caller closes it once the command has started.
+	Dir *os.File
+	// Write shows the folder read-write; else it is read-only.
+	Write bool
+}
+
+// Limits are a sandbox's resource budget, set on the program before it runs, soft and hard
+// alike. A zero field sets no limit of its kind (the sandbox's fixed bounds, such as the size
+// of /tmp, stay); a negative one is refused.
+type Limits struct {
+	// MemoryBytes bounds each process's data memory (RLIMIT_DATA: its heap, private
+	// mappings and thread stacks), and its address space to that plus AddressSlack
+	// (RLIMIT_AS). An allocation past it fails (malloc returns NULL, Python raises
+	// MemoryError, the Go runtime dies "out of memory").
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+	// CPUSeconds bounds each process's CPU time (RLIMIT_CPU): the kernel kills a process that
+	// reaches it (SIGKILL).
+	CPUSeconds int64 `json:"cpu_seconds,omitempty"`
+	// Processes bounds the tasks, processes and threads alike, of the whole sandbox at once
+	// (a cgroup's pids.max; see cgroup_linux.go): fork and clone past it fail with EAGAIN.
+	// Where no cgroup can be made, and capgate runs as root so that RLIMIT_NPROC does not
+	// bind, Command refuses a spec that sets it.
+	Processes int64 `json:"processes,omitempty"`
+	// OpenFiles bounds each process's descriptors (RLIMIT_NOFILE): an open past it fails
+	// with EMFILE.
+	OpenFiles int64 `json:"open_files,omitempty"`
+}
+
+// ProcessLimit says how the sandbox holds Limits.Processes on this machine, for capgate serve
+// to report at start, and whether it can: "cgroup v1 pids controller (/sys/fs/cgroup/...)",
+// "RLIMIT_NPROC", or, with false, why it cannot.
+func (s *Sandbox) ProcessLimit() (string, bool) {
+	if !s.Enforcing() {
+		return "the sandbox is off", false
+	}
+	how, ok := cgroupReport()
+	if !ok && os.Geteuid() != 0 {
+		return "RLIMIT_NPROC (no cgroup: " + how + ")", true
+	}
+	return how, ok
+}
+
+// initExe is capgate's executable, opened once for every sandbox's init.
+var initExe = sync.OnceValues(func() (*os.File, error) { return os.Open("/proc/self/exe") })
 
 // Command returns the command that runs spec in the sandbox (bwrap and its arguments, or,
 // when the sandbox does not enforce, the program itself in spec.Dir), for the caller to
 // give its standard streams and process attributes and start. It checks the spec and fails
 // naming the field at fault.
+//
+// Inside the sandbox bwrap runs capgate's own executable as the sandbox's init (see
+// init.go), which confines itself and then executes the program. A spec with
+// Limits.Processes gets a cgroup of its own, removed once the sandbox has ended.
 func (s *Sandbox) Command(spec Spec) (*exec.Cmd, error) {
 	if err := spec.check(); err != nil {
 		return nil, err
@@ -189,6 +263,20 @@ func (s *Sandbox) Command(spec Spec) (*exec.Cmd, error) {
 			cmd.Path = "/proc/self/fd/" + strconv.Itoa(3+len(spec.ExtraFiles))
 		}
 		return cmd, nil
+	}
+	exe, err := initExe()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: capgate's own executable, for the sandbox's init: %w", err)
+	}
+	conf := initConfig{
+		Version:   initVersion,
+		Program:   spec.Program,
+		KeepFDs:   len(spec.ExtraFiles),
+		ReadOnly:  append(append([]string(nil), s.systemRO...), "/proc"),
+		ReadWrite: []string{"/tmp"},
+		Devices:   []string{"/dev"},
+		Listable:  []string{"/"},
+		Limits:    spec.Limits,
 	}
 	args := []string{"bwrap",
 		"--unshare-all", "--unshare-user", "--disable-userns",
@@ -207,16 +295,59 @@ func (s *Sandbox) Command(spec Spec) (*exec.Cmd, error) {
 	for _, p := range spec.Writable {
 		args = append(args, "--bind", p, p)
 	}
-	extra := spec.ExtraFiles
+	conf.ReadOnly = append(conf.ReadOnly, spec.ReadOnly...)
+	conf.ReadWrite = append(conf.ReadWrite, spec.Writable...)
+	extra := append([]*os.File(nil), spec.ExtraFiles...)
+	pass := func(f *os.File) string {
+		extra = append(extra, f)
+		return strconv.Itoa(2 + len(extra))
+	}
 	if spec.ProgramFD != nil {
-		fd := 3 + len(extra)
-		extra = append(append([]*os.File(nil), extra...), spec.ProgramFD)
-		if !spec.RunFD {
-			args = append(args, "--ro-bind-fd", strconv.Itoa(fd), spec.Program)
+		fd := pass(spec.ProgramFD)
+		if spec.RunFD {
+			conf.Program = "/proc/self/fd/" + fd
+			conf.KeepFDs++
+		} else {
+			args = append(args, "--ro-bind-fd", fd, spec.Program)
+			conf.ReadOnly = append(conf.ReadOnly, spec.Program)
+		}
+	}
+	args = append(args, "--ro-bind-fd", pass(exe), initPath)
+	for _, b := range spec.Binds {
+		if b.Write {
+			args = append(args, "--bind-fd", pass(b.Dir), b.Path)
+			conf.ReadWrite = append(conf.ReadWrite, b.Path)
+		} else {
+			args = append(args, "--ro-bind-fd", pass(b.Dir), b.Path)
+			conf.ReadOnly = append(conf.ReadOnly, b.Path)
+		}
+	}
+	env := spec.Env
+	if spec.ProxySocket != "" {
+		sock := proxyDir + "/socket"
+		args = append(args, "--ro-bind", spec.ProxySocket, sock)
+		conf.Proxy = sock
+		conf.Sockets = []string{proxyDir}
+		conf.ReadOnly = append(conf.ReadOnly, initPath) // the init's second stage
+		env = proxyEnv(env)
+	}
+	if n := spec.Limits.Processes; n > 0 {
+		procs, err := processCgroup(n)
+		switch {
+		case err == nil:
+			args = append(args, "--bind", procs, cgroupPath)
+			conf.Cgroup = cgroupPath
+		case os.Geteuid() != 0:
+			conf.NPROC = true
+		default:
+			return nil, fmt.Errorf("sandbox: Limits.Processes: cannot be held on this machine: capgate runs as root, where RLIMIT_NPROC does not bind, and no cgroup can be made (%v)", err)
 		}
 	}
 	// Hidden last: a later mount covers what the binds above show.
 	shown := append(append([]string(nil), spec.Writable...), spec.ReadOnly...)
+	for _, b := range spec.Binds {
+		shown = append(shown, b.Path)
+	}
 	for _, p := range spec.Hidden {
 		fi, err := os.Stat(p)
 		switch {
@@ -228,15 +359,32 @@ func (s *Sandbox) Command(spec Spec) (*exec.Cmd, error) {
 			args = append(args, "--ro-bind", "/dev/null", p)
 		}
 	}
-	// The sandbox's own root, and the folders bwrap made in it, are read-only too: the only
-	// places a program writes are Writable and the in-memory /tmp.
-	run := spec.Program
-	if spec.ProgramFD != nil && spec.RunFD {
-		run = "/proc/self/fd/" + strconv.Itoa(3+len(spec.ExtraFiles))
+	enc, err := conf.encode()
+	if err != nil {
+		return nil, err
 	}
-	args = append(args, "--remount-ro", "/", "--chdir", spec.Dir, "--", run)
+	// The sandbox's own root, and the folders bwrap made in it, are read-only too: the only
+	// places a program writes are Writable, read-write Binds and the in-memory /tmp.
+	// The program's argv[0] is the path it runs from, as bwrap gave it before the init.
+	args = append(args, "--remount-ro", "/", "--chdir", spec.Dir, "--", initPath, enc, conf.Program)
 	args = append(args, spec.Args[1:]...)
-	return &exec.Cmd{Path: s.bwrap, Args: args, Env: spec.Env, ExtraFiles: extra}, nil
+	return &exec.Cmd{Path: s.bwrap, Args: args, Env: env, ExtraFiles: extra}, nil
+}
+
+// proxyEnv returns env with the proxy's variables set to the init's forwarder.
+func proxyEnv(env []string) []string {
+	names := []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}
+	out := make([]string, 0, len(env)+len(names))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(names, k) {
+			out = append(out, kv)
+		}
+	}
+	for _, n := range names {
+		out = append(out, n+"="+proxyURL)
+	}
+	return out
 }
 
 // check reports the first field of the spec that is not usable.
@@ -248,8 +396,22 @@ func (spec Spec) check() error {
 		return errors.New("sandbox: Args: must hold the program's name")
 	case !filepath.IsAbs(spec.Dir) || strings.ContainsRune(spec.Dir, 0):
 		return errors.New("sandbox: Dir: must be an absolute path")
-	case len(spec.Writable)+len(spec.ReadOnly)+len(spec.Hidden) > MaxPaths:
+	case len(spec.Writable)+len(spec.ReadOnly)+len(spec.Hidden)+len(spec.Binds) > MaxPaths:
 		return fmt.Errorf("sandbox: more than %d paths to bind or hide", MaxPaths)
+	case spec.Limits.MemoryBytes < 0, spec.Limits.CPUSeconds < 0, spec.Limits.Processes < 0, spec.Limits.OpenFiles < 0:
+		return errors.New("sandbox: Limits: must not be negative")
+	case spec.ProxySocket != "" && (!filepath.IsAbs(spec.ProxySocket) || strings.ContainsRune(spec.ProxySocket, 0)):
+		return errors.New("sandbox: ProxySocket: must be an absolute path")
+	}
+	for i, b := range spec.Binds {
+		switch {
+		case !filepath.IsAbs(b.Path) || filepath.Clean(b.Path) != b.Path || b.Path == "/" || strings.ContainsRune(b.Path, 0):
+			return fmt.Errorf("sandbox: Binds[%d].Path: must be a clean absolute path other than /", i)
+		case b.Path == "/run/capgate" || strings.HasPrefix(b.Path, "/run/capgate/"):
+			return fmt.Errorf("sandbox: Binds[%d].Path: /run/capgate is the sandbox's own", i)
+		case b.Dir == nil:
+			return fmt.Errorf("sandbox: Binds[%d].Dir: must be an open folder", i)
+		}
 	}
 	for name, ps := range map[string][]string{"Writable": spec.Writable, "ReadOnly": spec.ReadOnly, "Hidden": spec.Hidden} {
 		for i, p := range ps {

@@ -69,6 +69,8 @@ func helper(args []string) int {
 		if _, err := f.WriteString("through the descriptor"); err != nil {
 			fmt.Println("no descriptor")
 		}
+	default:
+		return confineHelper(args)
 	}
 	return 0
 }

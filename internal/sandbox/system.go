@@ -28,9 +28,8 @@ var systemEtc = []string{
 }
 
 // systemView returns bwrap's arguments for the system's read-only view, read from this
-// machine once.
-func systemView() []string {
-	var args []string
+// machine once, and the paths it binds (for Landlock, which allows the same).
+func systemView() (args, bound []string) {
 	for _, p := range systemRoots {
 		fi, err := os.Lstat(p)
 		if err != nil {
@@ -45,21 +44,21 @@ func systemView() []string {
 			continue
 		}
 		if fi.IsDir() {
-			args = append(args, "--ro-bind", p, p)
+			args, bound = append(args, "--ro-bind", p, p), append(bound, p)
 		}
 	}
 	for _, p := range systemEtc {
 		if _, err := os.Lstat(p); err == nil {
-			args = append(args, "--ro-bind", p, p)
+			args, bound = append(args, "--ro-bind", p, p), append(bound, p)
 		}
 	}
 	// Python versions keep their site configuration in /etc/python3.N.
 	if ms, err := filepath.Glob("/etc/python3.*"); err == nil {
 		for _, p := range ms {
-			args = append(args, "--ro-bind", p, p)
+			args, bound = append(args, "--ro-bind", p, p), append(bound, p)
 		}
 	}
-	return args
+	return args, bound
 }
 
 // visible reports whether p lies in the system's view or under one of roots: only there can a

@@ -1,0 +1,16 @@
+//go:build !linux
+
+package sandbox
+
+import "errors"
+
+// The sandbox needs Linux; elsewhere Open refuses ModeOn, and these are never reached.
+
+// LandlockABI returns 0: Landlock is Linux's.
+func LandlockABI() int { return 0 }
+
+func runInit(initConfig, []string) { initFail("the sandbox runs on Linux only") }
+
+func processCgroup(int64) (string, error) { return "", errors.New("cgroups are Linux's") }
+
+func cgroupReport() (string, bool) { return "cgroups are Linux's", false }
