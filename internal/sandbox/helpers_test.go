@@ -157,6 +157,33 @@ func confineHelper(args []string) int {
 		_ = c.(*net.TCPConn).CloseWrite()
 		b, _ := io.ReadAll(c)
 		fmt.Printf("%s\n", b)
+	case "proxymany": // proxymany N: N connections through the proxy at once
+		n, _ := strconv.Atoi(args[1])
+		addr := strings.TrimPrefix(os.Getenv("HTTP_PROXY"), "http://")
+		answered := make(chan bool, n)
+		for i := range n {
+			go func() {
+				c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+				if err != nil {
+					answered <- false
+					return
+				}
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+				msg := "m" + strconv.Itoa(i)
+				_, _ = c.Write([]byte(msg))
+				_ = c.(*net.TCPConn).CloseWrite()
+				b, _ := io.ReadAll(c)
+				answered <- string(b) == "echo: "+msg
+			}()
+		}
+		ok := 0
+		for range n {
+			if <-answered {
+				ok++
+			}
+		}
+		fmt.Println(ok, "answered")
 	case "serve": // serve DIR: leave traces for another sandbox, then wait for stdin to close
 		_ = os.WriteFile("/tmp/mine", []byte("secret of the first"), 0o644)
 		_ = os.WriteFile(args[1]+"/mine", []byte("secret of the first"), 0o644)
