@@ -20,12 +20,35 @@
 //     one of those folders holds them: capgate hides its data folder, its keys and its
 //     configuration this way.
 //
-// What cannot be enforced is refused: Open fails when bwrap is missing or cannot make its
-// namespaces here (no user namespaces, a seccomp policy that forbids them), and capgate then
-// does not run the apps that need it. The opt-out, ModeOffUnsafe (capgate serve
-// --sandbox=off-unsafe), runs programs directly with capgate's own user, files and network,
-// and says so.
+// Inside, as a second layer, capgate's own executable runs first as the sandbox's init
+// (init.go; MaybeRunInit, which this package's init function calls): it joins the sandbox's
+// cgroup, sets Spec.Limits, restricts the file system with Landlock to the same set bwrap
+// shows (best effort, to the ABI the kernel offers: LandlockABI), installs a seccomp filter
+// (seccomp_linux.go says what it refuses and why), closes every descriptor the program is not
+// given, and executes the program, so that no capgate code stays in its process. With
+// Spec.ProxySocket it stays instead, as the program's parent, forwarding the sandbox's
+// 127.0.0.1:ProxyPort to the egress proxy's unix socket (forward.go).
 //
-// Not yet here: Landlock and a seccomp filter inside the sandbox, and an egress proxy as its
-// only network (the egress issue builds them on this package).
+// Unix sockets: a program reaches only those capgate hands in. A pathname socket is reached
+// through the file system, and the sandbox sees only the system's view and the folders the
+// spec binds (a provider's socket folder, the proxy's socket); an abstract socket belongs to a
+// network namespace, and the sandbox has its own (and Landlock, from ABI 6, scopes abstract
+// sockets to the sandbox as well); any other is a descriptor capgate passed. So the filter
+// does not tell unix sockets apart: it refuses every family but unix, IPv4 and IPv6, and a
+// program that listens on a unix socket in its folder, as a go-plugin provider does, works.
+//
+// Filesystem intents (intents.go) are bound at their paths from the app's own folder in
+// capgate's data folder, DATA/sandbox/<app id>, made on demand.
+//
+// What cannot be enforced is refused: Open fails when bwrap is missing or cannot make its
+// namespaces here (no user namespaces, a seccomp policy that forbids them), or when the init
+// cannot confine a program, and capgate then does not run the apps that need it; Command
+// refuses Limits.Processes where nothing can hold it (ProcessLimit says). The opt-out,
+// ModeOffUnsafe (capgate serve --sandbox=off-unsafe), runs programs directly with capgate's
+// own user, files and network, and says so.
+//
+// Known gaps: the sandbox's pid 1 is bwrap's own, whose command line (/proc/1/cmdline) shows
+// the host paths of the spec's binds; a program under the proxy forwarder may read capgate's
+// executable (the init's second stage runs it); a process's memory budget is per process, not
+// per sandbox (no memory cgroup yet).
 package sandbox

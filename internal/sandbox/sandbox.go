@@ -138,7 +138,7 @@ func (s *Sandbox) probe(ctx context.Context) error {
 		if len(msg) > maxProbeOutput {
 			msg = msg[:maxProbeOutput]
 		}
-		return fmt.Errorf("%w: %s cannot make its namespaces here (%s): user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces) or forbidden by AppArmor; run with --sandbox=off-unsafe to run programs unconfined", ErrUnavailable, s.bwrap, msg)
+		return fmt.Errorf("%w: %s cannot start a confined program here (%s): user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces) or forbidden by AppArmor; run with --sandbox=off-unsafe to run programs unconfined", ErrUnavailable, s.bwrap, msg)
 	}
 	return nil
 }
