@@ -235,3 +235,30 @@ func TestOnlyGivenDescriptors(t *testing.T) {
 		t.Errorf("descriptors in the program: %v", got)
 	}
 }
+
+// What programs on someone's behalf do still works under both layers: git in a writable
+// folder, Python's multiprocessing (semaphores in /dev/shm, pipes, forks), threads and
+// subprocesses, tar into /tmp.
+func TestRealProgramsRun(t *testing.T) {
+	s := sandboxtest.Open(t)
+	for _, p := range []string{"/usr/bin/git", "/usr/bin/python3", "/usr/bin/tar"} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("%s is not installed", p)
+		}
+	}
+	ws := t.TempDir()
+	sp := shell(`cd ` + ws + ` && export HOME=` + ws + ` && git init -q r && cd r && echo a > f && git add f &&
+git -c user.email=a@b.test -c user.name=n commit -qm x && git log --oneline | wc -l &&
+/usr/bin/python3 -c "
+import multiprocessing as mp, threading, subprocess
+def f(x): return x * x
+if __name__ == '__main__':
+    with mp.Pool(2) as p: print(sum(p.map(f, range(10))))
+    t = threading.Thread(target=print, args=('thread',)); t.start(); t.join()
+    print(subprocess.run(['echo', 'sub'], capture_output=True, text=True).stdout.strip())
+" && tar czf /tmp/t.tgz -C ` + ws + ` r && echo tar`)
+	sp.Writable = []string{ws}
+	if got := run(t, s, sp); got != "1\n285\nthread\nsub\ntar\n" {
+		t.Errorf("real programs: %q", got)
+	}
+}
