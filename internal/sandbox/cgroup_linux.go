@@ -93,6 +93,8 @@ func findCgroups() *cgroups {
 		} else {
 			g.version = 1
 		}
+		// Made to learn that it can be; newCgroup makes it again when needed.
+		_ = os.Remove(base)
 		g.base = base
 		return g
 	}
@@ -242,9 +244,19 @@ func (g *cgroups) newCgroup(max int64) (string, error) {
 		return "", errors.New(g.why)
 	}
 	g.mu.Lock()
+	defer g.mu.Unlock()
+	// The reaper removes the base when no sandbox is left, so that a capgate that exits
+	// leaves nothing behind; make it again.
+	if err := os.Mkdir(g.base, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", err
+	}
+	if g.version == 2 {
+		if err := enablePids(g.base); err != nil {
+			return "", err
+		}
+	}
 	g.n++
 	dir := filepath.Join(g.base, strconv.FormatUint(g.n, 10))
-	g.mu.Unlock()
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return "", err
 	}
@@ -252,13 +264,11 @@ func (g *cgroups) newCgroup(max int64) (string, error) {
 		_ = os.Remove(dir)
 		return "", err
 	}
-	g.mu.Lock()
 	g.live[dir] = &liveCgroup{made: time.Now()}
 	if !g.reaping {
 		g.reaping = true
 		go g.reap()
 	}
-	g.mu.Unlock()
 	return filepath.Join(dir, "cgroup.procs"), nil
 }
 
@@ -284,6 +294,7 @@ func (g *cgroups) reap() {
 			}
 		}
 		if len(g.live) == 0 {
+			_ = os.Remove(g.base)
 			g.reaping = false
 			g.mu.Unlock()
 			return
