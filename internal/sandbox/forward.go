@@ -12,9 +12,6 @@ import (
 // HTTPS_PROXY; the forwarder reads nothing of what crosses it, so the proxy, outside, sees
 // exactly what the program sent and decides alone.
 
-// proxyURL is the proxy's address as the program's environment gives it.
-var proxyURL = "http://127.0.0.1:" + strconv.Itoa(ProxyPort)
-
 // listenProxy listens where the program is told the proxy is.
 func listenProxy() (net.Listener, error) {
 	return net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(ProxyPort))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -62,6 +63,13 @@ func TestProxyForwarder(t *testing.T) {
 	}
 	if strings.Contains(env, "evil.test") {
 		t.Errorf("the spec's own proxy is left: %q", env)
+	}
+	// A proxy credential travels in the URL, escaped.
+	sp = self(t, "env")
+	sp.ProxySocket = sock
+	sp.ProxyUser = url.UserPassword("capgate", "cred/with:odd@chars")
+	if env := run(t, s, sp); !strings.Contains(env, "HTTPS_PROXY=http://capgate:cred%2Fwith%3Aodd%40chars@127.0.0.1:3128\n") {
+		t.Errorf("the proxy's credential in the environment: %q", env)
 	}
 	// The program is the init's child, and its status is the sandbox's.
 	sp = self(t, "exit", "7")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -190,6 +191,11 @@ type Spec struct {
 	// signal sent to the sandbox's process reaches it. Without ProxySocket the program has no
 	// network but its loopback.
 	ProxySocket string
+	// ProxyUser, with ProxySocket, is put in the proxy variables' URL as its user
+	// information (http://USER:PASSWORD@127.0.0.1:ProxyPort), which HTTP clients send the
+	// proxy as Proxy-Authorization: the egress proxy's credential for this sandbox. Nil puts
+	// none. The forwarder carries it as any other byte; it never reads it.
+	ProxyUser *url.Userinfo
 }
 
 // Bind is a folder of the host shown in the sandbox at another path.
@@ -329,7 +335,7 @@ func (s *Sandbox) Command(spec Spec) (*exec.Cmd, error) {
 		conf.Proxy = sock
 		conf.Sockets = []string{proxyDir}
 		conf.ReadOnly = append(conf.ReadOnly, initPath) // the init's second stage
-		env = proxyEnv(env)
+		env = proxyEnv(env, spec.ProxyUser)
 	}
 	if n := spec.Limits.Processes; n > 0 {
 		procs, err := processCgroup(n)
@@ -371,8 +377,10 @@ func (s *Sandbox) Command(spec Spec) (*exec.Cmd, error) {
 	return &exec.Cmd{Path: s.bwrap, Args: args, Env: env, ExtraFiles: extra}, nil
 }
 
-// proxyEnv returns env with the proxy's variables set to the init's forwarder.
-func proxyEnv(env []string) []string {
+// proxyEnv returns env with the proxy's variables set to the init's forwarder, with user as
+// the URL's user information when not nil.
+func proxyEnv(env []string, user *url.Userinfo) []string {
+	u := url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(ProxyPort), User: user}
 	names := []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}
 	out := make([]string, 0, len(env)+len(names))
 	for _, kv := range env {
@@ -382,7 +390,7 @@ func proxyEnv(env []string) []string {
 		}
 	}
 	for _, n := range names {
-		out = append(out, n+"="+proxyURL)
+		out = append(out, n+"="+u.String())
 	}
 	return out
 }
