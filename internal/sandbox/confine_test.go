@@ -262,3 +262,30 @@ if __name__ == '__main__':
 		t.Errorf("real programs: %q", got)
 	}
 }
+
+// A caller that closes the command's ExtraFiles once it has started (the tool servers' does)
+// closes nothing the next command needs.
+func TestClosingExtraFilesAfterStart(t *testing.T) {
+	s := sandboxtest.Open(t)
+	for i := range 3 {
+		cmd, err := s.Command(shell("echo run"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range cmd.ExtraFiles {
+			f.Close()
+		}
+		b := make([]byte, 16)
+		n, _ := out.Read(b)
+		if err := cmd.Wait(); err != nil || string(b[:n]) != "run\n" {
+			t.Fatalf("run %d after closing the last one's files: %q %v", i, b[:n], err)
+		}
+	}
+}

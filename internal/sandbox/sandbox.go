@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // Mode says whether programs run sandboxed.
@@ -179,6 +181,9 @@ type Spec struct {
 	Hidden []string
 	// ExtraFiles are passed to the program as descriptors 3, 4, ... as exec.Cmd.ExtraFiles
 	// does; bwrap and the init pass them through. No other descriptor reaches the program.
+	// The command's ExtraFiles hold these, then files of Command's own (ProgramFD, the
+	// init's executable, the Binds' folders): a caller may close them all once the command
+	// has started.
 	ExtraFiles []*os.File
 	// Limits bound what the program may use; the zero Limits sets none.
 	Limits Limits
@@ -246,8 +251,24 @@ func (s *Sandbox) ProcessLimit() (string, bool) {
 	return how, ok
 }
 
-// initExe is capgate's executable, opened once for every sandbox's init.
+// initExe is capgate's executable, opened once: the file every sandbox's init runs, even when
+// an upgrade has replaced it on disk since.
 var initExe = sync.OnceValues(func() (*os.File, error) { return os.Open("/proc/self/exe") })
+
+// initFile returns a descriptor of initExe of the command's own: callers close the
+// command's ExtraFiles once it has started (and one that does not leaves it to the garbage
+// collector, as any *os.File), which must not close the one every command shares.
+func initFile() (*os.File, error) {
+	exe, err := initExe()
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.FcntlInt(exe.Fd(), unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), initPath), nil
+}
 
 // Command returns the command that runs spec in the sandbox (bwrap and its arguments, or,
 // when the sandbox does not enforce, the program itself in spec.Dir), for the caller to
@@ -270,7 +291,7 @@ func (s *Sandbox) Command(spec Spec) (*exec.Cmd, error) {
 		}
 		return cmd, nil
 	}
-	exe, err := initExe()
+	exe, err := initFile()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: capgate's own executable, for the sandbox's init: %w", err)
 	}
