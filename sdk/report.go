@@ -3,7 +3,11 @@ package sdk
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/url"
 	"sync"
 
 	"github.com/capgate/capgate/manifest"
@@ -33,6 +37,9 @@ type Report struct {
 	DryRun bool
 	// Progress, when not nil, receives progress reports (ReportProgress).
 	Progress func(message string, fraction float64)
+	// EgressProxy is the proxy the call's network requests go through, with the call's own
+	// credential ("": the call has no network). HTTPClient uses it.
+	EgressProxy string
 	// Credential, when not nil, asks the host for a handle to a credential intent
 	// (RequestCredential).
 	Credential func(ctx context.Context, intent string) (string, error)
@@ -101,6 +108,45 @@ func ReportProgress(ctx context.Context, message string, fraction float64) {
 		r.Progress(message, fraction)
 	}
 }
+
+// HTTPClient returns the client a handler makes the call's network requests with: through the
+// host's egress proxy, which lets it reach only the capability's declared network_intents,
+// resolves each name once and refuses special-purpose addresses. Outside such a call (no proxy
+// for it) the client reaches nothing. A request carrying a credential handle
+// (RequestCredential) goes to http://HOST/PATH with the handle in the CredentialHeader: the
+// proxy opens the TLS connection to HOST itself and adds the secret there.
+func HTTPClient(ctx context.Context) *http.Client {
+	r := reportOf(ctx)
+	var proxy *url.URL
+	if r != nil && r.EgressProxy != "" {
+		proxy, _ = url.Parse(r.EgressProxy)
+	}
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy: func(*http.Request) (*url.URL, error) {
+				if proxy == nil {
+					return nil, errNoNetwork
+				}
+				return proxy, nil
+			},
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				// Only the proxy is ever dialled.
+				if proxy == nil || addr != proxy.Host {
+					return nil, errNoNetwork
+				}
+				var d net.Dialer
+				return d.DialContext(ctx, network, addr)
+			},
+			MaxIdleConnsPerHost: 4,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// CredentialHeader is the request header that carries a credential handle to the egress proxy.
+const CredentialHeader = "Capgate-Credential"
+
+var errNoNetwork = errors.New("sdk: this call has no network: its capability declares no network_intents")
 
 // RequestCredential asks the host for a handle to the credential intent, one the calling
 // capability declares in its credential_intents and the call's grant allows. The handle is

@@ -62,7 +62,7 @@ func TestRequestCredential(t *testing.T) {
 		}
 	}
 	out := ask("echo.api")
-	if out["handle"] != "" || !strings.Contains(out["credential_error"].(string), "not issued yet") {
+	if out["handle"] != "" || !strings.Contains(out["credential_error"].(string), "no credential handle") {
 		t.Errorf("a declared intent: %v", out)
 	}
 	mu.Lock()

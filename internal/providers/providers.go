@@ -49,6 +49,10 @@ type Config struct {
 	// Sandbox confines the provider; nil runs it with capgate's own user, files and network,
 	// which only --sandbox=off-unsafe allows.
 	Sandbox *sandbox.Sandbox
+	// Egress, when set, is the provider's network: the egress proxy, on a socket of its own
+	// bound into its sandbox; each call reaches only its capability's network_intents. Nil:
+	// the provider has no network.
+	Egress *Egress
 	// OnCredential, when set, is told of each credential a provider asked for and was
 	// refused: the capability, the intent (only when it is one the capability declares: the
 	// provider's other text is not passed on) and whether it was declared.
@@ -103,6 +107,8 @@ type Process struct {
 	run    *procRunner // the running process of pc
 	// stopped, once set, is why the provider is stopped for good (ErrOverreach).
 	stopped error
+	// egressSocket is the socket the egress proxy is served on for it, "" for none.
+	egressSocket string
 	why     error // why it is not up (nil while up, or before the first start)
 	up      bool
 	starts  int
@@ -157,6 +163,15 @@ func (p *Process) Close() error {
 
 func (p *Process) supervise() {
 	defer close(p.done)
+	if p.cfg.Egress != nil {
+		path, stop, err := p.cfg.Egress.listen()
+		if err != nil {
+			p.log.Warn("the provider gets no network: its egress socket cannot be made", "err", err)
+		} else {
+			p.egressSocket = path
+			defer stop()
+		}
+	}
 	defer p.once.Do(func() { close(p.started) })
 	backoff := MinBackoff
 	for {
@@ -310,7 +325,7 @@ func (p *Process) start() (*plugin.Client, error) {
 		HandshakeConfig:     provider.Handshake,
 		VersionedPlugins:    provider.Plugins(nil),
 		SkipHostEnv:         true,
-		RunnerFunc:          runnerFunc(p.log, p.cfg, func(r *procRunner) { run = r }),
+		RunnerFunc:          runnerFunc(p.log, p.cfg, p.egressSocket, func(r *procRunner) { run = r }),
 		AllowedProtocols:    []plugin.Protocol{plugin.ProtocolGRPC},
 		GRPCBrokerMultiplex: true,
 		GRPCDialOptions:     provider.DialOptions(),
@@ -353,14 +368,14 @@ func (p *Process) start() (*plugin.Client, error) {
 	return pc, nil
 }
 
-// errNoCredentials is why a declared credential intent gets no handle yet: handles are honoured
-// only by capgate's egress proxy, which provider sandboxes do not have yet.
-const errNoCredentials = "credential handles are not issued yet: only capgate's egress proxy would honour one, and provider sandboxes have no network"
+// errNoCredentials is why a declared credential intent gets no handle: handles are honoured only
+// by capgate's egress proxy, and this provider has none.
+const errNoCredentials = "no credential handle: this provider has no network (capgate's egress proxy, which alone honours handles, is not serving it)"
 
 // credential decides a provider's RequestCredential: an intent the calling capability does not
 // declare is refused as permission_denied; a declared one gets no handle yet (errNoCredentials).
 // Both are told to OnCredential.
-func (p *Process) credential(_ context.Context, capabilityID, intent string) (string, error) {
+func (p *Process) credential(ctx context.Context, capabilityID, callID, intent string) (string, error) {
 	c := p.cfg.Manifest.Manifest().Capability(capabilityID)
 	declared := c != nil && slices.Contains(c.CredentialIntents, intent)
 	if p.cfg.OnCredential != nil {
@@ -374,7 +389,15 @@ func (p *Process) credential(_ context.Context, capabilityID, intent string) (st
 		p.log.Warn("a provider asked for a credential its capability does not declare", "capability", capabilityID)
 		return "", sdk.PermissionDenied("the capability does not declare this credential intent in its credential_intents")
 	}
-	return "", sdk.PermissionDenied(errNoCredentials)
+	if p.cfg.Egress == nil {
+		return "", sdk.PermissionDenied(errNoCredentials)
+	}
+	h, err := p.cfg.Egress.handle(ctx, p.cfg.Manifest.Manifest().AppID, c, callID, intent)
+	if err != nil {
+		// egress's errors name the rule, never the secret.
+		return "", sdk.PermissionDenied("no handle for this credential intent: " + err.Error())
+	}
+	return h, nil
 }
 
 // sameManifest checks that the manifest the provider reports is the installed one, byte for
@@ -493,7 +516,23 @@ func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, 
 		return sdk.Result{}, sdk.NotFound(id)
 	}
 	dry := sdk.IsDryRun(ctx)
-	out, err := c.Invoke(ctx, id, params, ic, dry, func(m string, f float64) { sdk.ReportProgress(ctx, m, f) })
+	opts := provider.InvokeOptions{DryRun: dry, Progress: func(m string, f float64) { sdk.ReportProgress(ctx, m, f) }}
+	var endEgress func() error
+	if e := h.p.cfg.Egress; e != nil && h.p.egressSocket != "" {
+		u, end, err := e.open(h.p.cfg.Manifest.Manifest().AppID, capability, ic.CallID, dry)
+		if err != nil {
+			return sdk.Result{}, sdk.ExecutionFailed("the call's network could not be opened", true)
+		}
+		opts.EgressProxy, endEgress = u, end
+	}
+	out, err := c.InvokeWith(ctx, id, params, ic, opts)
+	if endEgress != nil {
+		if broke := endEgress(); broke != nil {
+			// Observed by capgate itself, not on the provider's word.
+			h.p.stopFor(fmt.Errorf("%w: %s", ErrOverreach, broke))
+			return sdk.Result{}, sdk.ExecutionFailed(broke.Error(), false)
+		}
+	}
 	if errors.Is(err, provider.ErrIgnoredCancellation) {
 		// It works on past the deadline: killed, and started again by its supervision.
 		h.p.log.Warn("provider ignored a call's deadline; killing it", "capability", id)

@@ -49,7 +49,7 @@ var _ runner.Runner = (*procRunner)(nil)
 // With cfg.Digest set, the program run is a sealed copy of cfg.Command whose digest was
 // checked (sealedProgram), run through the child's own descriptor of it: the file checked is
 // the file executed.
-func runnerFunc(log *slog.Logger, cfg Config, made func(*procRunner)) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
+func runnerFunc(log *slog.Logger, cfg Config, egressSocket string, made func(*procRunner)) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
 	return func(_ hclog.Logger, plug *exec.Cmd, socketDir string) (runner.Runner, error) {
 		box := cfg.Sandbox
 		if box == nil {
@@ -68,6 +68,8 @@ func runnerFunc(log *slog.Logger, cfg Config, made func(*procRunner)) func(hclog
 			spec.Dir = cfg.Dir
 			spec.ReadOnly = []string{cfg.Dir}
 		}
+		// The egress proxy's socket: the sandbox's 127.0.0.1:sandbox.ProxyPort reaches it.
+		spec.ProxySocket = egressSocket
 		var program *os.File
 		if cfg.Digest != "" {
 			var err error

@@ -30,9 +30,9 @@ type Client struct {
 	inCalls map[string]string // the calls in flight, by call id: their capability id
 }
 
-// Credentials decides a provider's RequestCredential for a call of capabilityID: the handle,
-// or the *sdk.Error that refuses it. intent is the provider's text, untrusted.
-type Credentials func(ctx context.Context, capabilityID, intent string) (string, error)
+// Credentials decides a provider's RequestCredential for the call callID of capabilityID: the
+// handle, or the *sdk.Error that refuses it. intent is the provider's text, untrusted.
+type Credentials func(ctx context.Context, capabilityID, callID, intent string) (string, error)
 
 // ServeCredentials has the host answer the provider's RequestCredential with creds, on the
 // calls made after it. Without it the provider is offered no credentials.
@@ -66,7 +66,7 @@ func (h *hostServer) RequestCredential(ctx context.Context, req *providerv1.Requ
 	if !ok || creds == nil {
 		return &providerv1.RequestCredentialResponse{Error: errorOf(sdk.PermissionDenied("no call of this provider is in flight with this call id"))}, nil
 	}
-	handle, err := creds(ctx, capability, req.Intent)
+	handle, err := creds(ctx, capability, req.CallId, req.Intent)
 	if err != nil {
 		return &providerv1.RequestCredentialResponse{Error: errorOf(err)}, nil
 	}
@@ -136,7 +136,23 @@ type Outcome struct {
 // kill it. A call ctx cancels for another reason (the agent went away) ends at once.
 func (c *Client) Invoke(ctx context.Context, capabilityID string, params json.RawMessage, ic sdk.InvocationContext, dryRun bool,
 	progress func(message string, fraction float64)) (Outcome, error) {
-	req := &providerv1.InvokeRequest{CapabilityId: capabilityID, Params: params, Context: contextPB(ic), DryRun: dryRun}
+	return c.InvokeWith(ctx, capabilityID, params, ic, InvokeOptions{DryRun: dryRun, Progress: progress})
+}
+
+// InvokeOptions are the options of one call (InvokeWith).
+type InvokeOptions struct {
+	DryRun bool
+	// Progress, when not nil, receives the provider's progress reports.
+	Progress func(message string, fraction float64)
+	// EgressProxy is the proxy the call's network requests go through, with the call's own
+	// credential ("": the call has no network).
+	EgressProxy string
+}
+
+// InvokeWith is Invoke with the call's options.
+func (c *Client) InvokeWith(ctx context.Context, capabilityID string, params json.RawMessage, ic sdk.InvocationContext, o InvokeOptions) (Outcome, error) {
+	progress := o.Progress
+	req := &providerv1.InvokeRequest{CapabilityId: capabilityID, Params: params, Context: contextPB(ic), DryRun: o.DryRun, EgressProxy: o.EgressProxy}
 	id, done := c.inFlight(ic.CallID, capabilityID)
 	defer done()
 	req.HostService = id

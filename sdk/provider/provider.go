@@ -166,7 +166,7 @@ func (s *server) Invoke(req *providerv1.InvokeRequest, stream providerv1.Provide
 		defer sendMu.Unlock()
 		return stream.Send(ev)
 	}
-	rep := &sdk.Report{DryRun: req.DryRun, Progress: func(message string, fraction float64) {
+	rep := &sdk.Report{DryRun: req.DryRun, EgressProxy: req.EgressProxy, Progress: func(message string, fraction float64) {
 		_ = send(&providerv1.InvokeEvent{Event: &providerv1.InvokeEvent_Progress{Progress: &providerv1.Progress{Message: message, Fraction: fraction}}})
 	}}
 	if id := req.HostService; id != 0 && s.broker != nil {

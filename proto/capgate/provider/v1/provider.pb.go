@@ -312,8 +312,13 @@ type InvokeRequest struct {
 	// grace period longer, so that a provider that stops at the deadline can still say so; one
 	// that does not stop within the grace is killed and started again.
 	DeadlineUnixMs int64 `protobuf:"varint,6,opt,name=deadline_unix_ms,json=deadlineUnixMs,proto3" json:"deadline_unix_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// egress_proxy is the proxy the call's network requests go through, with the call's own
+	// credential: "http://capgate:CREDENTIAL@127.0.0.1:PORT" (empty: the call has no network).
+	// It reaches only the capability's declared network_intents, and is good for this call
+	// alone.
+	EgressProxy   string `protobuf:"bytes,7,opt,name=egress_proxy,json=egressProxy,proto3" json:"egress_proxy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InvokeRequest) Reset() {
@@ -386,6 +391,13 @@ func (x *InvokeRequest) GetDeadlineUnixMs() int64 {
 		return x.DeadlineUnixMs
 	}
 	return 0
+}
+
+func (x *InvokeRequest) GetEgressProxy() string {
+	if x != nil {
+		return x.EgressProxy
+	}
+	return ""
 }
 
 type InvokeEvent struct {
@@ -1147,14 +1159,15 @@ const file_capgate_provider_v1_provider_proto_rawDesc = "" +
 	"\rcapability_id\x18\x01 \x01(\tR\fcapabilityId\x12\x16\n" +
 	"\x06params\x18\x02 \x01(\fR\x06params\"T\n" +
 	"\x16ValidateParamsResponse\x12:\n" +
-	"\x05error\x18\x01 \x01(\v2$.capgate.provider.v1.CapabilityErrorR\x05error\"\xf4\x01\n" +
+	"\x05error\x18\x01 \x01(\v2$.capgate.provider.v1.CapabilityErrorR\x05error\"\x97\x02\n" +
 	"\rInvokeRequest\x12#\n" +
 	"\rcapability_id\x18\x01 \x01(\tR\fcapabilityId\x12\x16\n" +
 	"\x06params\x18\x02 \x01(\fR\x06params\x12@\n" +
 	"\acontext\x18\x03 \x01(\v2&.capgate.provider.v1.InvocationContextR\acontext\x12\x17\n" +
 	"\adry_run\x18\x04 \x01(\bR\x06dryRun\x12!\n" +
 	"\fhost_service\x18\x05 \x01(\rR\vhostService\x12(\n" +
-	"\x10deadline_unix_ms\x18\x06 \x01(\x03R\x0edeadlineUnixMs\"\x90\x01\n" +
+	"\x10deadline_unix_ms\x18\x06 \x01(\x03R\x0edeadlineUnixMs\x12!\n" +
+	"\fegress_proxy\x18\a \x01(\tR\vegressProxy\"\x90\x01\n" +
 	"\vInvokeEvent\x12;\n" +
 	"\bprogress\x18\x01 \x01(\v2\x1d.capgate.provider.v1.ProgressH\x00R\bprogress\x12;\n" +
 	"\bterminal\x18\x02 \x01(\v2\x1d.capgate.provider.v1.TerminalH\x00R\bterminalB\a\n" +
