@@ -28,10 +28,10 @@ import (
 // It needs root (network namespaces), like the tests that connect.
 func BenchmarkRequest(b *testing.B) {
 	w := newWorld(b)
-	w.dns.static("good.example.com", w.net.ns.String())
+	w.dns.static("good.example.com", w.net.NS.String())
 	tp, _ := startProxy(b, Options{
 		Resolver: DNSResolver{Server: w.dns.addr},
-		Host:     intent.Host{AllowPrivate: []netip.Prefix{w.net.prefix}},
+		Host:     intent.Host{AllowPrivate: []netip.Prefix{w.net.Prefix}},
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)), // capgate's default level: Info
 	})
 	cred, _ := tp.open(b, Call{AppID: "com.example.app", CapabilityID: "net.com.example.app.fetch", CallID: "bench",
@@ -39,7 +39,7 @@ func BenchmarkRequest(b *testing.B) {
 	direct := &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, network, netip.AddrPortFrom(w.net.ns, 80).String())
+			return d.DialContext(ctx, network, netip.AddrPortFrom(w.net.NS, 80).String())
 		},
 	}}
 	proxied := tp.client(cred, nil)
@@ -83,7 +83,7 @@ func BenchmarkRequest(b *testing.B) {
 	b.Run("direct-new", func(b *testing.B) {
 		for b.Loop() {
 			once(b, func() net.Conn {
-				c, err := net.Dial("tcp", netip.AddrPortFrom(w.net.ns, 80).String())
+				c, err := net.Dial("tcp", netip.AddrPortFrom(w.net.NS, 80).String())
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -31,23 +31,23 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	w := newWorld(t)
-	ns := w.net.ns.String()
+	ns := w.net.NS.String()
 	w.dns.static("good.example.com", ns)
 	w.dns.static("secure.example.com", ns)
 	w.dns.static("other.example.com", ns)
-	w.dns.static("six.example.com", w.net.ns6.String())
+	w.dns.static("six.example.com", w.net.NS6.String())
 	w.dns.set("rebind.example.com", func(qtype uint16, n int) []netip.Addr {
 		if qtype != dns.TypeA {
 			return nil
 		}
 		if n == 1 {
-			return []netip.Addr{w.net.ns}
+			return []netip.Addr{w.net.NS}
 		}
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 	})
 	tp, logs := startProxy(t, Options{
 		Resolver: DNSResolver{Server: w.dns.addr},
-		Host:     intent.Host{AllowPrivate: []netip.Prefix{w.net.prefix, w.net.v6}},
+		Host:     intent.Host{AllowPrivate: []netip.Prefix{w.net.Prefix, w.net.V6}},
 		RootCAs:  w.roots,
 		Credentials: []Credential{
 			{Intent: "example.api", Source: Source{File: secretFile(t)}, Destinations: []HostPort{MustParseHostPort("secure.example.com:443")}},
@@ -64,7 +64,7 @@ func newFixture(t *testing.T) *fixture {
 			MustParseHostPort("rebind.example.com:80"),
 			MustParseHostPort("six.example.com:80"),
 			MustParseHostPort(ns + ":80"),
-			MustParseHostPort("[" + w.net.ns6.String() + "]:80"),
+			MustParseHostPort("[" + w.net.NS6.String() + "]:80"),
 		},
 		Credentials: []string{"example.api", "other.api", "far.api"},
 	}
@@ -75,13 +75,13 @@ func TestDeclaredDestinationsWork(t *testing.T) {
 	f := newFixture(t)
 	cred, done := f.tp.open(t, f.call)
 	c := f.tp.client(cred, f.w.roots)
-	ns := f.w.net.ns.String()
+	ns := f.w.net.NS.String()
 	for _, u := range []string{
 		"http://good.example.com/",
 		"http://GOOD.example.com./",
 		"http://" + ns + "/",
 		"http://six.example.com/",
-		"http://[" + f.w.net.ns6.String() + "]/",
+		"http://[" + f.w.net.NS6.String() + "]/",
 		"https://secure.example.com/", // CONNECT, the client's own TLS through the tunnel
 	} {
 		resp, body := get(t, c, u)
@@ -94,8 +94,8 @@ func TestDeclaredDestinationsWork(t *testing.T) {
 	want := map[string]bool{
 		"good.example.com:80 " + ns + ":80":                                   false,
 		ns + ":80 " + ns + ":80":                                              false,
-		"six.example.com:80 [" + f.w.net.ns6.String() + "]:80":                false,
-		"[" + f.w.net.ns6.String() + "]:80 [" + f.w.net.ns6.String() + "]:80": false,
+		"six.example.com:80 [" + f.w.net.NS6.String() + "]:80":                false,
+		"[" + f.w.net.NS6.String() + "]:80 [" + f.w.net.NS6.String() + "]:80": false,
 		"secure.example.com:443 " + ns + ":443":                               false,
 	}
 	for _, o := range obs {
@@ -134,12 +134,12 @@ func TestDeclaredDestinationsWork(t *testing.T) {
 // prefix, are refused at the address.
 func TestPrivateNeedsThePolicy(t *testing.T) {
 	w := newWorld(t)
-	w.dns.static("good.example.com", w.net.ns.String())
+	w.dns.static("good.example.com", w.net.NS.String())
 	tp, _ := startProxy(t, Options{Resolver: DNSResolver{Server: w.dns.addr}})
-	call := Call{CallID: "c", Destinations: []HostPort{MustParseHostPort("good.example.com:80"), MustParseHostPort(w.net.ns.String() + ":80")}}
+	call := Call{CallID: "c", Destinations: []HostPort{MustParseHostPort("good.example.com:80"), MustParseHostPort(w.net.NS.String() + ":80")}}
 	cred, _ := tp.open(t, call)
 	c := tp.client(cred, nil)
-	for _, u := range []string{"http://good.example.com/", "http://" + w.net.ns.String() + "/"} {
+	for _, u := range []string{"http://good.example.com/", "http://" + w.net.NS.String() + "/"} {
 		resp, body := get(t, c, u)
 		if resp.StatusCode != 403 || !strings.Contains(body, "must not be a private address") {
 			t.Errorf("%s: %d %q", u, resp.StatusCode, body)
@@ -325,10 +325,10 @@ func TestCredentialInjected(t *testing.T) {
 // the system's roots the test CA is unknown, and the request fails without the secret sent.
 func TestCertificateVerified(t *testing.T) {
 	w := newWorld(t)
-	w.dns.static("secure.example.com", w.net.ns.String())
+	w.dns.static("secure.example.com", w.net.NS.String())
 	tp, logs := startProxy(t, Options{
 		Resolver:    DNSResolver{Server: w.dns.addr},
-		Host:        intent.Host{AllowPrivate: []netip.Prefix{w.net.prefix}},
+		Host:        intent.Host{AllowPrivate: []netip.Prefix{w.net.Prefix}},
 		Credentials: []Credential{{Intent: "example.api", Source: Source{File: secretFile(t)}, Destinations: []HostPort{MustParseHostPort("secure.example.com:443")}}},
 	})
 	call := Call{CallID: "c", Destinations: []HostPort{MustParseHostPort("secure.example.com:443")}, Credentials: []string{"example.api"}}

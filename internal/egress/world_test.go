@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/capgate/capgate/internal/egress/egresstest"
 )
 
 // world is the real parts of the tests that connect: a network namespace with an HTTP server
@@ -24,7 +26,7 @@ import (
 // secure.example.com and the namespace's address), on IPv4 and IPv6, and the test's DNS
 // server naming them.
 type world struct {
-	net   *testNet
+	net   *egresstest.Net
 	dns   *testDNS
 	roots *x509.CertPool
 
@@ -35,18 +37,18 @@ type world struct {
 
 func newWorld(t testing.TB) *world {
 	t.Helper()
-	w := &world{net: newTestNet(t), dns: newTestDNS(t), hits: map[string]int{}, seen: map[string]http.Header{}}
-	cert, roots := testCert(t, []string{"secure.example.com", "good.example.com"}, []netip.Addr{w.net.ns})
+	w := &world{net: egresstest.New(t), dns: newTestDNS(t), hits: map[string]int{}, seen: map[string]http.Header{}}
+	cert, roots := testCert(t, []string{"secure.example.com", "good.example.com"}, []netip.Addr{w.net.NS})
 	w.roots = roots
-	for _, a := range []netip.Addr{w.net.ns, w.net.ns6} {
+	for _, a := range []netip.Addr{w.net.NS, w.net.NS6} {
 		for _, port := range []uint16{80, 81} {
-			l := w.net.listen(t, netip.AddrPortFrom(a, port))
+			l := w.net.Listen(t, netip.AddrPortFrom(a, port))
 			srv := &http.Server{Handler: w.handler(port), ReadHeaderTimeout: 10 * time.Second}
 			go srv.Serve(l)
 			t.Cleanup(func() { srv.Close() })
 		}
 	}
-	l := w.net.listen(t, netip.AddrPortFrom(w.net.ns, 443))
+	l := w.net.Listen(t, netip.AddrPortFrom(w.net.NS, 443))
 	srv := &http.Server{Handler: w.handler(443), ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0),
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
 	go srv.ServeTLS(l, "", "")
@@ -66,7 +68,7 @@ func (w *world) handler(port uint16) http.Handler {
 		w.mu.Unlock()
 		switch r.URL.Path {
 		case "/redirect-private":
-			http.Redirect(rw, r, fmt.Sprintf("http://%s:81/private", w.net.ns), http.StatusFound)
+			http.Redirect(rw, r, fmt.Sprintf("http://%s:81/private", w.net.NS), http.StatusFound)
 		case "/redirect-metadata":
 			http.Redirect(rw, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
 		case "/echo":

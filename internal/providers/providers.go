@@ -246,8 +246,12 @@ func (p *Process) stopFor(why error) {
 	if p.stopped == nil {
 		p.stopped = why
 	}
-	p.up, p.client = false, nil
+	first := p.why != p.stopped
+	p.up, p.client, p.why = false, nil, p.stopped
 	p.mu.Unlock()
+	if first && p.cfg.OnState != nil {
+		p.cfg.OnState(false, p.stopped)
+	}
 	p.log.Warn("provider stopped", "why", why)
 	p.kill()
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -23,7 +24,7 @@ import (
 const Manifest = `{"app_id":"org.example.echo","version":"1.0.0","manifest_version":"1.0","capabilities":[
  {"id":"tools.org.example.echo.echo","name":"Echo","description":"Answers with its params.","category":"TEXT_QUERY",
   "parameters":{"type":"object","properties":{"text":{"type":"string"}}},"returns":{"type":"object"},"side_effects":"read",
-  "credential_intents":["echo.api"]},
+  "credential_intents":["echo.api"],"network_intents":[{"host":"echo.example.com","port":80}]},
  {"id":"tools.org.example.echo.wait","name":"Wait","description":"Waits until the call's deadline.","category":"TEXT_QUERY",
   "parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"none"},
  {"id":"tools.org.example.echo.save","name":"Save","description":"Saves a text; undoable.","category":"TEXT_INPUT",
@@ -51,6 +52,14 @@ func (h handler) ValidateParams(id string, params json.RawMessage) error {
 }
 
 func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, ic sdk.InvocationContext) (sdk.Result, error) {
+	// Any capability fetches the URL its params name, through the call's egress proxy: the
+	// host decides whether that may be.
+	var f struct{ Fetch string }
+	_ = json.Unmarshal(params, &f)
+	fetched := ""
+	if f.Fetch != "" {
+		fetched = fetch(ctx, f.Fetch)
+	}
 	switch id {
 	case "tools.org.example.echo.echo":
 		sdk.ReportProgress(ctx, "echoing", 0.5)
@@ -84,6 +93,9 @@ func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, 
 				out["credential_error"] = string(se.Code) + ": " + se.Reason
 			}
 		}
+		if f.Fetch != "" {
+			out["fetched"] = fetched
+		}
 		out["hostname"], _ = os.Hostname()
 		data, _ := json.Marshal(out)
 		return sdk.Result{Success: true, Data: data}, nil
@@ -116,6 +128,21 @@ func (h handler) Undo(ctx context.Context, id, token string, ic sdk.InvocationCo
 		return sdk.ExecutionFailed("no such undo token", false)
 	}
 	return nil
+}
+
+// fetch gets url with the call's HTTP client: its body, or "error: " and the status or the
+// failure, at most a few hundred bytes.
+func fetch(ctx context.Context, url string) string {
+	resp, err := sdk.HTTPClient(ctx).Get(url)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode != 200 {
+		return fmt.Sprintf("error: HTTP %d %s", resp.StatusCode, b)
+	}
+	return string(b)
 }
 
 func jsonString(s string) string {

@@ -1,4 +1,8 @@
-package egress
+// Package egresstest makes the real network parts of the egress proxy's tests: a network
+// namespace of the test's own, joined to the test's by a veth pair, with servers listening
+// inside it on addresses that are neither loopback nor the host's. It needs root and
+// iproute2; without them a test skips saying why, and fails under CI=true.
+package egresstest
 
 import (
 	"fmt"
@@ -15,24 +19,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// testNet is a network namespace of the test's own joined to the test's namespace by a veth
+// Net is a network namespace of the test's own joined to the test's namespace by a veth
 // pair: the test's side has .1 of a 10.200.N.0/24 (and fd00:200:N::1/64), the namespace's
 // side .2 (and ::2). Servers listen inside it, on addresses that are neither loopback nor the
 // host's, so the proxy reaches them the way it reaches any destination: by routing.
-type testNet struct {
-	name   string
-	prefix netip.Prefix // the IPv4 /24
-	v6     netip.Prefix // the IPv6 /64
-	host   netip.Addr   // the test's side
-	ns     netip.Addr   // the namespace's side
-	ns6    netip.Addr
+type Net struct {
+	Name   string
+	Prefix netip.Prefix // the IPv4 /24
+	V6     netip.Prefix // the IPv6 /64
+	Host   netip.Addr   // the test's side
+	NS     netip.Addr   // the namespace's side
+	NS6    netip.Addr
 }
 
 var netSeq atomic.Int32
 
-// needNetns skips the test when it cannot make network namespaces (not root, no iproute2),
+// Need skips the test when it cannot make network namespaces (not root, no iproute2),
 // and fails it instead under CI=true, where the real parts must be there.
-func needNetns(t testing.TB) {
+func Need(t testing.TB) {
 	t.Helper()
 	why := ""
 	if os.Geteuid() != 0 {
@@ -77,13 +81,13 @@ func ipCmd(t testing.TB, args ...string) {
 	}
 }
 
-// newTestNet makes a namespace and its veth pair, removed at the end of the test.
-func newTestNet(t testing.TB) *testNet {
+// New makes a namespace and its veth pair, removed at the end of the test.
+func New(t testing.TB) *Net {
 	t.Helper()
-	needNetns(t)
+	Need(t)
 	seq := netSeq.Add(1)
 	pid := os.Getpid()
-	n := &testNet{name: fmt.Sprintf("cgegress-%d-%d", pid, seq)}
+	n := &Net{Name: fmt.Sprintf("cgegress-%d-%d", pid, seq)}
 	// A /24 of 10.200.0.0/16 that no interface of this machine uses yet.
 	out, err := exec.Command("ip", "-o", "addr").CombinedOutput()
 	if err != nil {
@@ -100,35 +104,35 @@ func newTestNet(t testing.TB) *testNet {
 	if third < 0 {
 		t.Fatal("no free /24 in 10.200.0.0/16")
 	}
-	n.prefix = netip.MustParsePrefix(fmt.Sprintf("10.200.%d.0/24", third))
-	n.host = netip.MustParseAddr(fmt.Sprintf("10.200.%d.1", third))
-	n.ns = netip.MustParseAddr(fmt.Sprintf("10.200.%d.2", third))
-	n.v6 = netip.MustParsePrefix(fmt.Sprintf("fd00:200:%x::/64", third))
-	n.ns6 = netip.MustParseAddr(fmt.Sprintf("fd00:200:%x::2", third))
+	n.Prefix = netip.MustParsePrefix(fmt.Sprintf("10.200.%d.0/24", third))
+	n.Host = netip.MustParseAddr(fmt.Sprintf("10.200.%d.1", third))
+	n.NS = netip.MustParseAddr(fmt.Sprintf("10.200.%d.2", third))
+	n.V6 = netip.MustParsePrefix(fmt.Sprintf("fd00:200:%x::/64", third))
+	n.NS6 = netip.MustParseAddr(fmt.Sprintf("fd00:200:%x::2", third))
 	va, vb := fmt.Sprintf("cge%da%d", pid%100000, seq), fmt.Sprintf("cge%db%d", pid%100000, seq)
 
-	ipCmd(t, "netns", "add", n.name)
+	ipCmd(t, "netns", "add", n.Name)
 	t.Cleanup(func() {
 		exec.Command("ip", "link", "del", va).Run()
-		exec.Command("ip", "netns", "del", n.name).Run()
+		exec.Command("ip", "netns", "del", n.Name).Run()
 	})
 	ipCmd(t, "link", "add", va, "type", "veth", "peer", "name", vb)
-	ipCmd(t, "link", "set", vb, "netns", n.name)
-	ipCmd(t, "addr", "add", n.host.String()+"/24", "dev", va)
+	ipCmd(t, "link", "set", vb, "netns", n.Name)
+	ipCmd(t, "addr", "add", n.Host.String()+"/24", "dev", va)
 	ipCmd(t, "addr", "add", fmt.Sprintf("fd00:200:%x::1/64", third), "dev", va, "nodad")
 	ipCmd(t, "link", "set", va, "up")
-	ipCmd(t, "-n", n.name, "addr", "add", n.ns.String()+"/24", "dev", vb)
-	ipCmd(t, "-n", n.name, "addr", "add", n.ns6.String()+"/64", "dev", vb, "nodad")
-	ipCmd(t, "-n", n.name, "link", "set", vb, "up")
-	ipCmd(t, "-n", n.name, "link", "set", "lo", "up")
+	ipCmd(t, "-n", n.Name, "addr", "add", n.NS.String()+"/24", "dev", vb)
+	ipCmd(t, "-n", n.Name, "addr", "add", n.NS6.String()+"/64", "dev", vb, "nodad")
+	ipCmd(t, "-n", n.Name, "link", "set", vb, "up")
+	ipCmd(t, "-n", n.Name, "link", "set", "lo", "up")
 	return n
 }
 
-// listen opens a TCP listener on addr inside the namespace: a thread of its own enters the
+// Listen opens a TCP listener on addr inside the namespace: a thread of its own enters the
 // namespace, opens the socket, and leaves; the socket stays in the namespace wherever it is
 // used from. A thread that cannot leave is not given back to the Go runtime (it exits with
 // its goroutine).
-func (n *testNet) listen(t testing.TB, addr netip.AddrPort) net.Listener {
+func (n *Net) Listen(t testing.TB, addr netip.AddrPort) net.Listener {
 	t.Helper()
 	type result struct {
 		l   net.Listener
@@ -143,7 +147,7 @@ func (n *testNet) listen(t testing.TB, addr netip.AddrPort) net.Listener {
 			return
 		}
 		defer unix.Close(self)
-		target, err := unix.Open("/run/netns/"+n.name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		target, err := unix.Open("/run/netns/"+n.Name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			ch <- result{err: err}
 			return
