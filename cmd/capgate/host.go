@@ -7,6 +7,7 @@ import (
 
 	"github.com/capgate/capgate/internal/config"
 	"github.com/capgate/capgate/internal/conformance"
+	"github.com/capgate/capgate/internal/egress"
 	"github.com/capgate/capgate/internal/hostpolicy"
 	"github.com/capgate/capgate/internal/intent"
 	"github.com/capgate/capgate/internal/plugin"
@@ -155,4 +156,26 @@ func (g *globals) pluginHost(hf hostFlags) (*plugin.Host, error) {
 		return nil, err
 	}
 	return l.pluginHost()
+}
+
+// egressCredentials are the catalog's entries that name a secret, as the egress proxy honours
+// them; a name with no source is one plugins may declare, and gets no handle.
+func egressCredentials(c config.Credentials) ([]egress.Credential, error) {
+	var out []egress.Credential
+	for _, name := range c.Names() {
+		e := c[name]
+		if e == nil {
+			continue
+		}
+		cr := egress.Credential{Intent: name, Source: egress.Source{File: e.FromFile, Env: e.FromEnv}, Header: e.Header}
+		for i, d := range e.Destinations {
+			hp, err := egress.ParseHostPort(d)
+			if err != nil {
+				return nil, fmt.Errorf("credentials.%s.destinations[%d]: %w", name, i, err)
+			}
+			cr.Destinations = append(cr.Destinations, hp)
+		}
+		out = append(out, cr)
+	}
+	return out, nil
 }

@@ -109,7 +109,15 @@ flight finish and a final audit checkpoint is signed.`,
 			if err != nil {
 				return err
 			}
-			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, TimeoutCeiling: ceiling, Store: l.store, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger, Workspace: ws, UIHosts: uiHosts,
+			ih, err := l.intentHost()
+			if err != nil {
+				return err
+			}
+			creds, err := egressCredentials(l.file.Credentials)
+			if err != nil {
+				return usageErr("config: %w", err)
+			}
+			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, TimeoutCeiling: ceiling, AllowPrivate: ih.AllowPrivate, Credentials: creds, Store: l.store, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger, Workspace: ws, UIHosts: uiHosts,
 				Sandbox: mode, Hidden: hidden, RequireToken: requireToken || l.file.RequireToken, AuditWitness: l.witness})
 			if err != nil {
 				return err

@@ -28,6 +28,7 @@ import (
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/egress"
 	"github.com/capgate/capgate/internal/ipc"
 	"github.com/capgate/capgate/internal/mcp"
 	"github.com/capgate/capgate/internal/operator"
@@ -100,6 +101,14 @@ type Config struct {
 	// TimeoutCeiling, when positive, caps every call's effective timeout (the signed host
 	// policy's timeout_ceiling_ms).
 	TimeoutCeiling time.Duration
+	// AllowPrivate are the private destinations the signed host policy lets providers reach
+	// through the egress proxy; nothing else private or special is ever reachable.
+	AllowPrivate []netip.Prefix
+	// Credentials are the credential catalog's entries capgate honours: handles for them are
+	// minted for a provider's calls, their secrets injected by the egress proxy.
+	Credentials []egress.Credential
+	// Resolver resolves the egress proxy's destinations (nil: the system's DNS servers).
+	Resolver egress.Resolver
 	// AuditWitness names a witness that receives every audit checkpoint the gateway signs
 	// (AuditWitnesses): an absolute folder outside the data folder, or an http(s) URL.
 	AuditWitness string
@@ -222,6 +231,10 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		g.procs.refuse = fmt.Errorf("provider processes run only in a sandbox, and none can be made here: %w", g.sandboxErr)
 	}
 	g.procs.box = g.sandbox
+	if g.procs.egress, err = g.openEgress(cfg); err != nil {
+		st.Close()
+		return nil, err
+	}
 	switch {
 	case g.sandboxErr != nil:
 		g.log.Warn("the terminal and python apps and provider processes are not served: they run only in a sandbox, and none can be made here", "err", g.sandboxErr)
@@ -437,6 +450,9 @@ func (g *Gateway) SandboxProblem() error { return g.sandboxErr }
 func (g *Gateway) closeApps() {
 	if g.procs != nil {
 		g.procs.close()
+		if g.procs.egress != nil {
+			g.procs.egress.Proxy.Close()
+		}
 	}
 	for _, c := range g.closers {
 		if err := c.Close(); err != nil {

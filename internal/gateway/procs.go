@@ -22,6 +22,8 @@ import (
 type procs struct {
 	// box is the sandbox each provider runs in (one of its own per process).
 	box *sandbox.Sandbox
+	// egress is the providers' network: the egress proxy.
+	egress *supervised.Egress
 	// refuse, when set, is why no provider process is started: no sandbox can be made here,
 	// and providers run unconfined only where the operator chose --sandbox=off-unsafe. Their
 	// apps are registered and not working.
@@ -88,7 +90,7 @@ func (ps *procs) sync(ctx context.Context, st supervised.Store, reg *registry.Re
 			continue
 		}
 		p := supervised.Start(supervised.Config{Manifest: app.Doc, Command: prog.Command, Args: prog.Args,
-			Digest: prog.Digest, Dir: prog.Dir, Env: supervised.DefaultEnv, Sandbox: ps.box, Logger: log,
+			Digest: prog.Digest, Dir: prog.Dir, Env: supervised.DefaultEnv, Sandbox: ps.box, Egress: ps.egress, Logger: log,
 			OnState: statusTo(st, rec, id, log), OnCredential: credentialTo(rec, id, log)})
 		ps.byApp[id] = &proc{prog: prog, p: p}
 		started[id] = p

@@ -109,9 +109,9 @@ type Process struct {
 	stopped error
 	// egressSocket is the socket the egress proxy is served on for it, "" for none.
 	egressSocket string
-	why     error // why it is not up (nil while up, or before the first start)
-	up      bool
-	starts  int
+	why          error // why it is not up (nil while up, or before the first start)
+	up           bool
+	starts       int
 }
 
 // Start starts supervising the provider cfg: it is started now and whenever it exits, until
@@ -305,6 +305,9 @@ func killBounded(pc *plugin.Client, run *procRunner) {
 
 func (p *Process) setDown(why error) {
 	p.mu.Lock()
+	if p.stopped != nil {
+		why = p.stopped // stopped for good: that is why, whatever came after
+	}
 	was := p.up || p.why == nil || p.why.Error() != why.Error()
 	p.up, p.why, p.client = false, why, nil
 	p.mu.Unlock()
