@@ -139,7 +139,11 @@ flight finish and a final audit checkpoint is signed.`,
 				case mode == sandbox.ModeOffUnsafe:
 					fmt.Fprintln(w, "sandbox OFF (--sandbox=off-unsafe): terminal commands, python scripts and provider processes run with capgate's own rights")
 				default:
-					fmt.Fprintln(w, "terminal commands, python scripts and provider processes run sandboxed (bubblewrap)")
+					landlock := "Landlock unavailable"
+					if abi := sandbox.LandlockABI(); abi > 0 {
+						landlock = fmt.Sprintf("Landlock ABI %d", abi)
+					}
+					fmt.Fprintf(w, "terminal commands, python scripts, provider processes and stdio tool servers run sandboxed (bubblewrap, seccomp, %s)\n", landlock)
 				}
 				if tcp != "" {
 					fmt.Fprintf(w, "approve requests at http://%s%s\n", tcp, gw.LoginLink())
