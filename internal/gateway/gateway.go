@@ -109,6 +109,9 @@ type Config struct {
 	Credentials []egress.Credential
 	// Resolver resolves the egress proxy's destinations (nil: the system's DNS servers).
 	Resolver egress.Resolver
+	// SandboxRoot is where filesystem intents lie ("": /sandbox); each app's are backed by
+	// its own folder of the data folder (sandbox.AppFolder).
+	SandboxRoot string
 	// AuditWitness names a witness that receives every audit checkpoint the gateway signs
 	// (AuditWitnesses): an absolute folder outside the data folder, or an http(s) URL.
 	AuditWitness string
@@ -230,7 +233,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	if g.sandboxErr != nil {
 		g.procs.refuse = fmt.Errorf("provider processes run only in a sandbox, and none can be made here: %w", g.sandboxErr)
 	}
-	g.procs.box = g.sandbox
+	g.procs.box, g.procs.dataDir, g.procs.sandboxRoot = g.sandbox, cfg.DataDir, cfg.SandboxRoot
 	if g.procs.egress, err = g.openEgress(cfg); err != nil {
 		st.Close()
 		return nil, err

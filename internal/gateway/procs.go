@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	supervised "github.com/capgate/capgate/internal/providers"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/sandbox"
+	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
 )
 
@@ -24,6 +26,9 @@ type procs struct {
 	box *sandbox.Sandbox
 	// egress is the providers' network: the egress proxy.
 	egress *supervised.Egress
+	// dataDir holds each app's own folders for its filesystem intents (sandbox.AppFolder);
+	// sandboxRoot is where the intents lie ("": /sandbox).
+	dataDir, sandboxRoot string
 	// refuse, when set, is why no provider process is started: no sandbox can be made here,
 	// and providers run unconfined only where the operator chose --sandbox=off-unsafe. Their
 	// apps are registered and not working.
@@ -89,7 +94,15 @@ func (ps *procs) sync(ctx context.Context, st supervised.Store, reg *registry.Re
 			saveStatus(st, id, log, false, ps.refuse)
 			continue
 		}
+		intents, limits, err := sandboxOf(app.Doc)
+		if err != nil {
+			ps.byApp[id] = &proc{prog: prog}
+			refused(ctx, rec, log, id, err)
+			saveStatus(st, id, log, false, err)
+			continue
+		}
 		p := supervised.Start(supervised.Config{Manifest: app.Doc, Command: prog.Command, Args: prog.Args,
+			Intents: intents, SandboxRoot: ps.sandboxRoot, AppFolder: sandbox.AppFolder(ps.dataDir, app.ID), Limits: limits,
 			Digest: prog.Digest, Dir: prog.Dir, Env: supervised.DefaultEnv, Sandbox: ps.box, Egress: ps.egress, Logger: log,
 			OnState: statusTo(st, rec, id, log), OnCredential: credentialTo(rec, id, log)})
 		ps.byApp[id] = &proc{prog: prog, p: p}
@@ -130,6 +143,33 @@ func credentialTo(rec operator.Recorder, id string, log *slog.Logger) func(strin
 			log.Warn("a refused credential request could not be recorded", "app", id, "err", err)
 		}
 	}
+}
+
+// budgetKeys are the resource_budget keys capgate enforces on a provider's sandbox.
+var budgetKeys = map[string]func(*sandbox.Limits, int64){
+	"memory_bytes": func(l *sandbox.Limits, n int64) { l.MemoryBytes = max(l.MemoryBytes, n) },
+	"cpu_seconds":  func(l *sandbox.Limits, n int64) { l.CPUSeconds = max(l.CPUSeconds, n) },
+	"processes":    func(l *sandbox.Limits, n int64) { l.Processes = max(l.Processes, n) },
+	"open_files":   func(l *sandbox.Limits, n int64) { l.OpenFiles = max(l.OpenFiles, n) },
+}
+
+// sandboxOf is what a provider's sandbox shows and bounds: the filesystem intents of all its
+// capabilities (one process serves them all), and the largest resource_budget each asks of a
+// kind. A budget key capgate cannot enforce refuses the start: what cannot be held is not run.
+func sandboxOf(doc *manifest.Document) ([]manifest.FilesystemIntent, sandbox.Limits, error) {
+	var intents []manifest.FilesystemIntent
+	var limits sandbox.Limits
+	for i, c := range doc.Manifest().Capabilities {
+		intents = append(intents, c.FilesystemIntents...)
+		for k, n := range c.ResourceBudget {
+			set, ok := budgetKeys[k]
+			if !ok {
+				return nil, limits, fmt.Errorf("capabilities[%d].resource_budget.%s: capgate enforces memory_bytes, cpu_seconds, processes and open_files only", i, k)
+			}
+			set(&limits, n)
+		}
+	}
+	return intents, limits, nil
 }
 
 // statusTo is a provider's OnState: its status recorded in st for the command line and the

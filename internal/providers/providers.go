@@ -49,6 +49,14 @@ type Config struct {
 	// Sandbox confines the provider; nil runs it with capgate's own user, files and network,
 	// which only --sandbox=off-unsafe allows.
 	Sandbox *sandbox.Sandbox
+	// Intents are the filesystem intents of the provider's capabilities, shown in its sandbox
+	// at their paths under SandboxRoot ("": /sandbox), backed by the folders under AppFolder
+	// (the app's own, sandbox.AppFolder), read-only unless read_write.
+	Intents     []manifest.FilesystemIntent
+	SandboxRoot string
+	AppFolder   string
+	// Limits are the provider's resource budget, set on its sandbox.
+	Limits sandbox.Limits
 	// Egress, when set, is the provider's network: the egress proxy, on a socket of its own
 	// bound into its sandbox; each call reaches only its capability's network_intents. Nil:
 	// the provider has no network.

@@ -36,6 +36,8 @@ type procRunner struct {
 	raw     io.ReadCloser
 	pid     int
 	program *os.File // the sealed copy it runs, closed once it has started
+	// closeBinds closes the folders its sandbox binds, once it has started.
+	closeBinds func()
 }
 
 var _ runner.Runner = (*procRunner)(nil)
@@ -70,6 +72,15 @@ func runnerFunc(log *slog.Logger, cfg Config, egressSocket string, made func(*pr
 		}
 		// The egress proxy's socket: the sandbox's 127.0.0.1:sandbox.ProxyPort reaches it.
 		spec.ProxySocket = egressSocket
+		spec.Limits = cfg.Limits
+		closeBinds := func() {}
+		if len(cfg.Intents) > 0 {
+			binds, closeAll, err := sandbox.IntentBinds(cfg.SandboxRoot, cfg.AppFolder, cfg.Intents)
+			if err != nil {
+				return nil, fmt.Errorf("providers: %w", err)
+			}
+			spec.Binds, closeBinds = binds, closeAll
+		}
 		var program *os.File
 		if cfg.Digest != "" {
 			var err error
@@ -93,7 +104,7 @@ func runnerFunc(log *slog.Logger, cfg Config, egressSocket string, made func(*pr
 		if err == nil {
 			var stderr io.ReadCloser
 			if stderr, err = cmd.StderrPipe(); err == nil {
-				r := &procRunner{cmd: cmd, log: log, raw: raw, stderr: stderr, program: program}
+				r := &procRunner{cmd: cmd, log: log, raw: raw, stderr: stderr, program: program, closeBinds: closeBinds}
 				made(r)
 				return r, nil
 			}
@@ -118,6 +129,9 @@ func (r *procRunner) Start(context.Context) error {
 	err := r.cmd.Start()
 	if r.program != nil {
 		r.program.Close() // the child holds its own descriptor of it
+	}
+	if r.closeBinds != nil {
+		r.closeBinds()
 	}
 	if err != nil {
 		return err

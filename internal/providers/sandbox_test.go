@@ -155,3 +155,49 @@ func TestSandboxedProgramDigest(t *testing.T) {
 	}
 	t.Fatal("no answer")
 }
+
+// A provider's filesystem intents are shown in its sandbox at their paths, backed by its app's
+// own folder: it writes a read_write one, not a read_only one nor any other path of the root.
+func TestProviderFilesystemIntents(t *testing.T) {
+	box := sandboxtest.Open(t)
+	doc, err := manifest.Load(providertest.Manifest(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := testProvider(t)
+	digest, _ := providers.ProgramDigest(bin)
+	app := t.TempDir()
+	p := providers.Start(providers.Config{Manifest: doc, Command: bin, Digest: digest, Sandbox: box, AppFolder: app,
+		Intents: []manifest.FilesystemIntent{{Path: "/sandbox/notes", Mode: manifest.ModeReadWrite}, {Path: "/sandbox/shared", Mode: manifest.ModeReadOnly}},
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer p.Close()
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if up, why := p.State(); up || why != nil {
+			break
+		}
+	}
+	if up, why := p.State(); !up {
+		t.Fatalf("not up: %v", why)
+	}
+	write := func(path string) bool {
+		raw, _ := json.Marshal(map[string]string{"write": path})
+		res, _, err := call(t, p, "tools.org.example.echo.echo", string(raw), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out map[string]any
+		_ = json.Unmarshal(res.Data, &out)
+		return out["wrote"] == true
+	}
+	if !write("/sandbox/notes/a.txt") {
+		t.Error("the provider cannot write its read_write intent")
+	}
+	if b, err := os.ReadFile(filepath.Join(app, "notes", "a.txt")); err != nil || string(b) != "from the provider" {
+		t.Errorf("the write is not in the app's own folder: %q %v", b, err)
+	}
+	for _, path := range []string{"/sandbox/shared/a.txt", "/sandbox/other.txt", "/sandbox/notes/../x"} {
+		if write(path) {
+			t.Errorf("the provider wrote %s", path)
+		}
+	}
+}
