@@ -43,9 +43,9 @@ by --env; capgate's client keys, tokens and CAPGATE_ variables never reach it.`,
 
 func newToolServerAddCmd(g *globals) *cobra.Command {
 	var data, url string
-	var env, binds []string
+	var env, binds, allow []string
 	cmd := &cobra.Command{
-		Use:   "add NAME [--data DIR] [--env VAR]... [--bind PATH[:rw]]... (-- COMMAND ARGS... | --url URL)",
+		Use:   "add NAME [--data DIR] [--env VAR]... [--bind PATH[:rw]]... [--allow HOST:PORT]... (-- COMMAND ARGS... | --url URL)",
 		Short: "Add an MCP server: list its tools, pin them and register its app",
 		Long: `Add an MCP server as the Tier 2 app mcp.NAME (alias NAME): a command capgate starts and
 speaks to over stdio (after --), or a streamable HTTP endpoint (--url). capgate connects once,
@@ -57,8 +57,10 @@ when it runs.
 A stdio server runs in a sandbox of its own (bubblewrap): it sees the system's libraries and
 its program read-only, the folders given with --bind (read-only, or read-write with :rw), a
 private /tmp as its HOME, and nothing else of the machine: not capgate's data folder, keys or
-configuration; it has no network. A server written in an interpreted language needs the
-folder of its scripts bound:
+configuration; it has no network but, with --allow HOST:PORT, capgate's egress proxy to those
+destinations alone (HTTP_PROXY is set for it; each name is resolved once by capgate and no
+special-purpose address is ever reached). A server written in an interpreted language needs
+the folder of its scripts bound:
 
   capgate toolserver add files --bind /opt/mcp/files -- node /opt/mcp/files/index.js
 
@@ -70,7 +72,7 @@ NAME is lowercase letters, digits and '-', starting with a letter, at most 32 by
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c := toolserver.Config{Name: args[0], URL: url, Env: env}
+			c := toolserver.Config{Name: args[0], URL: url, Env: env, Allow: allow}
 			for _, b := range binds {
 				abs := b
 				if p, mode, ok := strings.Cut(b, ":"); ok {
@@ -124,6 +126,7 @@ NAME is lowercase letters, digits and '-', starting with a letter, at most 32 by
 	cmd.Flags().StringVar(&data, "data", "", "data folder")
 	cmd.Flags().StringVar(&url, "url", "", "the server's streamable HTTP endpoint")
 	cmd.Flags().StringSliceVar(&env, "env", nil, "a variable of capgate's environment the server may see (repeatable)")
+	cmd.Flags().StringArrayVar(&allow, "allow", nil, "a destination HOST:PORT the stdio server may reach through capgate's egress proxy (repeatable)")
 	cmd.Flags().StringArrayVar(&binds, "bind", nil, "a folder the stdio server sees in its sandbox, PATH or PATH:rw (repeatable)")
 	return cmd
 }

@@ -268,7 +268,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		MirrorPath: filepath.Join(cfg.DataDir, AuditFile), HeadPath: filepath.Join(cfg.DataDir, HeadFile), Witnesses: witnesses, Logger: g.log})
 	g.Consent = consent.New(st, &consent.Options{Surface: true, TTL: cfg.ConsentTTL})
 	g.metrics = newMetrics(st)
-	g.tools = toolserver.NewManager(toolserver.Options{Env: toolserver.Env{Store: st, Registry: g.Registry, DataDir: cfg.DataDir, Version: "capgate", Sandbox: g.childSandbox()},
+	g.tools = toolserver.NewManager(toolserver.Options{Env: toolserver.Env{Store: st, Registry: g.Registry, DataDir: cfg.DataDir, Version: "capgate", Sandbox: g.childSandbox(), Network: g.network()},
 		Audit: g.Audit, Logger: g.log, Relist: cfg.ToolServerRelist})
 	g.Broker, err = broker.New(broker.Options{Store: st, Registry: g.Registry, Tokens: token.NewVerifier(key.Public().(ed25519.PublicKey), 4096),
 		Audit: g.Audit, Consent: g.Consent, Handlers: handlers, TokenKey: key, Meter: g.metrics,
@@ -279,7 +279,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
-	tsEnv := &toolserver.Env{Store: st, Registry: g.Registry, DataDir: cfg.DataDir, Version: "capgate", Sandbox: g.childSandbox()}
+	tsEnv := &toolserver.Env{Store: st, Registry: g.Registry, DataDir: cfg.DataDir, Version: "capgate", Sandbox: g.childSandbox(), Network: g.network()}
 	// The lockfile in the data folder, as capgate plugin uses it. Approving re-diffs the
 	// pending widening against the lock; it verifies no signature, so no trust is needed.
 	plugins := &plugin.Host{DataDir: cfg.DataDir}
@@ -443,6 +443,14 @@ func (g *Gateway) childSandbox() *sandbox.Sandbox {
 		return nil
 	}
 	return g.sandbox
+}
+
+// network is the stdio tool servers' network: the egress proxy (nil: none).
+func (g *Gateway) network() toolserver.Network {
+	if g.procs.egress == nil {
+		return nil
+	}
+	return g.procs.egress
 }
 
 // SandboxProblem says why the terminal and python apps are not served: nil when they run in

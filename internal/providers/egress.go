@@ -127,3 +127,25 @@ func (e *Egress) handle(ctx context.Context, appID string, c *manifest.Capabilit
 	call := egress.Call{AppID: appID, CapabilityID: c.ID, CallID: callID, Credentials: c.CredentialIntents}
 	return e.Proxy.Handle(call, intent)
 }
+
+// Session opens a long-lived network for one process that is not called per capability (a
+// stdio tool server): a socket of its own, and one open call of the proxy reaching only allow,
+// attributed to the app appID, until end.
+func (e *Egress) Session(appID string, allow []egress.HostPort) (string, *url.Userinfo, func(), error) {
+	path, stop, err := e.listen()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	call := egress.Call{AppID: appID, CapabilityID: appID, CallID: "session_" + hex.EncodeToString(b[:]), Destinations: allow}
+	cred, done, err := e.Proxy.Open(call)
+	if err != nil {
+		stop()
+		return "", nil, nil, err
+	}
+	return path, url.UserPassword(egress.ProxyUser, cred), func() {
+		done()
+		stop()
+	}, nil
+}

@@ -15,6 +15,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 
+	"github.com/capgate/capgate/internal/egress"
 	"github.com/capgate/capgate/internal/sandbox"
 	"github.com/capgate/capgate/manifest"
 )
@@ -45,6 +46,17 @@ type Config struct {
 	// read-only unless RW: nothing else of the host's files but the system's libraries and
 	// its program.
 	Bind []Bind `json:"bind,omitempty"`
+	// Allow are the only destinations (HOST:PORT) a stdio server reaches, through capgate's
+	// egress proxy; none: it has no network.
+	Allow []string `json:"allow,omitempty"`
+}
+
+// Network gives a stdio server its network: a session of capgate's egress proxy for the app
+// appID, reaching only allow.
+type Network interface {
+	// Session opens it: the socket the server's sandbox forwards its proxy to, the proxy
+	// credential the server sends, and the function that ends the session.
+	Session(appID string, allow []egress.HostPort) (socket string, user *url.Userinfo, end func(), err error)
 }
 
 // Bind is one folder a stdio tool server sees: an absolute clean path, read-only unless RW.
@@ -77,8 +89,12 @@ func (c Config) Reach() string {
 	if c.URL != "" {
 		return ""
 	}
+	network := "no network"
+	if len(c.Allow) > 0 {
+		network = "the network only to " + strings.Join(c.Allow, ", ") + " (through capgate's egress proxy)"
+	}
 	if len(c.Bind) == 0 {
-		return "sandboxed: no folder of the host's, no network"
+		return "sandboxed: no folder of the host's; " + network
 	}
 	var bs []string
 	for _, b := range c.Bind {
@@ -88,7 +104,7 @@ func (c Config) Reach() string {
 		}
 		bs = append(bs, b.Path+" ("+mode+")")
 	}
-	return "sandboxed: sees " + strings.Join(bs, ", ") + "; no network"
+	return "sandboxed: sees " + strings.Join(bs, ", ") + "; " + network
 }
 
 // String is the Bind as --bind takes it.
@@ -135,6 +151,18 @@ func (c Config) Validate() error {
 		}
 		if _, err := ParseBind(b.Path); err != nil || strings.Contains(b.Path, ":") {
 			bad(fmt.Sprintf("bind[%d]", i), "must be a clean absolute path other than /, without ':'")
+		}
+	}
+	if len(c.Allow) > MaxAllow {
+		bad("allow", fmt.Sprintf("must list at most %d destinations", MaxAllow))
+	}
+	for i, a := range c.Allow {
+		if c.URL != "" {
+			bad("allow", "must not be set with a url")
+			break
+		}
+		if _, err := egress.ParseHostPort(a); err != nil {
+			bad(fmt.Sprintf("allow[%d]", i), "must be HOST:PORT")
 		}
 	}
 	if len(c.Env) > MaxEnv {
@@ -215,19 +243,37 @@ func (c Config) Environ(lookup func(string) (string, bool)) []string {
 // transport returns the MCP transport to the server: a child started in box (a sandbox of its
 // own) with a scrubbed environment, or a streamable HTTP client that sends no credential of
 // capgate's. A nil box refuses a stdio server.
-func (c Config) transport(box *sandbox.Sandbox) (mcpsdk.Transport, func(), error) {
+func (c Config) transport(box *sandbox.Sandbox, network Network) (mcpsdk.Transport, func(), func(), error) {
 	if err := c.Validate(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if c.URL != "" {
-		return &mcpsdk.StreamableClientTransport{Endpoint: c.URL, HTTPClient: &http.Client{}, DisableStandaloneSSE: false}, func() {}, nil
+		return &mcpsdk.StreamableClientTransport{Endpoint: c.URL, HTTPClient: &http.Client{}, DisableStandaloneSSE: false}, func() {}, func() {}, nil
 	}
 	if box == nil {
-		return nil, nil, ErrNoSandbox
+		return nil, nil, nil, ErrNoSandbox
 	}
-	cmd, err := c.command(box)
+	spec, err := c.spec(box)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	end := func() {}
+	if len(c.Allow) > 0 && network != nil {
+		var allow []egress.HostPort
+		for _, a := range c.Allow {
+			hp, _ := egress.ParseHostPort(a) // checked by Validate
+			allow = append(allow, hp)
+		}
+		sock, user, stop, err := network.Session(c.AppID(), allow)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("toolserver %s: its network: %w", c.Name, err)
+		}
+		spec.ProxySocket, spec.ProxyUser, end = sock, user, stop
+	}
+	cmd, err := box.Command(spec)
+	if err != nil {
+		end()
+		return nil, nil, nil, fmt.Errorf("toolserver %s: %w", c.Name, err)
 	}
 	cmd.Stderr = nil // the child's stderr is discarded: it is untrusted text
 	started := func() {
@@ -236,22 +282,22 @@ func (c Config) transport(box *sandbox.Sandbox) (mcpsdk.Transport, func(), error
 			f.Close()
 		}
 	}
-	return &mcpsdk.CommandTransport{Command: cmd, TerminateDuration: StdioTerminateWait}, started, nil
+	return &mcpsdk.CommandTransport{Command: cmd, TerminateDuration: StdioTerminateWait}, started, end, nil
 }
 
 // ErrNoSandbox is a stdio tool server that cannot be started: no sandbox can be made here.
 var ErrNoSandbox = errors.New("toolserver: stdio servers run only in a sandbox, and none can be made here: install bubblewrap, or run them unconfined with sandbox: off-unsafe in the configuration file (CAPGATE_SANDBOX=off-unsafe, capgate serve --sandbox=off-unsafe)")
 
-// command is the server's command in box: its program found on PATH when it names no folder,
+// spec is the server's sandbox spec: its program found on PATH when it names no folder,
 // its links resolved, and bound read-only at its own path (the file opened, so that a program
 // swapped in between is not the one run); the Bind folders at their paths; its working folder
 // the first Bind, else /.
-func (c Config) command(box *sandbox.Sandbox) (*exec.Cmd, error) {
+func (c Config) spec(box *sandbox.Sandbox) (sandbox.Spec, error) {
 	prog := c.Command
 	if !strings.ContainsRune(prog, '/') {
 		p, err := exec.LookPath(prog)
 		if err != nil {
-			return nil, fmt.Errorf("toolserver %s: command: %w", c.Name, err)
+			return sandbox.Spec{}, fmt.Errorf("toolserver %s: command: %w", c.Name, err)
 		}
 		prog = p
 	}
@@ -260,7 +306,7 @@ func (c Config) command(box *sandbox.Sandbox) (*exec.Cmd, error) {
 		prog, err = filepath.EvalSymlinks(prog)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("toolserver %s: command: %w", c.Name, err)
+		return sandbox.Spec{}, fmt.Errorf("toolserver %s: command: %w", c.Name, err)
 	}
 	spec := sandbox.Spec{Program: prog, Args: append([]string{c.Command}, c.Args...), Dir: "/", Env: c.Environ(os.LookupEnv)}
 	for _, b := range c.Bind {
@@ -276,22 +322,24 @@ func (c Config) command(box *sandbox.Sandbox) (*exec.Cmd, error) {
 	if !box.Sees(prog, append(append([]string(nil), spec.ReadOnly...), spec.Writable...)) {
 		f, err := os.OpenFile(prog, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return nil, fmt.Errorf("toolserver %s: command: %w", c.Name, err)
+			return sandbox.Spec{}, fmt.Errorf("toolserver %s: command: %w", c.Name, err)
 		}
 		spec.ProgramFD = f
 	}
-	cmd, err := box.Command(spec)
-	if err != nil {
-		return nil, fmt.Errorf("toolserver %s: %w", c.Name, err)
-	}
-	return cmd, nil
+	return spec, nil
 }
 
 // Connect starts or reaches the server and completes the MCP handshake. onChange, when set,
 // is called (from the session's own goroutine: it must not block) on each
 // notifications/tools/list_changed.
 func Connect(ctx context.Context, c Config, box *sandbox.Sandbox, version string, onChange func()) (*mcpsdk.ClientSession, error) {
-	t, started, err := c.transport(box)
+	return ConnectWith(ctx, c, box, nil, version, onChange)
+}
+
+// ConnectWith is Connect with network, which gives a stdio server with Config.Allow its
+// destinations (nil: it has no network), for as long as the session lasts.
+func ConnectWith(ctx context.Context, c Config, box *sandbox.Sandbox, network Network, version string, onChange func()) (*mcpsdk.ClientSession, error) {
+	t, started, end, err := c.transport(box, network)
 	if err != nil {
 		return nil, err
 	}
@@ -305,8 +353,13 @@ func Connect(ctx context.Context, c Config, box *sandbox.Sandbox, version string
 	defer cancel()
 	s, err := client.Connect(cctx, t, nil)
 	if err != nil {
+		end()
 		return nil, fmt.Errorf("toolserver %s: connect: %w", c.Name, err)
 	}
+	go func() {
+		_ = s.Wait()
+		end() // the server's network lasts as long as its session
+	}()
 	return s, nil
 }
 

@@ -35,6 +35,8 @@ const (
 	MaxEnv = 64
 	// MaxBinds bounds the folders a stdio server's sandbox binds: each is a mount per start.
 	MaxBinds = 32
+	// MaxAllow bounds the destinations a stdio server may reach.
+	MaxAllow = 32
 )
 
 // StdioTerminateWait is how long closing a stdio server waits, after closing its stdin, before

@@ -213,7 +213,7 @@ func (s *server) connect(ctx context.Context) {
 	cctx, cancel := context.WithCancel(s.ctx)
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
-	sess, err := Connect(cctx, s.cfg, s.m.o.Sandbox, s.m.o.Version, s.kickNow)
+	sess, err := ConnectWith(cctx, s.cfg, s.m.o.Sandbox, s.m.o.Network, s.m.o.Version, s.kickNow)
 	cancel()
 	if err != nil {
 		s.log().Warn("cannot connect to the tool server; retrying", "err", err)

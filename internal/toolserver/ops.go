@@ -25,6 +25,8 @@ type Env struct {
 	Version  string // capgate's version, told to servers in the handshake
 	// Sandbox runs each stdio server in a sandbox of its own; nil refuses stdio servers.
 	Sandbox *sandbox.Sandbox
+	// Network gives a stdio server with Config.Allow its destinations; nil: no network.
+	Network Network
 	Now     func() time.Time
 }
 
@@ -90,7 +92,7 @@ type Report struct {
 
 // fetch connects to the server once, lists its tools and closes.
 func (e *Env) fetch(ctx context.Context, c Config) (map[string]Listed, []Problem, bool, error) {
-	s, err := Connect(ctx, c, e.Sandbox, e.Version, nil)
+	s, err := ConnectWith(ctx, c, e.Sandbox, e.Network, e.Version, nil)
 	if err != nil {
 		return nil, nil, false, err
 	}

@@ -14,7 +14,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,6 +30,7 @@ var (
 	control = flag.String("control", "", "control file")
 	record  = flag.String("record", "", "folder to record arguments, environment and calls in")
 	probe   = flag.String("probe", "", "comma-separated files to try to read, and record whether each could be")
+	fetchs  = flag.String("fetch", "", "comma-separated URLs to get at start (through HTTP_PROXY when set), and record what came")
 
 	recMu sync.Mutex
 	rec   = struct {
@@ -35,6 +38,7 @@ var (
 		Env   []string          `json:"env"`
 		Calls []json.RawMessage `json:"calls"`
 		Read  map[string]bool   `json:"read,omitempty"`
+		Fetch map[string]string `json:"fetch,omitempty"`
 	}{Args: os.Args, Env: os.Environ()}
 )
 
@@ -120,6 +124,20 @@ func main() {
 		for _, p := range strings.Split(*probe, ",") {
 			_, err := os.ReadFile(p)
 			rec.Read[p] = err == nil
+		}
+	}
+	if *fetchs != "" {
+		rec.Fetch = map[string]string{}
+		c := &http.Client{Timeout: 5 * time.Second}
+		for _, u := range strings.Split(*fetchs, ",") {
+			resp, err := c.Get(u)
+			if err != nil {
+				rec.Fetch[u] = "error"
+				continue
+			}
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+			resp.Body.Close()
+			rec.Fetch[u] = fmt.Sprintf("%d %s", resp.StatusCode, b)
 		}
 	}
 	save()
