@@ -1,17 +1,11 @@
 package egress
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
-	"net"
 	"net/http"
 	"net/netip"
 	"sync"
@@ -38,7 +32,7 @@ type world struct {
 func newWorld(t testing.TB) *world {
 	t.Helper()
 	w := &world{net: egresstest.New(t), dns: newTestDNS(t), hits: map[string]int{}, seen: map[string]http.Header{}}
-	cert, roots := testCert(t, []string{"secure.example.com", "good.example.com"}, []netip.Addr{w.net.NS})
+	cert, roots := egresstest.Cert(t, []string{"secure.example.com", "good.example.com"}, []netip.Addr{w.net.NS})
 	w.roots = roots
 	for _, a := range []netip.Addr{w.net.NS, w.net.NS6} {
 		for _, port := range []uint16{80, 81} {
@@ -96,38 +90,4 @@ func (w *world) lastHeaders(port uint16, path string) http.Header {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.seen[fmt.Sprint(port, " ", path)]
-}
-
-// testCert makes a CA and a server certificate it signs for names and addrs.
-func testCert(t testing.TB, names []string, addrs []netip.Addr) (tls.Certificate, *x509.CertPool) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "capgate egress test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: names[0]},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: names,
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	for _, a := range addrs {
-		leaf.IPAddresses = append(leaf.IPAddresses, net.IP(a.AsSlice()))
-	}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool
 }

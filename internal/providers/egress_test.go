@@ -2,6 +2,7 @@ package providers_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -42,11 +43,29 @@ func TestProviderEgress(t *testing.T) {
 	l := world.Listen(t, netip.AddrPortFrom(world.NS, 80))
 	go http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello from "+r.Host) }))
 
+	// An HTTPS destination that says what Authorization it got: the secret, injected by the
+	// proxy, must arrive there and nowhere else.
+	const secret = "s3cret-token-of-the-host"
+	t.Setenv("ECHO_TOKEN", secret)
+	cert, roots := egresstest.Cert(t, []string{"echo.example.com"}, nil)
+	tl := tls.NewListener(world.Listen(t, netip.AddrPortFrom(world.NS, 443)), &tls.Config{Certificates: []tls.Certificate{cert}})
+	var gotAuth string
+	var authMu sync.Mutex
+	go http.Serve(tl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		authMu.Lock()
+		gotAuth = r.Header.Get("Authorization")
+		authMu.Unlock()
+		io.WriteString(w, "got: "+r.Header.Get("Authorization"))
+	}))
+
 	var mu sync.Mutex
 	var refusals []string
 	e, err := providers.NewEgress(egress.Options{
 		Resolver: names{"echo.example.com": world.NS},
 		Host:     intent.Host{AllowPrivate: []netip.Prefix{world.Prefix}},
+		RootCAs:  roots,
+		Credentials: []egress.Credential{{Intent: "echo.api", Source: egress.Source{Env: "ECHO_TOKEN"},
+			Destinations: []egress.HostPort{egress.MustParseHostPort("echo.example.com:443")}}},
 		OnRefusal: func(call egress.Call, dest, rule string) {
 			mu.Lock()
 			refusals = append(refusals, call.CapabilityID+"|"+dest)
@@ -100,6 +119,30 @@ func TestProviderEgress(t *testing.T) {
 	if n != 3 {
 		t.Errorf("%d refusals told, want 3: %q", n, refusals)
 	}
+	// A credential handle: the proxy opens TLS upstream and injects the secret; the provider
+	// never sees it, in its environment or in the answer, which the proxy masks.
+	raw, _ := json.Marshal(map[string]string{"fetch": "http://echo.example.com/", "credential": "echo.api"})
+	res, _, err := call(t, p, "tools.org.example.echo.echo", string(raw), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(res.Data), secret) {
+		t.Errorf("the secret reached the provider: %s", res.Data)
+	}
+	var withCred map[string]any
+	_ = json.Unmarshal(res.Data, &withCred)
+	if h, _ := withCred["handle"].(string); h == "" || !strings.HasPrefix(fmt.Sprint(withCred["fetched"]), "got: Bearer ") {
+		t.Errorf("the call with a credential: %v", withCred)
+	}
+	authMu.Lock()
+	if gotAuth != "Bearer "+secret {
+		t.Errorf("the destination got Authorization %q", gotAuth)
+	}
+	authMu.Unlock()
+	mu.Lock()
+	refusals = nil
+	mu.Unlock()
+
 	// A capability that declares no network intent tries: the call fails, the provider stops.
 	if _, err := fetch(p, "tools.org.example.echo.save", "http://echo.example.com/", false); err == nil || !strings.Contains(err.Error(), "declares no network intent") {
 		t.Errorf("save fetching: %v", err)

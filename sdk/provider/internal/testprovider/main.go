@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -24,7 +25,7 @@ import (
 const Manifest = `{"app_id":"org.example.echo","version":"1.0.0","manifest_version":"1.0","capabilities":[
  {"id":"tools.org.example.echo.echo","name":"Echo","description":"Answers with its params.","category":"TEXT_QUERY",
   "parameters":{"type":"object","properties":{"text":{"type":"string"}}},"returns":{"type":"object"},"side_effects":"read",
-  "credential_intents":["echo.api"],"network_intents":[{"host":"echo.example.com","port":80}]},
+  "credential_intents":["echo.api"],"network_intents":[{"host":"echo.example.com","port":80},{"host":"echo.example.com","port":443}]},
  {"id":"tools.org.example.echo.wait","name":"Wait","description":"Waits until the call's deadline.","category":"TEXT_QUERY",
   "parameters":{"type":"object"},"returns":{"type":"object"},"side_effects":"none"},
  {"id":"tools.org.example.echo.save","name":"Save","description":"Saves a text; undoable.","category":"TEXT_INPUT",
@@ -54,11 +55,15 @@ func (h handler) ValidateParams(id string, params json.RawMessage) error {
 func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, ic sdk.InvocationContext) (sdk.Result, error) {
 	// Any capability fetches the URL its params name, through the call's egress proxy: the
 	// host decides whether that may be.
-	var f struct{ Fetch string }
+	var f struct{ Fetch, Credential string }
 	_ = json.Unmarshal(params, &f)
-	fetched := ""
+	fetched, handle := "", ""
+	var credErr error
+	if f.Credential != "" {
+		handle, credErr = sdk.RequestCredential(ctx, f.Credential)
+	}
 	if f.Fetch != "" {
-		fetched = fetch(ctx, f.Fetch)
+		fetched = fetch(ctx, f.Fetch, handle)
 	}
 	switch id {
 	case "tools.org.example.echo.echo":
@@ -87,11 +92,12 @@ func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, 
 			out["dialed"] = err == nil
 		}
 		if p.Credential != "" {
-			handle, err := sdk.RequestCredential(ctx, p.Credential)
 			out["handle"] = handle
-			if se, ok := err.(*sdk.Error); ok {
+			if se, ok := credErr.(*sdk.Error); ok {
 				out["credential_error"] = string(se.Code) + ": " + se.Reason
 			}
+			// What the provider can see of the secret: nothing in its environment.
+			out["environ"] = strings.Join(os.Environ(), " ")
 		}
 		if f.Fetch != "" {
 			out["fetched"] = fetched
@@ -130,10 +136,17 @@ func (h handler) Undo(ctx context.Context, id, token string, ic sdk.InvocationCo
 	return nil
 }
 
-// fetch gets url with the call's HTTP client: its body, or "error: " and the status or the
+// fetch gets url with the call's HTTP client, with the credential handle when there is one: its body, or "error: " and the status or the
 // failure, at most a few hundred bytes.
-func fetch(ctx context.Context, url string) string {
-	resp, err := sdk.HTTPClient(ctx).Get(url)
+func fetch(ctx context.Context, url, handle string) string {
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	if handle != "" {
+		req.Header.Set(sdk.CredentialHeader, handle)
+	}
+	resp, err := sdk.HTTPClient(ctx).Do(req)
 	if err != nil {
 		return "error: " + err.Error()
 	}
