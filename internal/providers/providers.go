@@ -117,6 +117,9 @@ type Process struct {
 	stopped error
 	// egressSocket is the socket the egress proxy is served on for it, "" for none.
 	egressSocket string
+	// inflight and begun count its calls, to know when one ran alone (observedWrite).
+	inflight int
+	begun    uint64
 	why          error // why it is not up (nil while up, or before the first start)
 	up           bool
 	starts       int
@@ -540,7 +543,13 @@ func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, 
 		}
 		opts.EgressProxy, endEgress = u, end
 	}
+	watch := h.p.watchWrites(capability, dry)
 	out, err := c.InvokeWith(ctx, id, params, ic, opts)
+	if broke := watch(); broke != "" {
+		// Observed by capgate itself, not on the provider's word.
+		h.p.stopFor(fmt.Errorf("%w: %s", ErrOverreach, broke))
+		return sdk.Result{}, sdk.ExecutionFailed(broke, false)
+	}
 	if endEgress != nil {
 		if broke := endEgress(); broke != nil {
 			// Observed by capgate itself, not on the provider's word.
@@ -571,6 +580,43 @@ func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, 
 		return sdk.Result{}, err
 	}
 	return out.Result, out.Err
+}
+
+// watchWrites starts watching the provider's read_write folders for a call of c that may not
+// write there (its side_effects below write, or a dry run), and returns the function that
+// ends the watch with the rule the call broke, or "". A write is attributed to the call only
+// when it ran alone: with other calls of the provider in flight, whose write it was is not
+// known, and nothing is said.
+func (p *Process) watchWrites(c *manifest.Capability, dryRun bool) func() string {
+	// Every call counts, whatever it may do: a call that may write, in flight beside one that
+	// may not, makes the latter's writes not its own to judge.
+	p.mu.Lock()
+	alone := p.inflight == 0
+	p.inflight++
+	p.begun++
+	at := p.begun
+	p.mu.Unlock()
+	ended := func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.inflight--
+		return alone && p.begun == at
+	}
+	folders := writableFolders(p.cfg)
+	if len(folders) == 0 || (!dryRun && c.SideEffects.Rank() >= manifest.SideEffectWrite.Rank()) {
+		return func() string { ended(); return "" }
+	}
+	before := stampOf(folders)
+	return func() string {
+		after := stampOf(folders)
+		if !ended() || !before.known || !after.known || before == after {
+			return ""
+		}
+		if dryRun {
+			return "capgate saw the provider write in its read_write folder during a dry run"
+		}
+		return fmt.Sprintf("capgate saw the provider write in its read_write folder during a call whose capability declares side_effects %s", c.SideEffects)
+	}
 }
 
 // held checks the effects a call reports against its capability's declared side effects.

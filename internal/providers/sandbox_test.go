@@ -2,6 +2,7 @@ package providers_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -157,7 +158,8 @@ func TestSandboxedProgramDigest(t *testing.T) {
 }
 
 // A provider's filesystem intents are shown in its sandbox at their paths, backed by its app's
-// own folder: it writes a read_write one, not a read_only one nor any other path of the root.
+// own folder: it writes a read_write one, not a read_only one nor any other path of the root
+// (tried by a read capability: none of those writes lands, so none is observed).
 func TestProviderFilesystemIntents(t *testing.T) {
 	box := sandboxtest.Open(t)
 	doc, err := manifest.Load(providertest.Manifest(t))
@@ -189,8 +191,9 @@ func TestProviderFilesystemIntents(t *testing.T) {
 		_ = json.Unmarshal(res.Data, &out)
 		return out["wrote"] == true
 	}
-	if !write("/sandbox/notes/a.txt") {
-		t.Error("the provider cannot write its read_write intent")
+	// A write capability writes its read_write intent (save answers no "wrote": see the file).
+	if _, _, err := call(t, p, "tools.org.example.echo.save", `{"write":"/sandbox/notes/a.txt"}`, false); err != nil {
+		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(app, "notes", "a.txt")); err != nil || string(b) != "from the provider" {
 		t.Errorf("the write is not in the app's own folder: %q %v", b, err)
@@ -199,5 +202,39 @@ func TestProviderFilesystemIntents(t *testing.T) {
 		if write(path) {
 			t.Errorf("the provider wrote %s", path)
 		}
+	}
+}
+
+// capgate sees for itself a write into a read_write folder during a call that may not write
+// (a read, or a dry run): the call fails and the provider is stopped, whatever it reports.
+func TestObservedWrite(t *testing.T) {
+	box := sandboxtest.Open(t)
+	doc, err := manifest.Load(providertest.Manifest(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := testProvider(t)
+	digest, _ := providers.ProgramDigest(bin)
+	app := t.TempDir()
+	p := providers.Start(providers.Config{Manifest: doc, Command: bin, Digest: digest, Sandbox: box, AppFolder: app,
+		Intents: []manifest.FilesystemIntent{{Path: "/sandbox/notes", Mode: manifest.ModeReadWrite}},
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer p.Close()
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if up, why := p.State(); up || why != nil {
+			break
+		}
+	}
+	// A read that writes nothing is fine; the echo capability is a read.
+	if _, _, err := call(t, p, "tools.org.example.echo.echo", `{"look":"/sandbox/notes/x"}`, false); err != nil {
+		t.Fatalf("a read writing nothing: %v", err)
+	}
+	// A read that writes: the echo reports only a read, capgate sees the write.
+	_, _, err = call(t, p, "tools.org.example.echo.echo", `{"write":"/sandbox/notes/x"}`, false)
+	if err == nil || !strings.Contains(err.Error(), "capgate saw the provider write") {
+		t.Fatalf("a read that wrote: %v", err)
+	}
+	if up, why := p.State(); up || !errors.Is(why, providers.ErrOverreach) {
+		t.Errorf("after an observed write: up %v, why %v", up, why)
 	}
 }

@@ -55,8 +55,13 @@ func (h handler) ValidateParams(id string, params json.RawMessage) error {
 func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, ic sdk.InvocationContext) (sdk.Result, error) {
 	// Any capability fetches the URL its params name, through the call's egress proxy: the
 	// host decides whether that may be.
-	var f struct{ Fetch, Credential string }
+	var f struct{ Fetch, Credential, Write string }
 	_ = json.Unmarshal(params, &f)
+	// Any capability writes the file its params name: the host decides whether that may be.
+	wrote := false
+	if f.Write != "" {
+		wrote = os.WriteFile(f.Write, []byte("from the provider"), 0o600) == nil
+	}
 	fetched, handle := "", ""
 	var credErr error
 	if f.Credential != "" {
@@ -82,7 +87,7 @@ func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, 
 			out["seen"] = err == nil
 		}
 		if p.Write != "" {
-			out["wrote"] = os.WriteFile(p.Write, []byte("from the provider"), 0o600) == nil
+			out["wrote"] = wrote
 		}
 		if p.Dial != "" {
 			c, err := net.DialTimeout("tcp", p.Dial, time.Second)
