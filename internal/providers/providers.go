@@ -120,9 +120,9 @@ type Process struct {
 	// inflight and begun count its calls, to know when one ran alone (observedWrite).
 	inflight int
 	begun    uint64
-	why          error // why it is not up (nil while up, or before the first start)
-	up           bool
-	starts       int
+	why      error // why it is not up (nil while up, or before the first start)
+	up       bool
+	starts   int
 }
 
 // Start starts supervising the provider cfg: it is started now and whenever it exits, until
