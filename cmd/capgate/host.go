@@ -58,17 +58,17 @@ func (g *globals) load(hf hostFlags) (loaded, error) {
 	return l, nil
 }
 
-// timeoutCeiling is the signed host policy's cap on every call's timeout: 0 without a policy
-// file or a ceiling in it.
-func (l loaded) timeoutCeiling() (time.Duration, error) {
+// ceilings are the signed host policy's caps on every call's timeout (0: none) and on the
+// providers' resource budgets: none without a policy file.
+func (l loaded) ceilings() (time.Duration, map[string]int64, error) {
 	if l.file.PolicyFile == "" {
-		return 0, nil
+		return 0, nil, nil
 	}
 	p, err := hostpolicy.Load(l.file.PolicyFile, keys.TrustStore{Dir: l.trustedDir})
 	if err != nil {
-		return 0, usageErr("config: policy_file: %w", err)
+		return 0, nil, usageErr("config: policy_file: %w", err)
 	}
-	return time.Duration(p.TimeoutCeilingMS) * time.Millisecond, nil
+	return time.Duration(p.TimeoutCeilingMS) * time.Millisecond, p.BudgetCeiling, nil
 }
 
 // intentHost is what the host knows for checking intents. Without a catalog or environment

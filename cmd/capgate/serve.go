@@ -105,7 +105,7 @@ flight finish and a final audit checkpoint is signed.`,
 			if l.configPath != "" {
 				hidden = append(hidden, l.configPath)
 			}
-			ceiling, err := l.timeoutCeiling()
+			ceiling, budgets, err := l.ceilings()
 			if err != nil {
 				return err
 			}
@@ -117,7 +117,7 @@ flight finish and a final audit checkpoint is signed.`,
 			if err != nil {
 				return usageErr("config: %w", err)
 			}
-			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, TimeoutCeiling: ceiling, AllowPrivate: ih.AllowPrivate, Credentials: creds, SandboxRoot: l.file.SandboxRoot, Store: l.store, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger, Workspace: ws, UIHosts: uiHosts,
+			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, TimeoutCeiling: ceiling, AllowPrivate: ih.AllowPrivate, Credentials: creds, SandboxRoot: l.file.SandboxRoot, BudgetCeiling: budgets, Store: l.store, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger, Workspace: ws, UIHosts: uiHosts,
 				Sandbox: mode, Hidden: hidden, RequireToken: requireToken || l.file.RequireToken, AuditWitness: l.witness})
 			if err != nil {
 				return err

@@ -109,6 +109,9 @@ type Config struct {
 	Credentials []egress.Credential
 	// Resolver resolves the egress proxy's destinations (nil: the system's DNS servers).
 	Resolver egress.Resolver
+	// BudgetCeiling caps each provider's resource budget, by key (the signed host policy's
+	// budget_ceiling).
+	BudgetCeiling map[string]int64
 	// SandboxRoot is where filesystem intents lie ("": /sandbox); each app's are backed by
 	// its own folder of the data folder (sandbox.AppFolder).
 	SandboxRoot string
@@ -233,7 +236,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	if g.sandboxErr != nil {
 		g.procs.refuse = fmt.Errorf("provider processes run only in a sandbox, and none can be made here: %w", g.sandboxErr)
 	}
-	g.procs.box, g.procs.dataDir, g.procs.sandboxRoot = g.sandbox, cfg.DataDir, cfg.SandboxRoot
+	g.procs.box, g.procs.dataDir, g.procs.sandboxRoot, g.procs.ceiling = g.sandbox, cfg.DataDir, cfg.SandboxRoot, cfg.BudgetCeiling
 	if g.procs.egress, err = g.openEgress(cfg); err != nil {
 		st.Close()
 		return nil, err

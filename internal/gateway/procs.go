@@ -29,6 +29,8 @@ type procs struct {
 	// dataDir holds each app's own folders for its filesystem intents (sandbox.AppFolder);
 	// sandboxRoot is where the intents lie ("": /sandbox).
 	dataDir, sandboxRoot string
+	// ceiling caps each resource budget (the host policy's budget_ceiling), by key.
+	ceiling map[string]int64
 	// refuse, when set, is why no provider process is started: no sandbox can be made here,
 	// and providers run unconfined only where the operator chose --sandbox=off-unsafe. Their
 	// apps are registered and not working.
@@ -94,7 +96,7 @@ func (ps *procs) sync(ctx context.Context, st supervised.Store, reg *registry.Re
 			saveStatus(st, id, log, false, ps.refuse)
 			continue
 		}
-		intents, limits, err := sandboxOf(app.Doc)
+		intents, limits, err := sandboxOf(app.Doc, ps.ceiling)
 		if err != nil {
 			ps.byApp[id] = &proc{prog: prog}
 			refused(ctx, rec, log, id, err)
@@ -155,8 +157,9 @@ var budgetKeys = map[string]func(*sandbox.Limits, int64){
 
 // sandboxOf is what a provider's sandbox shows and bounds: the filesystem intents of all its
 // capabilities (one process serves them all), and the largest resource_budget each asks of a
-// kind. A budget key capgate cannot enforce refuses the start: what cannot be held is not run.
-func sandboxOf(doc *manifest.Document) ([]manifest.FilesystemIntent, sandbox.Limits, error) {
+// kind, under the host policy's ceiling of that kind. A budget key capgate cannot enforce
+// refuses the start: what cannot be held is not run.
+func sandboxOf(doc *manifest.Document, ceiling map[string]int64) ([]manifest.FilesystemIntent, sandbox.Limits, error) {
 	var intents []manifest.FilesystemIntent
 	var limits sandbox.Limits
 	for i, c := range doc.Manifest().Capabilities {
@@ -165,6 +168,9 @@ func sandboxOf(doc *manifest.Document) ([]manifest.FilesystemIntent, sandbox.Lim
 			set, ok := budgetKeys[k]
 			if !ok {
 				return nil, limits, fmt.Errorf("capabilities[%d].resource_budget.%s: capgate enforces memory_bytes, cpu_seconds, processes and open_files only", i, k)
+			}
+			if c, ok := ceiling[k]; ok && c > 0 && n > c {
+				n = c
 			}
 			set(&limits, n)
 		}

@@ -22,11 +22,15 @@ func TestSandboxOf(t *testing.T) {
 		}
 		return d
 	}
-	intents, limits, err := sandboxOf(doc(`{"memory_bytes":2000000,"open_files":64}`))
+	intents, limits, err := sandboxOf(doc(`{"memory_bytes":2000000,"open_files":64}`), nil)
 	if err != nil || len(intents) != 2 || limits.MemoryBytes != 2000000 || limits.Processes != 8 || limits.OpenFiles != 64 {
 		t.Errorf("intents %v limits %+v %v", intents, limits, err)
 	}
-	if _, _, err := sandboxOf(doc(`{"gpu_hours":1}`)); err == nil || !strings.Contains(err.Error(), "capabilities[1].resource_budget.gpu_hours") {
+	// Under the host policy's ceiling.
+	if _, limits, _ := sandboxOf(doc(`{"memory_bytes":2000000}`), map[string]int64{"memory_bytes": 1500000, "processes": 4}); limits.MemoryBytes != 1500000 || limits.Processes != 4 {
+		t.Errorf("under a ceiling: %+v", limits)
+	}
+	if _, _, err := sandboxOf(doc(`{"gpu_hours":1}`), nil); err == nil || !strings.Contains(err.Error(), "capabilities[1].resource_budget.gpu_hours") {
 		t.Errorf("an unenforceable budget: %v", err)
 	}
 }
