@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/capgate/capgate/internal/sandbox"
@@ -186,6 +187,7 @@ func (s *box) run(ctx context.Context, capabilityID, name string, src []byte, ti
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
 	cmd.WaitDelay = time.Second
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	err = cmd.Start()
 	w.Close()
 	if err != nil {
@@ -212,8 +214,13 @@ func (s *box) run(ctx context.Context, capabilityID, name string, src []byte, ti
 		killed = ctxStatus()
 	}
 	if killed != "" {
+		// The whole group: bwrap and what it started. A sandbox whose pid 1 outlives bwrap
+		// (bubblewrap#633: killed in its first milliseconds) still holds the report's pipe,
+		// so capgate closes its own end rather than wait for that one to.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Process.Kill()
 		waitErr = <-exited
+		r.Close()
 	}
 	raw := <-report
 
