@@ -144,6 +144,11 @@ flight finish and a final audit checkpoint is signed.`,
 						landlock = fmt.Sprintf("Landlock ABI %d", abi)
 					}
 					fmt.Fprintf(w, "terminal commands, python scripts, provider processes and stdio tool servers run sandboxed (bubblewrap, seccomp, %s)\n", landlock)
+					if how, ok := gw.ProcessLimit(); ok {
+						fmt.Fprintf(w, "sandbox process budgets held by %s\n", how)
+					} else {
+						fmt.Fprintf(w, "sandbox process budgets cannot be held here (%s): a provider that declares one is not started\n", how)
+					}
 				}
 				if tcp != "" {
 					fmt.Fprintf(w, "approve requests at http://%s%s\n", tcp, gw.LoginLink())

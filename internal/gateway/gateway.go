@@ -456,6 +456,16 @@ func (g *Gateway) network() toolserver.Network {
 	return g.procs.egress
 }
 
+// ProcessLimit says how a sandbox's process budget is held here (a pids cgroup, RLIMIT_NPROC),
+// or, with false, why none can be: a provider whose resource_budget names processes is then
+// refused.
+func (g *Gateway) ProcessLimit() (string, bool) {
+	if g.sandbox == nil {
+		return "no sandbox", false
+	}
+	return g.sandbox.ProcessLimit()
+}
+
 // SandboxProblem says why the terminal and python apps are not served: nil when they run in
 // a sandbox (or, with ModeOffUnsafe, without one).
 func (g *Gateway) SandboxProblem() error { return g.sandboxErr }
