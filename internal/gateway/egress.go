@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"strings"
 
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/egress"
@@ -48,11 +49,12 @@ func (g *Gateway) egressRecord(call egress.Call, decision, code, result, why str
 	}
 }
 
-// clipText bounds untrusted text put in a record.
+// clipText bounds untrusted text put in a record, keeping it valid UTF-8 (a cut may fall
+// inside a character).
 func clipText(s string) string {
 	const max = 256
 	if len(s) > max {
-		return s[:max] + "..."
+		s = s[:max] + "..."
 	}
-	return s
+	return strings.ToValidUTF8(s, "\uFFFD")
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/capgate/capgate/internal/providers"
 	"github.com/capgate/capgate/internal/providers/providertest"
@@ -36,10 +35,8 @@ func TestRequestCredential(t *testing.T) {
 			mu.Unlock()
 		}})
 	defer p.Close()
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if up, _ := p.State(); up {
-			break
-		}
+	if up, why := settled(t, p); !up {
+		t.Fatalf("not up: %v", why)
 	}
 	ask := func(intent string) map[string]any {
 		t.Helper()

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/capgate/capgate/internal/egress"
 	"github.com/capgate/capgate/internal/egress/egresstest"
@@ -86,10 +85,8 @@ func TestProviderEgress(t *testing.T) {
 		p := providers.Start(providers.Config{Manifest: doc, Command: bin, Digest: digest, Sandbox: box, Egress: e,
 			Env: providers.DefaultEnv, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		t.Cleanup(func() { p.Close() })
-		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if up, why := p.State(); up || why != nil {
-				break
-			}
+		if up, why := settled(t, p); !up {
+			t.Fatalf("not up: %v", why)
 		}
 		return p
 	}

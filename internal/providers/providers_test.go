@@ -57,13 +57,22 @@ func run(t *testing.T, args ...string) (*providers.Process, *syncBuffer) {
 	p := providers.Start(providers.Config{Manifest: doc, Command: testProvider(t), Args: args, Env: []string{"LANG=C"},
 		Logger: slog.New(slog.NewTextHandler(io.MultiWriter(log), nil))})
 	t.Cleanup(func() { p.Close() })
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if up, why := p.State(); up || why != nil {
-			return p, log
-		}
+	settled(t, p)
+	return p, log
+}
+
+// settled waits until p's first start has come up or said why not (Process.WaitStarted), and
+// ends the test when neither happens in time.
+func settled(t *testing.T, p *providers.Process) (bool, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	p.WaitStarted(ctx)
+	up, why := p.State()
+	if !up && why == nil {
+		t.Fatal("the provider neither came up nor said why")
 	}
-	t.Fatal("the provider neither came up nor said why")
-	return nil, nil
+	return up, why
 }
 
 func call(t *testing.T, p *providers.Process, id, params string, dryRun bool) (sdk.Result, []sdk.Effect, error) {

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/capgate/capgate/internal/providers"
 	"github.com/capgate/capgate/internal/providers/providertest"
@@ -48,13 +47,8 @@ func runSandboxed(t *testing.T, args ...string) (*providers.Process, string, *sy
 	p := providers.Start(providers.Config{Manifest: doc, Command: prog, Digest: digest, Args: args, Dir: pkg,
 		Sandbox: box, Env: []string{"LANG=C"}, Logger: slog.New(slog.NewTextHandler(io.MultiWriter(log), nil))})
 	t.Cleanup(func() { p.Close() })
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if up, why := p.State(); up || why != nil {
-			return p, pkg, log
-		}
-	}
-	t.Fatal("the provider neither came up nor said why")
-	return nil, "", nil
+	settled(t, p)
+	return p, pkg, log
 }
 
 // A provider runs in a sandbox of its own: it reads its package and nothing else of the host,
@@ -146,15 +140,9 @@ func TestSandboxedProgramDigest(t *testing.T) {
 	p := providers.Start(providers.Config{Manifest: doc, Command: prog, Digest: digest, Dir: pkg, Sandbox: box,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer p.Close()
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if up, why := p.State(); up || why != nil {
-			if up || !strings.Contains(why.Error(), "digest") {
-				t.Fatalf("a changed program: up %v, why %v", up, why)
-			}
-			return
-		}
+	if up, why := settled(t, p); up || !strings.Contains(why.Error(), "digest") {
+		t.Fatalf("a changed program: up %v, why %v", up, why)
 	}
-	t.Fatal("no answer")
 }
 
 // A provider's filesystem intents are shown in its sandbox at their paths, backed by its app's
@@ -173,12 +161,7 @@ func TestProviderFilesystemIntents(t *testing.T) {
 		Intents: []manifest.FilesystemIntent{{Path: "/sandbox/notes", Mode: manifest.ModeReadWrite}, {Path: "/sandbox/shared", Mode: manifest.ModeReadOnly}},
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer p.Close()
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if up, why := p.State(); up || why != nil {
-			break
-		}
-	}
-	if up, why := p.State(); !up {
+	if up, why := settled(t, p); !up {
 		t.Fatalf("not up: %v", why)
 	}
 	write := func(path string) bool {
@@ -220,10 +203,8 @@ func TestObservedWrite(t *testing.T) {
 		Intents: []manifest.FilesystemIntent{{Path: "/sandbox/notes", Mode: manifest.ModeReadWrite}},
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer p.Close()
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if up, why := p.State(); up || why != nil {
-			break
-		}
+	if up, why := settled(t, p); !up {
+		t.Fatalf("not up: %v", why)
 	}
 	// A read that writes nothing is fine; the echo capability is a read.
 	if _, _, err := call(t, p, "tools.org.example.echo.echo", `{"look":"/sandbox/notes/x"}`, false); err != nil {
