@@ -18,14 +18,15 @@ func listenProxy() (net.Listener, error) {
 }
 
 // forward accepts connections on ln until it fails, and carries each to the unix socket at
-// socket; at most MaxProxyConns at once, the next waits. A connection whose socket cannot be
-// reached is closed at once: the program sees its proxy refuse.
-func forward(ln net.Listener, socket string) {
-	slots := make(chan struct{}, MaxProxyConns)
+// socket; at most MaxProxyConns at once with the tunnels' (slots), the next waits. A
+// connection whose socket cannot be reached is closed at once: the program sees its proxy
+// refuse.
+func forward(ln net.Listener, socket string, slots chan struct{}) {
 	for {
 		slots <- struct{}{}
 		c, err := ln.Accept()
 		if err != nil {
+			<-slots
 			return
 		}
 		go func() {

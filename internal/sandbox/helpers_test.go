@@ -157,6 +157,18 @@ func confineHelper(args []string) int {
 		_ = c.(*net.TCPConn).CloseWrite()
 		b, _ := io.ReadAll(c)
 		fmt.Printf("%s\n", b)
+	case "direct": // direct HOST:PORT MESSAGE: dial by name, ignoring HTTP_PROXY, print the answer
+		c, err := net.DialTimeout("tcp", args[1], 5*time.Second)
+		if err != nil {
+			fmt.Println("refused:", err)
+			return 0
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		_, _ = c.Write([]byte(args[2]))
+		_ = c.(*net.TCPConn).CloseWrite()
+		b, _ := io.ReadAll(c)
+		fmt.Printf("answer: %s\n", b)
 	case "proxymany": // proxymany N: N connections through the proxy at once
 		n, _ := strconv.Atoi(args[1])
 		addr := strings.TrimPrefix(os.Getenv("HTTP_PROXY"), "http://")

@@ -61,6 +61,13 @@ type initConfig struct {
 	Cgroup string `json:"cgroup,omitempty"`
 	// Proxy is the unix socket to forward 127.0.0.1:ProxyPort to; "" for none.
 	Proxy string `json:"proxy,omitempty"`
+	// Tunnels are the listeners carried to Proxy as CONNECTs (see tunnel.go), each with
+	// TunnelAuth as its Proxy-Authorization.
+	Tunnels    []tunnelConf `json:"tunnels,omitempty"`
+	TunnelAuth string       `json:"tunnel_auth,omitempty"`
+	// BindCaps says bwrap left the init CAP_NET_BIND_SERVICE (and CAP_SETPCAP), for a
+	// tunnel's port below 1024: the init drops every capability once it listens.
+	BindCaps bool `json:"bind_caps,omitempty"`
 	// Child marks the init's second stage, started by a forwarding init to execute the
 	// program: the restrictions are inherited already, only the rlimits are set.
 	Child bool `json:"child,omitempty"`

@@ -2,12 +2,16 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
+	"kernel.org/pub/linux/libs/security/libcap/psx"
 )
 
 // runInit confines this process as c says and executes the program with argv, or, with a
@@ -89,10 +93,24 @@ func forwardAndRun(c initConfig, argv []string) int {
 	if err != nil {
 		initFail("cannot listen for the proxy: %v", err)
 	}
-	go forward(ln, c.Proxy)
+	slots := make(chan struct{}, MaxProxyConns)
+	go forward(ln, c.Proxy, slots)
+	for _, t := range c.Tunnels {
+		tl, err := net.Listen("tcp4", t.Listen)
+		if err != nil {
+			initFail("cannot listen for the tunnel to %s: %v", t.Target, err)
+		}
+		go serveTunnel(tl, c.Proxy, t.Target, c.TunnelAuth, slots)
+	}
+	if c.BindCaps {
+		// The listeners exist: the capabilities that made them go, before anything else runs.
+		if err := dropCapabilities(); err != nil {
+			initFail("cannot drop the capabilities it listened with: %v", err)
+		}
+	}
 
 	child := c
-	child.Child, child.Proxy, child.Cgroup = true, "", ""
+	child.Child, child.Proxy, child.Cgroup, child.Tunnels, child.TunnelAuth, child.BindCaps = true, "", "", nil, "", false
 	conf, err := child.encode()
 	if err != nil {
 		initFail("%v", err)
@@ -132,4 +150,34 @@ func forwardAndRun(c initConfig, argv []string) int {
 		return 128 + int(ws.Signal())
 	}
 	return ws.ExitStatus()
+}
+
+// dropCapabilities empties every capability set of every thread of this process, its bounding
+// set first, so that neither it nor anything it starts holds one again (an execution as the
+// namespace's root would otherwise regain what the bounding set keeps). CAP_SETPCAP, which
+// dropping from the bounding set needs, goes last.
+func dropCapabilities() error {
+	drop := func(c uintptr) error {
+		if _, _, e := psx.Syscall3(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c, 0); e != 0 {
+			return fmt.Errorf("PR_CAPBSET_DROP %d: %w", c, e)
+		}
+		return nil
+	}
+	for c := uintptr(0); c <= unix.CAP_LAST_CAP; c++ {
+		if c == unix.CAP_SETPCAP {
+			continue
+		}
+		if err := drop(c); err != nil {
+			return err
+		}
+	}
+	if err := drop(unix.CAP_SETPCAP); err != nil {
+		return err
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if _, _, e := psx.Syscall3(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
+		return fmt.Errorf("capset: %w", e)
+	}
+	return nil
 }

@@ -55,3 +55,16 @@ const (
 	// nothing (one read per live sandbox).
 	CgroupReapInterval = 500 * time.Millisecond
 )
+
+const (
+	// MaxTunnels bounds a Spec's Tunnels: each is a listener in the init and a line of the
+	// sandbox's /etc/hosts, and a server declares a handful of destinations.
+	MaxTunnels = 64
+
+	// TunnelHandshakeTimeout bounds the proxy's answer to a tunnel's CONNECT: the proxy
+	// resolves and dials within it, or the program's connection is closed.
+	TunnelHandshakeTimeout = 30 * time.Second
+
+	// maxTunnelAnswerBytes bounds the proxy's answer to a CONNECT the init reads.
+	maxTunnelAnswerBytes = 16 << 10
+)

@@ -2,7 +2,11 @@
 
 package sandbox
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"os"
+)
 
 // The sandbox needs Linux; elsewhere Open refuses ModeOn, and these are never reached.
 
@@ -14,3 +18,8 @@ func runInit(initConfig, []string) { initFail("the sandbox runs on Linux only") 
 func processCgroup(int64) (string, error) { return "", errors.New("cgroups are Linux's") }
 
 func cgroupReport() (string, bool) { return "cgroups are Linux's", false }
+
+// dataFile is never reached where the sandbox cannot enforce: Command runs the program itself.
+func dataFile(name string, _ []byte) (*os.File, error) {
+	return nil, fmt.Errorf("sandbox: %s: needs Linux", name)
+}

@@ -201,6 +201,12 @@ type Spec struct {
 	// proxy as Proxy-Authorization: the egress proxy's credential for this sandbox. Nil puts
 	// none. The forwarder carries it as any other byte; it never reads it.
 	ProxyUser *url.Userinfo
+	// Tunnels, with ProxySocket and ProxyUser, are destinations the program reaches by name
+	// even when it ignores the proxy variables: the sandbox's /etc/hosts maps each Host to
+	// an address of its own loopback (in TunnelNet), where the init listens on each Port and
+	// carries every connection to the proxy as a CONNECT to Host:Port (see tunnel.go).
+	// Without Tunnels the sandbox has no /etc/hosts but localhost's. At most MaxTunnels.
+	Tunnels []Tunnel
 }
 
 // Bind is a folder of the host shown in the sandbox at another path.
@@ -358,6 +364,30 @@ func (s *Sandbox) Command(spec Spec) (*exec.Cmd, error) {
 		conf.ReadOnly = append(conf.ReadOnly, initPath) // the init's second stage
 		env = proxyEnv(env, spec.ProxyUser)
 	}
+	tunnels, hosts := planTunnels(spec.Tunnels)
+	if len(tunnels) > 0 {
+		conf.Tunnels, conf.TunnelAuth = tunnels, proxyAuthorization(spec.ProxyUser)
+		for _, t := range spec.Tunnels {
+			if t.Port < 1024 && !conf.BindCaps {
+				// Listening on a port below 1024, even on the sandbox's own loopback, takes
+				// CAP_NET_BIND_SERVICE in the user namespace that owns the network
+				// namespace: the init holds it until it listens. --disable-userns would run
+				// the init in a user namespace nested below that one, where the capability
+				// does not reach the network; without it, the seccomp filter alone keeps the
+				// program from making user namespaces (unshare, clone and setns refused,
+				// clone3 unavailable).
+				conf.BindCaps = true
+				args = slices.DeleteFunc(args, func(a string) bool { return a == "--disable-userns" })
+				args = append(args, "--cap-add", "CAP_NET_BIND_SERVICE", "--cap-add", "CAP_SETPCAP")
+			}
+		}
+	}
+	hostsFile, err := dataFile("capgate-sandbox-hosts", hosts)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, "--ro-bind-data", pass(hostsFile), "/etc/hosts")
+	conf.ReadOnly = append(conf.ReadOnly, "/etc/hosts")
 	if n := spec.Limits.Processes; n > 0 {
 		procs, err := processCgroup(n)
 		switch {
@@ -431,6 +461,8 @@ func (spec Spec) check() error {
 		return errors.New("sandbox: Limits: must not be negative")
 	case spec.ProxySocket != "" && (!filepath.IsAbs(spec.ProxySocket) || strings.ContainsRune(spec.ProxySocket, 0)):
 		return errors.New("sandbox: ProxySocket: must be an absolute path")
+	case checkTunnels(spec) != nil:
+		return checkTunnels(spec)
 	}
 	for i, b := range spec.Binds {
 		switch {
