@@ -58,8 +58,13 @@ A stdio server runs in a sandbox of its own (bubblewrap): it sees the system's l
 its program read-only, the folders given with --bind (read-only, or read-write with :rw), a
 private /tmp as its HOME, and nothing else of the machine: not capgate's data folder, keys or
 configuration; it has no network but, with --allow HOST:PORT, capgate's egress proxy to those
-destinations alone (HTTP_PROXY is set for it; each name is resolved once by capgate and no
-special-purpose address is ever reached). A server written in an interpreted language needs
+destinations alone. HTTP_PROXY is set for it, and a server that ignores it (Node's fetch
+does) still reaches each declared name: the sandbox's /etc/hosts maps the name to its own
+loopback, where capgate carries the connection to the proxy. Each name is resolved once by
+capgate (egress_resolver in the configuration file names the DNS server; the default is
+/etc/resolv.conf's) and no special-purpose or private address is ever reached unless the
+host's signed policy allows it. Without a running gateway, the server is started to list its
+tools with no network at all. A server written in an interpreted language needs
 the folder of its scripts bound:
 
   capgate toolserver add files --bind /opt/mcp/files -- node /opt/mcp/files/index.js
@@ -118,6 +123,9 @@ NAME is lowercase letters, digits and '-', starting with a letter, at most 32 by
 					fmt.Fprintln(w, "the running gateway has started the server")
 				} else {
 					fmt.Fprintln(w, "a running gateway starts the server within a second")
+					if len(c.Allow) > 0 {
+						fmt.Fprintln(w, "no gateway runs: the server listed its tools with no network; its --allow destinations are reached through the gateway's egress proxy")
+					}
 				}
 				return nil
 			})

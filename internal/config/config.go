@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 
@@ -71,6 +72,11 @@ type File struct {
 	// Credentials is the host's credential catalog: the intent names a plugin may ask for,
 	// and where the secret of each that capgate honours comes from (see Credentials).
 	Credentials Credentials `json:"credentials,omitempty"`
+	// EgressResolver is the DNS server the egress proxy asks for its destinations' addresses,
+	// as IP:PORT ("192.0.2.53:53", "[2001:db8::53]:53"); empty for the servers of
+	// /etc/resolv.conf. A name is still resolved once per connection and every address
+	// classified, whichever server answers.
+	EgressResolver string `json:"egress_resolver,omitempty"`
 	// Environments are the environment names and tags the host knows.
 	Environments []string `json:"environments,omitempty"`
 	// PortsDir is the host's own copy of the port descriptors, with kits.json.
@@ -163,6 +169,11 @@ func Parse(data []byte) (File, error) {
 	var cfg File
 	if err := dec.Decode(&cfg); err != nil {
 		return File{}, fmt.Errorf("not a capgate configuration: %w", err)
+	}
+	if cfg.EgressResolver != "" {
+		if ap, err := netip.ParseAddrPort(cfg.EgressResolver); err != nil || ap.Port() == 0 || ap.Addr().Zone() != "" {
+			return File{}, errors.New("egress_resolver: must be a DNS server's IP:PORT, such as 192.0.2.53:53 or [2001:db8::53]:53")
+		}
 	}
 	return cfg, nil
 }

@@ -83,3 +83,19 @@ func TestResolveOrder(t *testing.T) {
 		t.Errorf("default: %s", got)
 	}
 }
+
+// egress_resolver is an IP literal and a port: a name would need resolving itself, and the
+// proxy's answers must come from the server the operator named.
+func TestEgressResolver(t *testing.T) {
+	for in, want := range map[string]string{"192.0.2.53:53": "192.0.2.53:53", "'[2001:db8::53]:5353'": "[2001:db8::53]:5353"} {
+		f, err := Parse([]byte("egress_resolver: " + in))
+		if err != nil || f.EgressResolver != want {
+			t.Errorf("%s: %q, %v", in, f.EgressResolver, err)
+		}
+	}
+	for _, in := range []string{"dns.example.com:53", "192.0.2.53", "192.0.2.53:0", "192.0.2.53:65536", "'[fe80::1%eth0]:53'", "'2001:db8::53'", "udp://192.0.2.53:53", "' 192.0.2.53:53'"} {
+		if _, err := Parse([]byte("egress_resolver: " + in)); err == nil || !strings.Contains(err.Error(), "egress_resolver") {
+			t.Errorf("%s: %v", in, err)
+		}
+	}
+}

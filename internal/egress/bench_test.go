@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/capgate/capgate/internal/egress/egresstest"
 	"github.com/capgate/capgate/internal/intent"
 )
 
@@ -28,9 +29,9 @@ import (
 // It needs root (network namespaces), like the tests that connect.
 func BenchmarkRequest(b *testing.B) {
 	w := newWorld(b)
-	w.dns.static("good.example.com", w.net.NS.String())
+	w.dns.Static("good.example.com", w.net.NS.String())
 	tp, _ := startProxy(b, Options{
-		Resolver: DNSResolver{Server: w.dns.addr},
+		Resolver: DNSResolver{Server: w.dns.Addr()},
 		Host:     intent.Host{AllowPrivate: []netip.Prefix{w.net.Prefix}},
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)), // capgate's default level: Info
 	})
@@ -114,9 +115,9 @@ func BenchmarkRequest(b *testing.B) {
 // BenchmarkResolve is the one resolution a new connection to a name costs: DNSResolver
 // asking the benchmark's own DNS server on the loopback for A and AAAA. It needs no root.
 func BenchmarkResolve(b *testing.B) {
-	d := newTestDNS(b)
-	d.static("good.example.com", "10.200.0.2")
-	r := DNSResolver{Server: d.addr}
+	d := egresstest.NewDNS(b)
+	d.Static("good.example.com", "10.200.0.2")
+	r := DNSResolver{Server: d.Addr()}
 	for b.Loop() {
 		if _, err := r.LookupNetIP(context.Background(), "good.example.com"); err != nil {
 			b.Fatal(err)

@@ -32,11 +32,11 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	w := newWorld(t)
 	ns := w.net.NS.String()
-	w.dns.static("good.example.com", ns)
-	w.dns.static("secure.example.com", ns)
-	w.dns.static("other.example.com", ns)
-	w.dns.static("six.example.com", w.net.NS6.String())
-	w.dns.set("rebind.example.com", func(qtype uint16, n int) []netip.Addr {
+	w.dns.Static("good.example.com", ns)
+	w.dns.Static("secure.example.com", ns)
+	w.dns.Static("other.example.com", ns)
+	w.dns.Static("six.example.com", w.net.NS6.String())
+	w.dns.Set("rebind.example.com", func(qtype uint16, n int) []netip.Addr {
 		if qtype != dns.TypeA {
 			return nil
 		}
@@ -46,7 +46,7 @@ func newFixture(t *testing.T) *fixture {
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 	})
 	tp, logs := startProxy(t, Options{
-		Resolver: DNSResolver{Server: w.dns.addr},
+		Resolver: DNSResolver{Server: w.dns.Addr()},
 		Host:     intent.Host{AllowPrivate: []netip.Prefix{w.net.Prefix, w.net.V6}},
 		RootCAs:  w.roots,
 		Credentials: []Credential{
@@ -134,8 +134,8 @@ func TestDeclaredDestinationsWork(t *testing.T) {
 // prefix, are refused at the address.
 func TestPrivateNeedsThePolicy(t *testing.T) {
 	w := newWorld(t)
-	w.dns.static("good.example.com", w.net.NS.String())
-	tp, _ := startProxy(t, Options{Resolver: DNSResolver{Server: w.dns.addr}})
+	w.dns.Static("good.example.com", w.net.NS.String())
+	tp, _ := startProxy(t, Options{Resolver: DNSResolver{Server: w.dns.Addr()}})
 	call := Call{CallID: "c", Destinations: []HostPort{MustParseHostPort("good.example.com:80"), MustParseHostPort(w.net.NS.String() + ":80")}}
 	cred, _ := tp.open(t, call)
 	c := tp.client(cred, nil)
@@ -160,7 +160,7 @@ func TestRebindingIsNeverAskedTwice(t *testing.T) {
 	}
 	// One question for the connection: the proxy connected to the address it checked, and
 	// did not ask again (the second answer is loopback).
-	if n := f.w.dns.queries("rebind.example.com", dns.TypeA); n != 1 {
+	if n := f.w.dns.Queries("rebind.example.com", dns.TypeA); n != 1 {
 		t.Fatalf("%d A questions for one connection, want 1", n)
 	}
 	// A new connection asks again, gets loopback, and is refused.
@@ -168,7 +168,7 @@ func TestRebindingIsNeverAskedTwice(t *testing.T) {
 	if resp.StatusCode != 403 || !strings.Contains(body, "Loopback") {
 		t.Fatalf("second connection: %d %q", resp.StatusCode, body)
 	}
-	if n := f.w.dns.queries("rebind.example.com", dns.TypeA); n != 2 {
+	if n := f.w.dns.Queries("rebind.example.com", dns.TypeA); n != 2 {
 		t.Errorf("%d A questions for two connections, want 2", n)
 	}
 	if n := len(f.tp.Observed("call-1")); n != 1 {
@@ -325,9 +325,9 @@ func TestCredentialInjected(t *testing.T) {
 // the system's roots the test CA is unknown, and the request fails without the secret sent.
 func TestCertificateVerified(t *testing.T) {
 	w := newWorld(t)
-	w.dns.static("secure.example.com", w.net.NS.String())
+	w.dns.Static("secure.example.com", w.net.NS.String())
 	tp, logs := startProxy(t, Options{
-		Resolver:    DNSResolver{Server: w.dns.addr},
+		Resolver:    DNSResolver{Server: w.dns.Addr()},
 		Host:        intent.Host{AllowPrivate: []netip.Prefix{w.net.Prefix}},
 		Credentials: []Credential{{Intent: "example.api", Source: Source{File: secretFile(t)}, Destinations: []HostPort{MustParseHostPort("secure.example.com:443")}}},
 	})

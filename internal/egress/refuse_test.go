@@ -11,6 +11,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/capgate/capgate/internal/egress/egresstest"
 	"github.com/capgate/capgate/internal/intent"
 )
 
@@ -29,18 +30,18 @@ func secretFile(t testing.TB) string {
 }
 
 func TestRefusedBeforeConnecting(t *testing.T) {
-	d := newTestDNS(t)
-	d.static("meta.example.com", "169.254.169.254")
-	d.static("loop.example.com", "127.0.0.1")
-	d.static("mixed.example.com", "10.200.0.2", "127.0.0.1")
-	d.static("mapped.example.com", "::ffff:127.0.0.1")
-	d.static("six.example.com", "::1")
-	d.static("shared.example.com", "100.64.0.1")
-	d.static("bench.example.com", "198.18.0.1")
-	d.static("private.example.com", "10.9.9.9")
-	d.static("ula.example.com", "fd12::1")
+	d := egresstest.NewDNS(t)
+	d.Static("meta.example.com", "169.254.169.254")
+	d.Static("loop.example.com", "127.0.0.1")
+	d.Static("mixed.example.com", "10.200.0.2", "127.0.0.1")
+	d.Static("mapped.example.com", "::ffff:127.0.0.1")
+	d.Static("six.example.com", "::1")
+	d.Static("shared.example.com", "100.64.0.1")
+	d.Static("bench.example.com", "198.18.0.1")
+	d.Static("private.example.com", "10.9.9.9")
+	d.Static("ula.example.com", "fd12::1")
 	tp, logs := startProxy(t, Options{
-		Resolver: DNSResolver{Server: d.addr},
+		Resolver: DNSResolver{Server: d.Addr()},
 		Host:     intent.Host{AllowPrivate: []netip.Prefix{netip.MustParsePrefix("10.200.0.0/16")}},
 		Credentials: []Credential{{Intent: "example.api", Source: Source{File: secretFile(t)},
 			Destinations: []HostPort{MustParseHostPort("secure.example.com:443")}}},
@@ -108,7 +109,7 @@ func TestRefusedBeforeConnecting(t *testing.T) {
 				t.Errorf("OnRefusal got %q, want %q and the rule", got, want)
 			}
 			if tc.noQuery != "" {
-				if n := d.queries(tc.noQuery, dns.TypeA) + d.queries(tc.noQuery, dns.TypeAAAA); n != 0 {
+				if n := d.Queries(tc.noQuery, dns.TypeA) + d.Queries(tc.noQuery, dns.TypeAAAA); n != 0 {
 					t.Errorf("%s was resolved %d times; a refused destination is never resolved", tc.noQuery, n)
 				}
 			}

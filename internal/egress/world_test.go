@@ -21,7 +21,7 @@ import (
 // server naming them.
 type world struct {
 	net   *egresstest.Net
-	dns   *testDNS
+	dns   *egresstest.DNS
 	roots *x509.CertPool
 
 	mu   sync.Mutex
@@ -31,7 +31,7 @@ type world struct {
 
 func newWorld(t testing.TB) *world {
 	t.Helper()
-	w := &world{net: egresstest.New(t), dns: newTestDNS(t), hits: map[string]int{}, seen: map[string]http.Header{}}
+	w := &world{net: egresstest.New(t), dns: egresstest.NewDNS(t), hits: map[string]int{}, seen: map[string]http.Header{}}
 	cert, roots := egresstest.Cert(t, []string{"secure.example.com", "good.example.com"}, []netip.Addr{w.net.NS})
 	w.roots = roots
 	for _, a := range []netip.Addr{w.net.NS, w.net.NS6} {

@@ -27,7 +27,15 @@
 // (seccomp_linux.go says what it refuses and why), closes every descriptor the program is not
 // given, and executes the program, so that no capgate code stays in its process. With
 // Spec.ProxySocket it stays instead, as the program's parent, forwarding the sandbox's
-// 127.0.0.1:ProxyPort to the egress proxy's unix socket (forward.go).
+// 127.0.0.1:ProxyPort to the egress proxy's unix socket (forward.go), and, for Spec.Tunnels,
+// listening on the addresses the sandbox's /etc/hosts gives each declared name and carrying
+// each connection to the proxy as a CONNECT (tunnel.go), so that a program that ignores
+// HTTP_PROXY reaches its declared names too. A tunnel to a port below 1024 needs
+// CAP_NET_BIND_SERVICE in the user namespace that owns the network namespace: bwrap then
+// runs without --disable-userns (whose nested user namespace the capability would not reach
+// from), the init holds that capability and CAP_SETPCAP until it listens and then drops
+// every capability of every thread, bounding set included, and the seccomp filter alone
+// keeps the program from making user namespaces.
 //
 // Unix sockets: a program reaches only those capgate hands in. A pathname socket is reached
 // through the file system, and the sandbox sees only the system's view and the folders the

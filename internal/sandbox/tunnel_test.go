@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -162,4 +163,27 @@ func TestTunnelsRefused(t *testing.T) {
 	if _, err := s.Command(sp); err == nil || !strings.Contains(err.Error(), "more than") {
 		t.Errorf("too many tunnels: %v", err)
 	}
+}
+
+// Whatever passes as a tunnel's name is one line's word of /etc/hosts and no address: no
+// space, newline, '#' or other byte outside a DNS name's, nothing an address parser reads.
+func FuzzTunnelName(f *testing.F) {
+	for _, s := range []string{"api.example.com", "a", "127.0.0.1", "0x7f.1", "::1", "a.b-c.d", "x.localhost", "a\nb", "a b", "1.2.3.4.5", "a.1e"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !sandbox.TunnelName(s) {
+			return
+		}
+		if _, err := netip.ParseAddr(strings.TrimSuffix(s, ".")); err == nil {
+			t.Fatalf("%q is an address", s)
+		}
+		if strings.ContainsAny(s, " \t\r\n#*:[]%/\\\x00") {
+			t.Fatalf("%q holds a byte a hosts line or an authority reads", s)
+		}
+		last := s[strings.LastIndexByte(strings.TrimSuffix(s, "."), '.')+1:]
+		if strings.Trim(strings.TrimSuffix(last, "."), "0123456789") == "" {
+			t.Fatalf("%q ends in a number", s)
+		}
+	})
 }

@@ -269,6 +269,7 @@ func (c Config) transport(box *sandbox.Sandbox, network Network) (mcpsdk.Transpo
 			return nil, nil, nil, fmt.Errorf("toolserver %s: its network: %w", c.Name, err)
 		}
 		spec.ProxySocket, spec.ProxyUser, end = sock, user, stop
+		spec.Tunnels = tunnels(allow)
 	}
 	cmd, err := box.Command(spec)
 	if err != nil {
@@ -283,6 +284,19 @@ func (c Config) transport(box *sandbox.Sandbox, network Network) (mcpsdk.Transpo
 		}
 	}
 	return &mcpsdk.CommandTransport{Command: cmd, TerminateDuration: StdioTerminateWait}, started, end, nil
+}
+
+// tunnels are the destinations of allow a server reaches by name even when it ignores the
+// proxy variables (as Node's fetch does): every one named by a DNS name. An address or a
+// wildcard has no name the sandbox can map; the server reaches it through HTTP_PROXY.
+func tunnels(allow []egress.HostPort) []sandbox.Tunnel {
+	var out []sandbox.Tunnel
+	for _, hp := range allow {
+		if sandbox.TunnelName(hp.Host()) {
+			out = append(out, sandbox.Tunnel{Host: hp.Host(), Port: int(hp.Port())})
+		}
+	}
+	return out
 }
 
 // ErrNoSandbox is a stdio tool server that cannot be started: no sandbox can be made here.
