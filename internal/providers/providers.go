@@ -117,9 +117,9 @@ type Process struct {
 	stopped error
 	// egressSocket is the socket the egress proxy is served on for it, "" for none.
 	egressSocket string
-	// inflight and begun count its calls, to know when one ran alone (observedWrite).
-	inflight int
-	begun    uint64
+	// phases keeps its calls that may write in its read_write folders apart from those
+	// that may not, whose writes capgate judges (watchWrites).
+	phases phaseLock
 	why      error // why it is not up (nil while up, or before the first start)
 	up       bool
 	starts   int
@@ -543,7 +543,13 @@ func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, 
 		}
 		opts.EgressProxy, endEgress = u, end
 	}
-	watch := h.p.watchWrites(capability, dry)
+	watch, err := h.p.watchWrites(ctx, capability, dry)
+	if err != nil {
+		if endEgress != nil {
+			_ = endEgress()
+		}
+		return sdk.Result{}, err // the call's time ended while calls that may write ran
+	}
 	out, err := c.InvokeWith(ctx, id, params, ic, opts)
 	if broke := watch(); broke != "" {
 		// Observed by capgate itself, not on the provider's word.
@@ -583,40 +589,37 @@ func (h handler) Invoke(ctx context.Context, id string, params json.RawMessage, 
 }
 
 // watchWrites starts watching the provider's read_write folders for a call of c that may not
-// write there (its side_effects below write, or a dry run), and returns the function that
-// ends the watch with the rule the call broke, or "". A write is attributed to the call only
-// when it ran alone: with other calls of the provider in flight, whose write it was is not
-// known, and nothing is said.
-func (p *Process) watchWrites(c *manifest.Capability, dryRun bool) func() string {
-	// Every call counts, whatever it may do: a call that may write, in flight beside one that
-	// may not, makes the latter's writes not its own to judge.
-	p.mu.Lock()
-	alone := p.inflight == 0
-	p.inflight++
-	p.begun++
-	at := p.begun
-	p.mu.Unlock()
-	ended := func() bool {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		p.inflight--
-		return alone && p.begun == at
-	}
+// write there (its side_effects below write, or a dry run), once no call that may write is in
+// flight (phaseLock), and returns the function that ends the watch with the rule the call
+// broke, or "". A write seen while only such calls run is judged against each of them: the
+// provider wrote where none of them may. It fails with ctx's error when the call's time ends
+// while it waits for calls that may write to finish.
+func (p *Process) watchWrites(ctx context.Context, c *manifest.Capability, dryRun bool) (func() string, error) {
 	folders := writableFolders(p.cfg)
-	if len(folders) == 0 || (!dryRun && c.SideEffects.Rank() >= manifest.SideEffectWrite.Rank()) {
-		return func() string { ended(); return "" }
+	if len(folders) == 0 {
+		return func() string { return "" }, nil
+	}
+	if !dryRun && c.SideEffects.Rank() >= manifest.SideEffectWrite.Rank() {
+		if err := p.phases.lock(ctx, writerCall); err != nil {
+			return nil, err
+		}
+		return func() string { p.phases.unlock(writerCall); return "" }, nil
+	}
+	if err := p.phases.lock(ctx, judgedCall); err != nil {
+		return nil, err
 	}
 	before := stampOf(folders)
 	return func() string {
 		after := stampOf(folders)
-		if !ended() || !before.known || !after.known || before == after {
+		p.phases.unlock(judgedCall)
+		if !before.known || !after.known || before == after {
 			return ""
 		}
 		if dryRun {
 			return "capgate saw the provider write in its read_write folder during a dry run"
 		}
 		return fmt.Sprintf("capgate saw the provider write in its read_write folder during a call whose capability declares side_effects %s", c.SideEffects)
-	}
+	}, nil
 }
 
 // held checks the effects a call reports against its capability's declared side effects.

@@ -1,6 +1,7 @@
 package providers_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,11 +12,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capgate/capgate/internal/providers"
 	"github.com/capgate/capgate/internal/providers/providertest"
 	"github.com/capgate/capgate/internal/sandbox/sandboxtest"
 	"github.com/capgate/capgate/manifest"
+	"github.com/capgate/capgate/sdk"
 )
 
 // runSandboxed supervises the test provider, installed as a package in its own folder, in the
@@ -217,5 +220,60 @@ func TestObservedWrite(t *testing.T) {
 	}
 	if up, why := p.State(); up || !errors.Is(why, providers.ErrOverreach) {
 		t.Errorf("after an observed write: up %v, why %v", up, why)
+	}
+}
+
+// Calls that may write in the read_write folders never run beside calls that may not, so
+// every write capgate sees is judged: a call that may write waits for the reads in flight
+// (its write then blamed on none of them), and a read that writes beside another read is
+// caught though it did not run alone.
+func TestObservedWriteConcurrent(t *testing.T) {
+	box := sandboxtest.Open(t)
+	doc, err := manifest.Load(providertest.Manifest(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := testProvider(t)
+	digest, _ := providers.ProgramDigest(bin)
+	p := providers.Start(providers.Config{Manifest: doc, Command: bin, Digest: digest, Sandbox: box, AppFolder: t.TempDir(),
+		Intents: []manifest.FilesystemIntent{{Path: "/sandbox/notes", Mode: manifest.ModeReadWrite}},
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer p.Close()
+	if up, why := settled(t, p); !up {
+		t.Fatalf("not up: %v", why)
+	}
+	// wait (side effects none) runs until its deadline; invoke runs one in the background.
+	waitFor := func(d time.Duration) <-chan time.Time {
+		done := make(chan time.Time, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(sdk.WithReport(context.Background(), &sdk.Report{}), d)
+			defer cancel()
+			_, _ = p.Handler().Invoke(ctx, "tools.org.example.echo.wait", json.RawMessage(`{}`), sdk.InvocationContext{CallID: "w"})
+			done <- time.Now()
+		}()
+		time.Sleep(300 * time.Millisecond) // in flight
+		return done
+	}
+
+	waited := waitFor(1500 * time.Millisecond)
+	if _, _, err := call(t, p, "tools.org.example.echo.save", `{"write":"/sandbox/notes/a.txt"}`, false); err != nil {
+		t.Fatalf("a save beside a read: %v", err)
+	}
+	saved := time.Now()
+	if w := <-waited; saved.Before(w) {
+		t.Errorf("the save ran while the read was in flight (saved %v before the read ended)", w.Sub(saved))
+	}
+	if up, why := p.State(); !up {
+		t.Fatalf("a save's write was blamed on a read: %v", why)
+	}
+
+	waited = waitFor(1500 * time.Millisecond)
+	_, _, err = call(t, p, "tools.org.example.echo.echo", `{"write":"/sandbox/notes/b.txt"}`, false)
+	if err == nil || !strings.Contains(err.Error(), "capgate saw the provider write") {
+		t.Fatalf("a read that wrote beside another read: %v", err)
+	}
+	<-waited
+	if up, why := p.State(); up || !errors.Is(why, providers.ErrOverreach) {
+		t.Errorf("after an observed write beside another read: up %v, why %v", up, why)
 	}
 }
