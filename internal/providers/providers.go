@@ -120,9 +120,9 @@ type Process struct {
 	// phases keeps its calls that may write in its read_write folders apart from those
 	// that may not, whose writes capgate judges (watchWrites).
 	phases phaseLock
-	why      error // why it is not up (nil while up, or before the first start)
-	up       bool
-	starts   int
+	why    error // why it is not up (nil while up, or before the first start)
+	up     bool
+	starts int
 }
 
 // Start starts supervising the provider cfg: it is started now and whenever it exits, until
