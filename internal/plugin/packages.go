@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/capgate/capgate/internal/archive"
 	"github.com/capgate/capgate/internal/lock"
 	"github.com/capgate/capgate/manifest"
@@ -30,9 +32,63 @@ func PackageDir(dataDir, appID, digest string) string {
 // it changed between the check and the copy.
 var ErrPackageChanged = errors.New("the package changed while it was installed: its content is not the content checked")
 
+// keepLockFile is the file whose lock keeps Prune away while an install keeps a package the
+// lockfile does not name yet: installs hold it shared from keeping the package until the
+// lockfile is written, Prune exclusively.
+const keepLockFile = "packages.lock"
+
+// holdKeepLock takes the data folder's keep lock, shared or exclusive; with try, it fails at
+// once (ok false) when another holds it. release unlocks it.
+func holdKeepLock(dataDir string, exclusive, try bool) (release func(), ok bool, err error) {
+	f, err := os.OpenFile(filepath.Join(dataDir, keepLockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, false, err
+	}
+	how := unix.LOCK_SH
+	if exclusive {
+		how = unix.LOCK_EX
+	}
+	if try {
+		how |= unix.LOCK_NB
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), how)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err == unix.EWOULDBLOCK {
+		f.Close()
+		return nil, false, nil
+	}
+	if err != nil {
+		f.Close()
+		return nil, false, err
+	}
+	return func() { f.Close() }, true, nil
+}
+
 // keep copies the package at src into the data folder (PackageDir) unless a copy of the same
 // content is there, and checks that what was copied is the content whose digest was checked.
-func (h *Host) keep(src, appID, digest string) error {
+// It holds the keep lock shared from before it looks until the caller calls release, once
+// the lockfile names the package (or the install has failed), so that no Prune runs between.
+func (h *Host) keep(src, appID, digest string) (release func(), err error) {
+	if err := os.MkdirAll(h.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("plugin: keeping the package: %w", err)
+	}
+	release, _, err = holdKeepLock(h.DataDir, false, false)
+	if err != nil {
+		return nil, fmt.Errorf("plugin: keeping the package: %w", err)
+	}
+	if err := h.copyPackage(src, appID, digest); err != nil {
+		release()
+		return nil, err
+	}
+	return release, nil
+}
+
+// copyPackage is keep's copy.
+func (h *Host) copyPackage(src, appID, digest string) error {
 	dst := PackageDir(h.DataDir, appID, digest)
 	if _, err := os.Stat(dst); err == nil {
 		return nil
@@ -105,8 +161,16 @@ func Runs(e lock.Entry) bool {
 	return (m.Kind == "" || m.Kind == manifest.KindCapabilityProvider) && len(m.Capabilities) > 0
 }
 
-// Prune removes the kept packages the lock no longer names, installed or pending.
+// Prune removes the kept packages the lock no longer names, installed or pending, and what
+// installs that did not finish left. While an install holds the keep lock (it has kept a
+// package the lock does not name yet), Prune does nothing: the lockfile that install writes
+// brings the next sync, and its Prune.
 func Prune(dataDir string, f *lock.File) error {
+	release, ok, err := holdKeepLock(dataDir, true, true)
+	if err != nil || !ok {
+		return err
+	}
+	defer release()
 	keep := map[string]bool{}
 	for _, e := range f.Plugins {
 		keep[PackageDir(dataDir, e.AppID, e.Digest)] = true
@@ -124,6 +188,9 @@ func Prune(dataDir string, f *lock.File) error {
 	}
 	var errs []error
 	for _, a := range apps {
+		if !a.IsDir() {
+			continue
+		}
 		dir := filepath.Join(root, a.Name())
 		vs, err := os.ReadDir(dir)
 		if err != nil {

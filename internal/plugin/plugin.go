@@ -235,9 +235,11 @@ func (h *Host) Install(src string, opts Options) (Outcome, error) {
 	}
 	// The content checked is kept in the data folder, read-only, before the lock names it:
 	// what runs is that copy, never the source, which may change or go.
-	if err := h.keep(src, cand.entry.AppID, cand.entry.Digest); err != nil {
+	release, err := h.keep(src, cand.entry.AppID, cand.entry.Digest)
+	if err != nil {
 		return out, err
 	}
+	defer release()
 	if ps := h.test(cand, &out); len(ps) > 0 {
 		out.Problems, out.Refused = ps, true
 		return out, nil
