@@ -17,11 +17,11 @@ func listenProxy() (net.Listener, error) {
 	return net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(ProxyPort))
 }
 
-// forward accepts connections on ln until it fails, and carries each to the unix socket at
-// socket; at most MaxProxyConns at once with the tunnels' (slots), the next waits. A
-// connection whose socket cannot be reached is closed at once: the program sees its proxy
-// refuse.
-func forward(ln net.Listener, socket string, slots chan struct{}) {
+// carry accepts connections on ln until it fails, and carries each, byte for byte, to the
+// connection dial opens for it; at most MaxProxyConns at once with the other listeners
+// sharing slots, the next waits. A connection dial cannot open is closed at once: the
+// program sees its peer refuse (a proxy that refused a tunnel has audited why).
+func carry(ln net.Listener, slots chan struct{}, dial func() (net.Conn, error)) {
 	for {
 		slots <- struct{}{}
 		c, err := ln.Accept()
@@ -32,7 +32,7 @@ func forward(ln net.Listener, socket string, slots chan struct{}) {
 		go func() {
 			defer func() { <-slots }()
 			defer c.Close()
-			u, err := net.Dial("unix", socket)
+			u, err := dial()
 			if err != nil {
 				return
 			}

@@ -94,13 +94,13 @@ func forwardAndRun(c initConfig, argv []string) int {
 		initFail("cannot listen for the proxy: %v", err)
 	}
 	slots := make(chan struct{}, MaxProxyConns)
-	go forward(ln, c.Proxy, slots)
+	go carry(ln, slots, func() (net.Conn, error) { return net.Dial("unix", c.Proxy) })
 	for _, t := range c.Tunnels {
 		tl, err := net.Listen("tcp4", t.Listen)
 		if err != nil {
 			initFail("cannot listen for the tunnel to %s: %v", t.Target, err)
 		}
-		go serveTunnel(tl, c.Proxy, t.Target, c.TunnelAuth, slots)
+		go carry(tl, slots, func() (net.Conn, error) { return connectThrough(c.Proxy, t.Target, c.TunnelAuth) })
 	}
 	if c.BindCaps {
 		// The listeners exist: the capabilities that made them go, before anything else runs.

@@ -131,31 +131,6 @@ func proxyAuthorization(user *url.Userinfo) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user.Username()+":"+pass))
 }
 
-// serveTunnel accepts connections on ln until it fails, and carries each to the proxy at
-// socket as a CONNECT to target with auth, sharing slots with the proxy forwarder. A
-// connection the proxy refuses is closed: the program sees its peer end the connection, and
-// the proxy has audited why.
-func serveTunnel(ln net.Listener, socket, target, auth string, slots chan struct{}) {
-	for {
-		slots <- struct{}{}
-		c, err := ln.Accept()
-		if err != nil {
-			<-slots
-			return
-		}
-		go func() {
-			defer func() { <-slots }()
-			defer c.Close()
-			u, err := connectThrough(socket, target, auth)
-			if err != nil {
-				return
-			}
-			defer u.Close()
-			splice(c, u)
-		}()
-	}
-}
-
 // connectThrough dials the proxy's socket and asks it for a tunnel to target, returning the
 // connection once the proxy has answered 200.
 func connectThrough(socket, target, auth string) (net.Conn, error) {
