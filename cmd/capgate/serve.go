@@ -150,6 +150,11 @@ flight finish and a final audit checkpoint is signed.`,
 					} else {
 						fmt.Fprintf(w, "sandbox process budgets cannot be held here (%s): a provider that declares one is not started\n", how)
 					}
+					if how, ok := sandbox.MemoryLimit(); ok {
+						fmt.Fprintf(w, "sandbox memory budgets held per process and for the whole sandbox by %s\n", how)
+					} else {
+						fmt.Fprintf(w, "sandbox memory budgets held %s: a sandbox of N processes may use N times its budget\n", how)
+					}
 				}
 				if tcp != "" {
 					fmt.Fprintf(w, "approve requests at http://%s%s\n", tcp, gw.LoginLink())

@@ -4,63 +4,110 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
 
-// Limits.Processes is held by a cgroup per sandbox, with the pids controller: RLIMIT_NPROC
-// does not bind root (the kernel skips the check for the host's uid 0, which the sandbox's
-// user still is when capgate runs as root), and it counts per user, not per sandbox. capgate
-// makes, for each sandbox with a process limit, a cgroup <base>/<n> with pids.max set, binds
-// its cgroup.procs file into the sandbox, and the init writes itself there before anything
-// else runs; everything the program starts is counted in it, and it cannot leave (it sees no
-// other cgroup, and has no capability). The base is capgate-<pid> in capgate's own cgroup of
-// a hierarchy with the pids controller: cgroup v2 where capgate may enable pids below its own
-// cgroup, else a cgroup v1 pids hierarchy. A reaper removes a sandbox's cgroup once the
-// sandbox has ended; bases of capgate processes that are gone are removed at the next start.
+// Limits.Processes and Limits.MemoryBytes are held by a cgroup per sandbox, with the pids and
+// memory controllers. RLIMIT_NPROC does not bind root (the kernel skips the check for the
+// host's uid 0, which the sandbox's user still is when capgate runs as root), and it counts per
+// user, not per sandbox; RLIMIT_DATA counts per process, so a sandbox of N processes could use
+// N times its memory budget. capgate makes, for each sandbox with either limit, a cgroup
+// <base>/<n> in each hierarchy that holds one of them, sets pids.max there, or the memory
+// limit (cgroup v1: memory.limit_in_bytes, and memory.memsw.limit_in_bytes to the same so that
+// swap does not escape it; cgroup v2: memory.max, and memory.swap.max 0), binds each
+// cgroup.procs file into the sandbox, and the init writes itself into each before anything
+// else runs; everything the program starts is counted there, and it cannot leave (it sees no
+// other cgroup, and has no capability). A process past the memory limit is killed by the
+// kernel's OOM killer within the sandbox's cgroup, never outside it; the per-process rlimits
+// stay, the first limit a program meets (an allocation that fails, rather than a kill).
 //
-// The pids controller counts tasks: threads as well as processes.
+// The base is capgate-<pid> in capgate's own cgroup of a hierarchy with the controller:
+// cgroup v2 where capgate may enable it below its own cgroup, else a cgroup v1 hierarchy of
+// it. On cgroup v2 one cgroup holds both; on v1 they are separate hierarchies, and a sandbox
+// has a cgroup in each. A reaper removes a sandbox's cgroups once the sandbox has ended; bases
+// of capgate processes that are gone are removed at the next start.
+//
+// The pids controller counts tasks: threads as well as processes. The memory controller
+// counts what the sandbox's processes touch: their memory, the files they write in the
+// in-memory /tmp, the page cache they fill and the kernel's memory for them.
+
+// The controllers a sandbox's cgroup is limited with.
+const (
+	pidsController   = "pids"
+	memoryController = "memory"
+)
+
+var controllers = []string{pidsController, memoryController}
 
 // cgroups is this process's manager of sandbox cgroups.
 type cgroups struct {
-	base    string // "" when none is usable
-	version int
-	why     string // when base is "": why not
+	trees []*cgroupTree     // at most one holds each controller
+	why   map[string]string // for a controller no tree holds: why not
 
 	mu      sync.Mutex
 	n       uint64
-	live    map[string]*liveCgroup
+	live    map[uint64]*liveCgroup
 	reaping bool
 }
 
+// cgroupTree is a hierarchy where sandbox cgroups are made.
+type cgroupTree struct {
+	version int
+	base    string
+	holds   []string // the controllers it holds, of controllers
+	swap    bool     // cgroup v1 memory: memory.memsw files exist (swap is counted)
+}
+
+// liveCgroup is one sandbox's cgroups, one in each tree it needed.
 type liveCgroup struct {
+	dirs []string
 	made time.Time
 	seen bool
 }
 
 var sandboxCgroups = sync.OnceValue(findCgroups)
 
-// findCgroups finds where this process may make cgroups with the pids controller, makes its
-// base there, and sweeps the bases of capgate processes that are gone.
+// findCgroups finds, for each controller, where this process may make cgroups with it, makes
+// its base there, and sweeps the bases of capgate processes that are gone.
 func findCgroups() *cgroups {
-	g := &cgroups{live: map[string]*liveCgroup{}}
+	g := &cgroups{live: map[uint64]*liveCgroup{}, why: map[string]string{}}
+	fail := func(why string) *cgroups {
+		for _, c := range controllers {
+			g.why[c] = why
+		}
+		return g
+	}
 	own, err := ownCgroups()
 	if err != nil {
-		g.why = "cannot read /proc/self/cgroup: " + err.Error()
-		return g
+		return fail("cannot read /proc/self/cgroup: " + err.Error())
 	}
 	mounts, err := cgroupMounts()
 	if err != nil {
-		g.why = "cannot read /proc/self/mountinfo: " + err.Error()
-		return g
+		return fail("cannot read /proc/self/mountinfo: " + err.Error())
 	}
-	var whys []string
+	whys := map[string][]string{}
 	for _, m := range mounts {
-		rel, ok := own[m.key]
+		var want []string
+		for _, c := range controllers {
+			if g.tree(c) == nil && (m.version == 2 || slices.Contains(m.controllers, c)) {
+				want = append(want, c)
+			}
+		}
+		if len(want) == 0 {
+			continue
+		}
+		key := ""
+		if m.version == 1 {
+			key = want[0]
+		}
+		rel, ok := own[key]
 		if !ok {
 			continue
 		}
@@ -71,42 +118,66 @@ func findCgroups() *cgroups {
 			rel = strings.TrimPrefix(rel, m.root)
 		}
 		dir := filepath.Join(m.point, rel)
-		if m.key == "" {
-			if err := enablePids(dir); err != nil {
-				whys = append(whys, fmt.Sprintf("cgroup v2 at %s: %v", dir, err))
+		t := &cgroupTree{version: m.version, base: filepath.Join(dir, "capgate-"+strconv.Itoa(os.Getpid()))}
+		if m.version == 2 {
+			var problems map[string]error
+			want, problems = enable(dir, want)
+			for c, err := range problems {
+				whys[c] = append(whys[c], fmt.Sprintf("cgroup v2 at %s: %v", dir, err))
+			}
+			if len(want) == 0 {
 				continue
 			}
 		}
 		sweep(dir)
-		base := filepath.Join(dir, "capgate-"+strconv.Itoa(os.Getpid()))
-		if err := os.Mkdir(base, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			whys = append(whys, fmt.Sprintf("%s: %v", dir, err))
+		if err := os.Mkdir(t.base, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			for _, c := range want {
+				whys[c] = append(whys[c], fmt.Sprintf("%s: %v", dir, err))
+			}
 			continue
 		}
-		if m.key == "" {
-			if err := enablePids(base); err != nil {
-				_ = os.Remove(base)
-				whys = append(whys, fmt.Sprintf("cgroup v2 at %s: %v", base, err))
-				continue
+		if m.version == 2 {
+			var problems map[string]error
+			want, problems = enable(t.base, want)
+			for c, err := range problems {
+				whys[c] = append(whys[c], fmt.Sprintf("cgroup v2 at %s: %v", t.base, err))
 			}
-			g.version = 2
-		} else {
-			g.version = 1
+		}
+		if slices.Contains(want, memoryController) && m.version == 1 {
+			_, err := os.Stat(filepath.Join(t.base, "memory.memsw.limit_in_bytes"))
+			t.swap = err == nil
 		}
 		// Made to learn that it can be; newCgroup makes it again when needed.
-		_ = os.Remove(base)
-		g.base = base
-		return g
+		_ = os.Remove(t.base)
+		if len(want) > 0 {
+			t.holds = want
+			g.trees = append(g.trees, t)
+		}
 	}
-	if len(whys) == 0 {
-		whys = append(whys, "no cgroup hierarchy with the pids controller is mounted")
+	for _, c := range controllers {
+		if g.tree(c) != nil {
+			continue
+		}
+		if len(whys[c]) == 0 {
+			whys[c] = append(whys[c], "no cgroup hierarchy with the "+c+" controller is mounted")
+		}
+		g.why[c] = strings.Join(whys[c], "; ")
 	}
-	g.why = strings.Join(whys, "; ")
 	return g
 }
 
+// tree is the tree that holds controller c, or nil.
+func (g *cgroups) tree(c string) *cgroupTree {
+	for _, t := range g.trees {
+		if slices.Contains(t.holds, c) {
+			return t
+		}
+	}
+	return nil
+}
+
 // ownCgroups maps each hierarchy of /proc/self/cgroup to this process's cgroup in it: "" for
-// cgroup v2, "pids" for a v1 hierarchy that has the pids controller.
+// cgroup v2, the controller's name for a v1 hierarchy that has one of controllers.
 func ownCgroups() (map[string]string, error) {
 	b, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
@@ -118,23 +189,27 @@ func ownCgroups() (map[string]string, error) {
 		if len(parts) != 3 {
 			continue
 		}
-		switch {
-		case parts[0] == "0" && parts[1] == "":
+		if parts[0] == "0" && parts[1] == "" {
 			own[""] = parts[2]
-		case hasWord(parts[1], ",", "pids"):
-			own["pids"] = parts[2]
+			continue
+		}
+		for _, c := range controllers {
+			if hasWord(parts[1], ",", c) {
+				own[c] = parts[2]
+			}
 		}
 	}
 	return own, nil
 }
 
 type cgroupMount struct {
-	key   string // as ownCgroups
-	root  string // the cgroup at the mount's root
-	point string
+	version     int
+	controllers []string // cgroup v1: those of controllers it has
+	root        string   // the cgroup at the mount's root
+	point       string
 }
 
-// cgroupMounts lists the cgroup v2 mounts and the v1 mounts of the pids controller, v2 first.
+// cgroupMounts lists the cgroup v2 mounts and the v1 mounts of controllers, v2 first.
 func cgroupMounts() ([]cgroupMount, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
@@ -153,12 +228,20 @@ func cgroupMounts() ([]cgroupMount, error) {
 			continue
 		}
 		m := cgroupMount{root: unescapeMount(a[3]), point: unescapeMount(a[4])}
-		switch {
-		case b[0] == "cgroup2":
+		switch b[0] {
+		case "cgroup2":
+			m.version = 2
 			v2 = append(v2, m)
-		case b[0] == "cgroup" && hasWord(b[2], ",", "pids"):
-			m.key = "pids"
-			v1 = append(v1, m)
+		case "cgroup":
+			m.version = 1
+			for _, c := range controllers {
+				if hasWord(b[2], ",", c) {
+					m.controllers = append(m.controllers, c)
+				}
+			}
+			if len(m.controllers) > 0 {
+				v1 = append(v1, m)
+			}
 		}
 	}
 	return append(v2, v1...), sc.Err()
@@ -192,22 +275,38 @@ func hasWord(list, sep, w string) bool {
 	return false
 }
 
-// enablePids makes the pids controller available to dir's children (cgroup v2). The kernel
-// refuses it for a cgroup other than the root that holds processes itself: a capgate run as a
-// systemd service needs Delegate=yes and its own leaf, or gets no cgroup here.
-func enablePids(dir string) error {
+// enable makes the controllers of want available to dir's children (cgroup v2), and returns
+// those it could, and why not for each other. The kernel refuses it for a cgroup other than
+// the root that holds processes itself: a capgate run as a systemd service needs Delegate=yes
+// and its own leaf, or gets no cgroup here.
+func enable(dir string, want []string) ([]string, map[string]error) {
+	problems := map[string]error{}
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
 	if err != nil {
-		return err
+		for _, c := range want {
+			problems[c] = err
+		}
+		return nil, problems
 	}
-	if !hasWord(strings.TrimSpace(string(b)), " ", "pids") {
-		return errors.New("the pids controller is not available there")
+	available := strings.TrimSpace(string(b))
+	b, _ = os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+	enabled := strings.TrimSpace(string(b))
+	var held []string
+	for _, c := range want {
+		switch {
+		case !hasWord(available, " ", c):
+			problems[c] = fmt.Errorf("the %s controller is not available there", c)
+		case hasWord(enabled, " ", c):
+			held = append(held, c)
+		default:
+			if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+"+c), 0); err != nil {
+				problems[c] = err
+				continue
+			}
+			held = append(held, c)
+		}
 	}
-	b, err = os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
-	if err == nil && hasWord(strings.TrimSpace(string(b)), " ", "pids") {
-		return nil
-	}
-	return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+pids"), 0)
+	return held, problems
 }
 
 // sweep removes the bases, and their empty cgroups, of capgate processes that are gone.
@@ -238,38 +337,102 @@ func sweep(dir string) {
 	}
 }
 
-// newCgroup returns the cgroup.procs file of a new cgroup that holds at most max tasks.
-func (g *cgroups) newCgroup(max int64) (string, error) {
-	if g.base == "" {
-		return "", errors.New(g.why)
+// newCgroup makes the cgroups that hold l's Processes and MemoryBytes where a tree holds
+// their controllers, and returns the cgroup.procs file of each (none when no limit of l is
+// held here). A limit no tree holds is left out: the caller asks held which are.
+func (g *cgroups) newCgroup(l Limits) ([]string, error) {
+	limits := map[string]func(dir string, v int) error{}
+	if l.Processes > 0 && g.tree(pidsController) != nil {
+		limits[pidsController] = func(dir string, _ int) error {
+			return writeCgroup(dir, "pids.max", strconv.FormatInt(l.Processes, 10))
+		}
+	}
+	if l.MemoryBytes > 0 && g.tree(memoryController) != nil {
+		limits[memoryController] = func(dir string, version int) error {
+			n := strconv.FormatInt(l.MemoryBytes, 10)
+			if version == 2 {
+				if err := writeCgroup(dir, "memory.max", n); err != nil {
+					return err
+				}
+				return writeOptional(dir, "memory.swap.max", "0")
+			}
+			// The memory limit first: the kernel refuses memory+swap below it.
+			if err := writeCgroup(dir, "memory.limit_in_bytes", n); err != nil {
+				return err
+			}
+			return writeOptional(dir, "memory.memsw.limit_in_bytes", n)
+		}
+	}
+	if len(limits) == 0 {
+		return nil, nil
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	// The reaper removes the base when no sandbox is left, so that a capgate that exits
-	// leaves nothing behind; make it again.
-	if err := os.Mkdir(g.base, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", err
-	}
-	if g.version == 2 {
-		if err := enablePids(g.base); err != nil {
-			return "", err
-		}
-	}
 	g.n++
-	dir := filepath.Join(g.base, strconv.FormatUint(g.n, 10))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return "", err
+	c := &liveCgroup{made: time.Now()}
+	var procs []string
+	for _, t := range g.trees {
+		var set []func(string, int) error
+		for _, name := range t.holds {
+			if f := limits[name]; f != nil {
+				set = append(set, f)
+			}
+		}
+		if len(set) == 0 {
+			continue
+		}
+		dir, err := t.newCgroup(g.n)
+		if err == nil {
+			c.dirs = append(c.dirs, dir)
+			for _, f := range set {
+				if err = f(dir, t.version); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			for _, d := range c.dirs {
+				_ = os.Remove(d)
+			}
+			return nil, err
+		}
+		procs = append(procs, filepath.Join(dir, "cgroup.procs"))
 	}
-	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.FormatInt(max, 10)), 0); err != nil {
-		_ = os.Remove(dir)
-		return "", err
-	}
-	g.live[dir] = &liveCgroup{made: time.Now()}
+	g.live[g.n] = c
 	if !g.reaping {
 		g.reaping = true
 		go g.reap()
 	}
-	return filepath.Join(dir, "cgroup.procs"), nil
+	return procs, nil
+}
+
+// newCgroup makes the cgroup numbered n in t. The reaper removes the base when no sandbox is
+// left, so that a capgate that exits leaves nothing behind; it is made again here.
+func (t *cgroupTree) newCgroup(n uint64) (string, error) {
+	if err := os.Mkdir(t.base, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", err
+	}
+	if t.version == 2 {
+		if _, problems := enable(t.base, t.holds); len(problems) > 0 {
+			return "", errors.Join(slices.Collect(maps.Values(problems))...)
+		}
+	}
+	dir := filepath.Join(t.base, strconv.FormatUint(n, 10))
+	return dir, os.Mkdir(dir, 0o755)
+}
+
+// writeCgroup writes v to dir's file name.
+func writeCgroup(dir, name, v string) error {
+	return os.WriteFile(filepath.Join(dir, name), []byte(v), 0)
+}
+
+// writeOptional writes v to dir's file name when the kernel has it (swap accounting may be
+// compiled out or turned off, and then swap is not counted at all).
+func writeOptional(dir, name, v string) error {
+	if _, err := os.Stat(filepath.Join(dir, name)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return writeCgroup(dir, name, v)
 }
 
 // reap removes the cgroups of sandboxes that ended, and of those never started within
@@ -279,22 +442,29 @@ func (g *cgroups) reap() {
 	defer t.Stop()
 	for range t.C {
 		g.mu.Lock()
-		for dir, c := range g.live {
-			if occupied(dir) {
+		for n, c := range g.live {
+			// The init joins one cgroup after the other: a sandbox is over once it is in none.
+			if slices.ContainsFunc(c.dirs, occupied) {
 				c.seen = true
 				continue
 			}
-			if !c.seen && peak(dir) > 0 {
+			if !c.seen && slices.ContainsFunc(c.dirs, used) {
 				c.seen = true
 			}
 			if c.seen || time.Since(c.made) > CgroupStartGrace {
-				if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
-					delete(g.live, dir)
+				c.dirs = slices.DeleteFunc(c.dirs, func(dir string) bool {
+					err := os.Remove(dir)
+					return err == nil || errors.Is(err, os.ErrNotExist)
+				})
+				if len(c.dirs) == 0 {
+					delete(g.live, n)
 				}
 			}
 		}
 		if len(g.live) == 0 {
-			_ = os.Remove(g.base)
+			for _, t := range g.trees {
+				_ = os.Remove(t.base)
+			}
 			g.reaping = false
 			g.mu.Unlock()
 			return
@@ -309,31 +479,44 @@ func occupied(dir string) bool {
 	return err == nil && len(strings.TrimSpace(string(b))) > 0
 }
 
-// peak is the most tasks the cgroup held (pids.peak, Linux 6.1 and later), or 0.
-func peak(dir string) int64 {
-	b, err := os.ReadFile(filepath.Join(dir, "pids.peak"))
-	if err != nil {
-		return 0
+// used reports whether the cgroup at dir ever held a task: the most tasks it held (pids.peak,
+// Linux 6.1 and later) or the most memory (memory.peak, Linux 5.19 and later;
+// memory.max_usage_in_bytes on cgroup v1) is not 0.
+func used(dir string) bool {
+	for _, name := range []string{"pids.peak", "memory.peak", "memory.max_usage_in_bytes"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		if n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); n > 0 {
+			return true
+		}
 	}
-	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	return n
+	return false
 }
 
-// count is the number of cgroups this process holds now (for tests).
+// count is the number of sandboxes whose cgroups this process holds now (for tests).
 func (g *cgroups) count() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.live)
 }
 
-// processCgroup returns the cgroup.procs file of a new cgroup of at most max tasks.
-func processCgroup(max int64) (string, error) { return sandboxCgroups().newCgroup(max) }
+// sandboxCgroup returns the cgroup.procs files of new cgroups that hold l's Processes and
+// MemoryBytes, those of them that can be held here (cgroupHeld says which).
+func sandboxCgroup(l Limits) ([]string, error) { return sandboxCgroups().newCgroup(l) }
 
-// cgroupReport says where sandboxes' cgroups are made, or why none can be.
-func cgroupReport() (string, bool) {
+// cgroupHeld says whether controller c ("pids", "memory") holds sandboxes here, and where, or
+// why not.
+func cgroupHeld(c string) (string, bool) {
 	g := sandboxCgroups()
-	if g.base == "" {
-		return g.why, false
+	t := g.tree(c)
+	if t == nil {
+		return g.why[c], false
 	}
-	return fmt.Sprintf("cgroup v%d pids controller (%s)", g.version, g.base), true
+	how := fmt.Sprintf("cgroup v%d %s controller (%s)", t.version, c, t.base)
+	if c == memoryController && t.version == 1 && !t.swap {
+		how += ", swap not counted (no memory.memsw files: swap accounting is off)"
+	}
+	return how, true
 }

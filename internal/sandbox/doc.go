@@ -22,7 +22,8 @@
 //
 // Inside, as a second layer, capgate's own executable runs first as the sandbox's init
 // (init.go; MaybeRunInit, which this package's init function calls): it joins the sandbox's
-// cgroup, sets Spec.Limits, restricts the file system with Landlock to the same set bwrap
+// cgroups (cgroup_linux.go: the process and memory budgets of the whole sandbox), sets
+// Spec.Limits on itself, restricts the file system with Landlock to the same set bwrap
 // shows (best effort, to the ABI the kernel offers: LandlockABI), installs a seccomp filter
 // (seccomp_linux.go says what it refuses and why), closes every descriptor the program is not
 // given, and executes the program, so that no capgate code stays in its process. With
@@ -51,12 +52,17 @@
 // What cannot be enforced is refused: Open fails when bwrap is missing or cannot make its
 // namespaces here (no user namespaces, a seccomp policy that forbids them), or when the init
 // cannot confine a program, and capgate then does not run the apps that need it; Command
-// refuses Limits.Processes where nothing can hold it (ProcessLimit says). The opt-out,
+// refuses Limits.Processes where nothing can hold it (ProcessLimit says). Limits.MemoryBytes
+// is held per process everywhere, and for the whole sandbox where a memory cgroup can be made
+// (MemoryLimit says which). The opt-out,
 // ModeOffUnsafe (capgate serve --sandbox=off-unsafe), runs programs directly with capgate's
 // own user, files and network, and says so.
 //
 // Known gaps: the sandbox's pid 1 is bwrap's own, whose command line (/proc/1/cmdline) shows
 // the host paths of the spec's binds; a program under the proxy forwarder may read capgate's
-// executable (the init's second stage runs it); a process's memory budget is per process, not
-// per sandbox (no memory cgroup yet).
+// executable (the init's second stage runs it); where no memory cgroup can be made (cgroup v2
+// without the memory controller delegated to capgate's cgroup, no v1 memory hierarchy), a
+// process's memory budget is per process only, and a sandbox of N processes may use N times
+// it (MemoryLimit, and capgate serve at start, say so); the init's forwarder, with
+// Spec.ProxySocket, counts against the sandbox's memory like the program.
 package sandbox

@@ -1,10 +1,28 @@
 package sandbox
 
-// CgroupsLive is how many sandbox cgroups this process holds now.
+// CgroupsLive is how many sandboxes' cgroups this process holds now.
 func CgroupsLive() int { return sandboxCgroups().count() }
 
-// CgroupBase is the folder this process's sandbox cgroups are made in, or "".
-func CgroupBase() string { return sandboxCgroups().base }
+// CgroupBases are the folders this process's sandbox cgroups are made in, one per hierarchy.
+func CgroupBases() []string {
+	var bases []string
+	for _, t := range sandboxCgroups().trees {
+		bases = append(bases, t.base)
+	}
+	return bases
+}
+
+// CgroupDirs are the cgroups of the sandboxes this process holds now.
+func CgroupDirs() []string {
+	g := sandboxCgroups()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var dirs []string
+	for _, c := range g.live {
+		dirs = append(dirs, c.dirs...)
+	}
+	return dirs
+}
 
 // InitPath is where the sandbox shows the init.
 const InitPath = initPath

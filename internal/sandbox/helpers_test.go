@@ -1,12 +1,14 @@
 package sandbox_test
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -124,6 +126,93 @@ func confineHelper(args []string) int {
 			b[i] = 1
 		}
 		fmt.Println("ok")
+	case "hold": // hold MiB: allocate and touch, say "held", keep it until stdin closes
+		n, _ := strconv.Atoi(args[1])
+		b, err := unix.Mmap(-1, 0, n<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+		if err != nil {
+			fmt.Println(errName(err))
+			return 0
+		}
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		fmt.Println("held")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		runtime.KeepAlive(b)
+	case "memfork": // memfork N MiB: N children that each hold MiB at once, then wait for stdin
+		n, _ := strconv.Atoi(args[1])
+		held, killed, failed := 0, 0, 0
+		var children []*exec.Cmd
+		var stdins []io.Closer
+		for range n {
+			exe, _ := os.Executable()
+			c := exec.Command(exe, "hold", args[2])
+			in, _ := c.StdinPipe()
+			out, _ := c.StdoutPipe()
+			if err := c.Start(); err != nil {
+				failed++
+				continue
+			}
+			line, _ := bufio.NewReader(out).ReadString('\n')
+			if line == "held\n" {
+				held++
+				children, stdins = append(children, c), append(stdins, in)
+				continue
+			}
+			in.Close()
+			_ = c.Wait()
+			fmt.Fprintf(os.Stderr, "a child said %q and ended: %v\n", line, c.ProcessState)
+			if ws, ok := c.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				killed++
+			} else {
+				failed++
+			}
+		}
+		// A child that held its memory may have been killed since, to make room for another;
+		// the kernel's kill is not instant.
+		time.Sleep(300 * time.Millisecond)
+		for i, c := range children {
+			var st unix.WaitStatus
+			if p, _ := unix.Wait4(c.Process.Pid, &st, unix.WNOHANG, nil); p == c.Process.Pid {
+				children[i] = nil
+				held--
+				killed++
+			}
+		}
+		fmt.Println(held, "held", killed, "killed", failed, "failed")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		for i, c := range children {
+			if c != nil {
+				stdins[i].Close()
+				_ = c.Wait()
+			}
+		}
+	case "writeerr": // writeerr PATH TEXT: the errno of writing TEXT to it
+		f, err := os.OpenFile(args[1], os.O_WRONLY, 0)
+		if err == nil {
+			_, err = f.WriteString(args[2])
+			f.Close()
+		}
+		fmt.Println(errName(err))
+	case "writelines": // writelines: for each line "PATH TEXT" of stdin, the errno of the write
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			path, text, _ := strings.Cut(sc.Text(), " ")
+			f, err := os.OpenFile(path, os.O_WRONLY, 0)
+			if err == nil {
+				_, err = f.WriteString(text)
+				f.Close()
+			}
+			fmt.Println(errName(err))
+		}
+	case "mountcgroup": // mountcgroup CONTROLLER: mount a cgroup v1 hierarchy of it, or v2
+		var err error
+		if args[1] == "v2" {
+			err = unix.Mount("none", "/tmp", "cgroup2", 0, "")
+		} else {
+			err = unix.Mount("none", "/tmp", "cgroup", 0, args[1])
+		}
+		fmt.Println(errName(err))
 	case "spin": // spin: burn CPU until killed
 		for i := 0; ; i++ {
 			_ = i * i

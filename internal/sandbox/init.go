@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 )
 
 // The sandbox's init is capgate's own executable, run by bwrap inside the sandbox in place of
 // the program: it applies what only a process inside can apply (it joins the sandbox's
-// cgroup, sets the resource limits, restricts the file system with Landlock and installs the
+// cgroups, sets the resource limits, restricts the file system with Landlock and installs the
 // seccomp filter), then executes the program, so that no capgate code stays in the program's
 // process. With Spec.ProxySocket it stays, as the parent of the program, forwarding TCP
 // connections from the sandbox's loopback to that socket.
@@ -24,14 +25,17 @@ const (
 	initName = "capgate-sandbox-init"
 	// initPath is where the sandbox shows capgate's executable.
 	initPath = "/run/capgate/init"
-	// cgroupPath is where the sandbox shows the cgroup.procs file of its cgroup, for the
-	// init to join it. Landlock leaves it out of what the program may open.
-	cgroupPath = "/run/capgate/cgroup.procs"
+	// cgroupDir holds the cgroup.procs files of the sandbox's cgroups (cgroupPath), for the
+	// init to join them. Landlock leaves it out of what the program may open.
+	cgroupDir = "/run/capgate/cgroup"
 	// proxyDir holds the proxy's socket inside the sandbox, at proxyDir/socket.
 	proxyDir = "/run/capgate/proxy"
 	// initVersion is the configuration's format; an init of another version refuses it.
-	initVersion = 1
+	initVersion = 2
 )
+
+// cgroupPath is where the sandbox shows the cgroup.procs file of its i-th cgroup.
+func cgroupPath(i int) string { return cgroupDir + "/" + strconv.Itoa(i) + ".procs" }
 
 // initConfig is what Command tells the init. Paths are the sandbox's.
 type initConfig struct {
@@ -52,13 +56,15 @@ type initConfig struct {
 	// Listable are folders whose entries, and those of every folder below, may be listed,
 	// nothing more: "/", so that ls / works in the sandbox as bwrap shows it.
 	Listable []string `json:"list,omitempty"`
-	// Limits are set on the program with setrlimit; Processes through the cgroup.
+	// Limits are set on the program with setrlimit; Processes and MemoryBytes through the
+	// cgroups as well.
 	Limits Limits `json:"limits"`
 	// NPROC sets RLIMIT_NPROC to Limits.Processes: where no cgroup is usable and the kernel
 	// honours the rlimit (capgate does not run as root).
 	NPROC bool `json:"nproc,omitempty"`
-	// Cgroup is the cgroup.procs file to join before anything else; "" for none.
-	Cgroup string `json:"cgroup,omitempty"`
+	// Cgroups are the cgroup.procs files to join before anything else (on cgroup v1, one
+	// per hierarchy).
+	Cgroups []string `json:"cgroups,omitempty"`
 	// Proxy is the unix socket to forward 127.0.0.1:ProxyPort to; "" for none.
 	Proxy string `json:"proxy,omitempty"`
 	// Tunnels are the listeners carried to Proxy as CONNECTs (see tunnel.go), each with

@@ -29,9 +29,9 @@ func runInit(c initConfig, argv []string) {
 		setLimits(c)
 		execProgram(c, argv)
 	}
-	if c.Cgroup != "" {
-		// Joining first: everything after, the program and what it starts, is counted.
-		if err := os.WriteFile(c.Cgroup, []byte("0\n"), 0); err != nil {
+	// Joining first: everything after, the program and what it starts, is counted.
+	for _, p := range c.Cgroups {
+		if err := os.WriteFile(p, []byte("0\n"), 0); err != nil {
 			initFail("cannot join the sandbox's cgroup: %v", err)
 		}
 	}
@@ -110,7 +110,7 @@ func forwardAndRun(c initConfig, argv []string) int {
 	}
 
 	child := c
-	child.Child, child.Proxy, child.Cgroup, child.Tunnels, child.TunnelAuth, child.BindCaps = true, "", "", nil, "", false
+	child.Child, child.Proxy, child.Cgroups, child.Tunnels, child.TunnelAuth, child.BindCaps = true, "", nil, nil, "", false
 	conf, err := child.encode()
 	if err != nil {
 		initFail("%v", err)

@@ -1,9 +1,15 @@
 package sandbox_test
 
 import (
+	"bufio"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,22 +49,33 @@ func TestProcessLimit(t *testing.T) {
 	if got := limited(t, s, sandbox.Limits{Processes: 100}, "fork", "20"); got != "20 ok" {
 		t.Errorf("forking 20 under a limit of 100: %s", got)
 	}
-	// The cgroups of the ended sandboxes are removed.
+	cgroupsRemoved(t)
+}
+
+// cgroupsRemoved fails the test unless the cgroups of the ended sandboxes are removed, and
+// then this process's bases, with no sandbox left in them.
+func cgroupsRemoved(t *testing.T) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for sandbox.CgroupsLive() > 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if n := sandbox.CgroupsLive(); n > 0 {
-		t.Errorf("%d cgroups left", n)
+		t.Errorf("the cgroups of %d sandboxes left", n)
 	}
-	// And so is this process's base, with no sandbox left in it.
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(sandbox.CgroupBase()); errors.Is(err, os.ErrNotExist) {
-			return
+	for _, base := range sandbox.CgroupBases() {
+		for {
+			_, err := os.Stat(base)
+			if errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("the cgroup base %s is left", base)
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	t.Errorf("the cgroup base %s is left", sandbox.CgroupBase())
 }
 
 // Allocating past the memory limit fails; under it works.
@@ -148,4 +165,170 @@ func TestLimitsChecked(t *testing.T) {
 	if _, err := s.Command(sp); err == nil || !strings.Contains(err.Error(), "Binds[0].Path") {
 		t.Errorf("a bind over the sandbox's own folder: %v", err)
 	}
+}
+
+// memoryCgroup returns the memory cgroup among dirs (the one with a memory limit), or "".
+func memoryCgroup(dirs []string) string {
+	for _, d := range dirs {
+		for _, f := range []string{"memory.limit_in_bytes", "memory.max"} {
+			if _, err := os.Stat(filepath.Join(d, f)); err == nil {
+				return d
+			}
+		}
+	}
+	return ""
+}
+
+// cgroupValue reads one number (or "max") of a cgroup's file; "" when the file is missing.
+func cgroupValue(t *testing.T, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// probeCmd is a started probe: exited is closed once it has ended (Wait has returned).
+type probeCmd struct {
+	*exec.Cmd
+	exited chan struct{}
+}
+
+// wait waits for the probe to end and returns its exit status.
+func (p *probeCmd) wait() int {
+	<-p.exited
+	return p.ProcessState.ExitCode()
+}
+
+// startProbe starts spec with pipes on its standard input and output, and returns the
+// command, its input and its output's lines; at the test's end its input is closed, and it
+// is killed if it does not end then.
+func startProbe(t *testing.T, s *sandbox.Sandbox, spec sandbox.Spec) (*probeCmd, io.WriteCloser, *bufio.Reader) {
+	t.Helper()
+	cmd, err := s.Command(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	// A sandbox whose pid 1 outlives bwrap (bubblewrap#633) would hold the pipes open.
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		in.Close()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if errOut.Len() > 0 {
+			t.Logf("%v: stderr: %s", spec.Args, errOut.String())
+		}
+	})
+	return &probeCmd{cmd, exited}, in, bufio.NewReader(out)
+}
+
+// A memory budget bounds the sandbox as a whole where a memory cgroup can be made: six
+// children that each hold less than the budget (100 MiB and the Go runtime's own, about 110
+// MiB of data, under 256), and together more, are not all let hold it
+// (an allocation fails, or the kernel kills one of the sandbox's processes), the cgroup's
+// limit is the budget, swap included, and the sandbox never used more; a process of the host
+// outside the sandbox lives on. Under the budget every child holds its memory.
+func TestSandboxMemoryLimit(t *testing.T) {
+	s := sandboxtest.Open(t)
+	how, ok := sandbox.MemoryLimit()
+	t.Logf("memory held by: %s", how)
+	if !ok {
+		t.Skipf("no memory cgroup here: %s", how)
+	}
+	outside := exec.Command("/bin/sleep", "120")
+	if err := outside.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = outside.Process.Kill(); _ = outside.Wait() }()
+
+	const budget = 256 << 20
+	before := sandbox.CgroupDirs()
+	sp := self(t, "memfork", "6", "100")
+	sp.Limits = sandbox.Limits{MemoryBytes: budget, Processes: 64}
+	cmd, in, out := startProbe(t, s, sp)
+	dir := memoryCgroup(slices.DeleteFunc(sandbox.CgroupDirs(), func(d string) bool { return slices.Contains(before, d) }))
+	if dir == "" {
+		t.Fatal("the sandbox has no memory cgroup")
+	}
+	line, _ := out.ReadString('\n')
+	t.Logf("six children of 100 MiB under a sandbox budget of 256 MiB: %q", line)
+	var held, killed, failed int
+	if _, err := fmt.Sscanf(line, "%d held %d killed %d failed", &held, &killed, &failed); err != nil {
+		// The OOM killer chose the children's parent: the sandbox's processes are killed.
+		in.Close()
+		if code := cmd.wait(); code != 128+int(syscall.SIGKILL) {
+			t.Fatalf("the probe said %q and ended with status %d", line, code)
+		}
+	} else if held >= 6 || killed+failed == 0 || held*100 > budget>>20 {
+		t.Errorf("%d of six children held 100 MiB each in a sandbox of 256 MiB (%d killed, %d failed)", held, killed, failed)
+	}
+	// While the sandbox lives (its parent waits for its input): the limit is the budget, and
+	// swap does not widen it.
+	if v := cgroupValue(t, dir, "memory.limit_in_bytes"); v != "" {
+		if v != strconv.Itoa(budget) {
+			t.Errorf("memory.limit_in_bytes = %s, want %d", v, budget)
+		}
+		if v := cgroupValue(t, dir, "memory.memsw.limit_in_bytes"); v != "" && v != strconv.Itoa(budget) {
+			t.Errorf("memory.memsw.limit_in_bytes = %s, want %d", v, budget)
+		}
+		if v := cgroupValue(t, dir, "memory.max_usage_in_bytes"); v != "" && mustInt(t, v) > budget {
+			t.Errorf("memory.max_usage_in_bytes = %s, over the budget %d", v, budget)
+		}
+	} else {
+		if v := cgroupValue(t, dir, "memory.max"); v != strconv.Itoa(budget) {
+			t.Errorf("memory.max = %s, want %d", v, budget)
+		}
+		if v := cgroupValue(t, dir, "memory.swap.max"); v != "" && v != "0" {
+			t.Errorf("memory.swap.max = %s, want 0", v)
+		}
+		if v := cgroupValue(t, dir, "memory.peak"); v != "" && mustInt(t, v) > budget {
+			t.Errorf("memory.peak = %s, over the budget %d", v, budget)
+		}
+	}
+	in.Close()
+	cmd.wait()
+	if err := outside.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("a process outside the sandbox died: %v", err)
+	}
+
+	// Within the budget the sandbox runs normally.
+	if got := limited(t, s, sandbox.Limits{MemoryBytes: budget, Processes: 64}, "memfork", "2", "16"); got != "2 held 0 killed 0 failed" {
+		t.Errorf("two children of 16 MiB under 256: %s", got)
+	}
+	cgroupsRemoved(t)
+}
+
+func mustInt(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -15,9 +15,14 @@ func LandlockABI() int { return 0 }
 
 func runInit(initConfig, []string) { initFail("the sandbox runs on Linux only") }
 
-func processCgroup(int64) (string, error) { return "", errors.New("cgroups are Linux's") }
+const (
+	pidsController   = "pids"
+	memoryController = "memory"
+)
 
-func cgroupReport() (string, bool) { return "cgroups are Linux's", false }
+func sandboxCgroup(Limits) ([]string, error) { return nil, errors.New("cgroups are Linux's") }
+
+func cgroupHeld(string) (string, bool) { return "cgroups are Linux's", false }
 
 // dataFile is never reached where the sandbox cannot enforce: Command runs the program itself.
 func dataFile(name string, _ []byte) (*os.File, error) {

@@ -227,8 +227,12 @@ type Bind struct {
 type Limits struct {
 	// MemoryBytes bounds each process's data memory (RLIMIT_DATA: its heap, private
 	// mappings and thread stacks), and its address space to that plus AddressSlack
-	// (RLIMIT_AS). An allocation past it fails (malloc returns NULL, Python raises
-	// MemoryError, the Go runtime dies "out of memory").
+	// (RLIMIT_AS): an allocation past it fails (malloc returns NULL, Python raises
+	// MemoryError, the Go runtime dies "out of memory"). It also bounds the memory of the
+	// whole sandbox at once, swap included, where a memory cgroup can be made (see
+	// cgroup_linux.go; MemoryLimit says): when the sandbox's processes together reach it,
+	// the kernel kills one of them (SIGKILL), never a process outside the sandbox. Where
+	// none can be made the sandbox runs with the per-process limits alone.
 	MemoryBytes int64 `json:"memory_bytes,omitempty"`
 	// CPUSeconds bounds each process's CPU time (RLIMIT_CPU): the kernel kills a process that
 	// reaches it (SIGKILL).
@@ -250,11 +254,24 @@ func (s *Sandbox) ProcessLimit() (string, bool) {
 	if !s.Enforcing() {
 		return "the sandbox is off", false
 	}
-	how, ok := cgroupReport()
+	how, ok := cgroupHeld(pidsController)
 	if !ok && os.Geteuid() != 0 {
 		return "RLIMIT_NPROC (no cgroup: " + how + ")", true
 	}
 	return how, ok
+}
+
+// MemoryLimit says how a sandbox holds Limits.MemoryBytes on this machine, for capgate serve
+// to report at start: for the whole sandbox, with true, "cgroup v1 memory controller
+// (/sys/fs/cgroup/memory/...)"; else, with false, "per process only (...)" saying why no
+// memory cgroup can be made: a sandbox of N processes may then use N times its budget. Per
+// process (RLIMIT_DATA) it is held wherever the sandbox enforces.
+func MemoryLimit() (string, bool) {
+	how, ok := cgroupHeld(memoryController)
+	if !ok {
+		return "per process only (RLIMIT_DATA; no memory cgroup: " + how + ")", false
+	}
+	return how, true
 }
 
 // initExe is capgate's executable, opened once: the file every sandbox's init runs, even when
@@ -283,7 +300,8 @@ func initFile() (*os.File, error) {
 //
 // Inside the sandbox bwrap runs capgate's own executable as the sandbox's init (see
 // init.go), which confines itself and then executes the program. A spec with
-// Limits.Processes gets a cgroup of its own, removed once the sandbox has ended.
+// Limits.Processes or Limits.MemoryBytes gets a cgroup of its own (one per cgroup v1
+// hierarchy), removed once the sandbox has ended.
 func (s *Sandbox) Command(spec Spec) (*exec.Cmd, error) {
 	if err := spec.check(); err != nil {
 		return nil, err
@@ -388,16 +406,20 @@ func (s *Sandbox) Command(spec Spec) (*exec.Cmd, error) {
 	}
 	args = append(args, "--ro-bind-data", pass(hostsFile), "/etc/hosts")
 	conf.ReadOnly = append(conf.ReadOnly, "/etc/hosts")
-	if n := spec.Limits.Processes; n > 0 {
-		procs, err := processCgroup(n)
-		switch {
-		case err == nil:
-			args = append(args, "--bind", procs, cgroupPath)
-			conf.Cgroup = cgroupPath
-		case os.Geteuid() != 0:
+	if spec.Limits.Processes > 0 || spec.Limits.MemoryBytes > 0 {
+		procs, err := sandboxCgroup(spec.Limits)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: Limits: cannot make the sandbox's cgroup: %w", err)
+		}
+		for i, p := range procs {
+			args = append(args, "--bind", p, cgroupPath(i))
+			conf.Cgroups = append(conf.Cgroups, cgroupPath(i))
+		}
+		if why, held := cgroupHeld(pidsController); spec.Limits.Processes > 0 && !held {
+			if os.Geteuid() == 0 {
+				return nil, fmt.Errorf("sandbox: Limits.Processes: cannot be held on this machine: capgate runs as root, where RLIMIT_NPROC does not bind, and no cgroup can be made (%s)", why)
+			}
 			conf.NPROC = true
-		default:
-			return nil, fmt.Errorf("sandbox: Limits.Processes: cannot be held on this machine: capgate runs as root, where RLIMIT_NPROC does not bind, and no cgroup can be made (%v)", err)
 		}
 	}
 	// Hidden last: a later mount covers what the binds above show.
