@@ -26,3 +26,6 @@ func CgroupDirs() []string {
 
 // InitPath is where the sandbox shows the init.
 const InitPath = initPath
+
+// CgroupPath is where the sandbox shows the cgroup.procs file of its i-th cgroup.
+func CgroupPath(i int) string { return cgroupPath(i) }

@@ -78,7 +78,8 @@ func cgroupsRemoved(t *testing.T) {
 	}
 }
 
-// Allocating past the memory limit fails; under it works.
+// Allocating past the memory limit fails, in a process of its own (RLIMIT_DATA, the first
+// limit a program meets); under it works.
 func TestMemoryLimit(t *testing.T) {
 	s := sandboxtest.Open(t)
 	l := sandbox.Limits{MemoryBytes: 256 << 20}
@@ -100,6 +101,8 @@ func TestMemoryLimit(t *testing.T) {
 			t.Errorf("python3 allocating 512 MiB under 256: %v %s", err, out)
 		}
 	}
+	// The sandboxes' memory cgroups, where they had one, are removed like pids ones.
+	cgroupsRemoved(t)
 }
 
 // Opening past the file limit fails with EMFILE.
@@ -320,6 +323,13 @@ func TestSandboxMemoryLimit(t *testing.T) {
 	// Within the budget the sandbox runs normally.
 	if got := limited(t, s, sandbox.Limits{MemoryBytes: budget, Processes: 64}, "memfork", "2", "16"); got != "2 held 0 killed 0 failed" {
 		t.Errorf("two children of 16 MiB under 256: %s", got)
+	}
+	// And so it does with the proxy's forwarder as the program's parent, in the cgroups too.
+	sp = self(t, "memfork", "2", "16")
+	sp.Limits = sandbox.Limits{MemoryBytes: budget, Processes: 64}
+	sp.ProxySocket = "/dev/null"
+	if got := strings.TrimSpace(run(t, s, sp)); got != "2 held 0 killed 0 failed" {
+		t.Errorf("two children of 16 MiB under 256, under the forwarder: %s", got)
 	}
 	cgroupsRemoved(t)
 }
