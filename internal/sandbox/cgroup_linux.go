@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -77,21 +78,33 @@ var sandboxCgroups = sync.OnceValue(findCgroups)
 // findCgroups finds, for each controller, where this process may make cgroups with it, makes
 // its base there, and sweeps the bases of capgate processes that are gone.
 func findCgroups() *cgroups {
-	g := &cgroups{live: map[uint64]*liveCgroup{}, why: map[string]string{}}
 	fail := func(why string) *cgroups {
+		g := &cgroups{live: map[uint64]*liveCgroup{}, why: map[string]string{}}
 		for _, c := range controllers {
 			g.why[c] = why
 		}
 		return g
 	}
-	own, err := ownCgroups()
+	own, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return fail("cannot read /proc/self/cgroup: " + err.Error())
 	}
-	mounts, err := cgroupMounts()
+	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return fail("cannot read /proc/self/mountinfo: " + err.Error())
 	}
+	defer f.Close()
+	mounts, err := cgroupMounts(f)
+	if err != nil {
+		return fail("cannot read /proc/self/mountinfo: " + err.Error())
+	}
+	return findCgroupsIn(ownCgroups(string(own)), mounts, os.Getpid())
+}
+
+// findCgroupsIn is findCgroups on the hierarchies mounts, where this process, pid, is in own
+// (as ownCgroups).
+func findCgroupsIn(own map[string]string, mounts []cgroupMount, pid int) *cgroups {
+	g := &cgroups{live: map[uint64]*liveCgroup{}, why: map[string]string{}}
 	whys := map[string][]string{}
 	for _, m := range mounts {
 		var want []string
@@ -118,7 +131,7 @@ func findCgroups() *cgroups {
 			rel = strings.TrimPrefix(rel, m.root)
 		}
 		dir := filepath.Join(m.point, rel)
-		t := &cgroupTree{version: m.version, base: filepath.Join(dir, "capgate-"+strconv.Itoa(os.Getpid()))}
+		t := &cgroupTree{version: m.version, base: filepath.Join(dir, "capgate-"+strconv.Itoa(pid))}
 		if m.version == 2 {
 			var problems map[string]error
 			want, problems = enable(dir, want)
@@ -129,7 +142,7 @@ func findCgroups() *cgroups {
 				continue
 			}
 		}
-		sweep(dir)
+		sweep(dir, pid)
 		if err := os.Mkdir(t.base, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			for _, c := range want {
 				whys[c] = append(whys[c], fmt.Sprintf("%s: %v", dir, err))
@@ -176,15 +189,11 @@ func (g *cgroups) tree(c string) *cgroupTree {
 	return nil
 }
 
-// ownCgroups maps each hierarchy of /proc/self/cgroup to this process's cgroup in it: "" for
-// cgroup v2, the controller's name for a v1 hierarchy that has one of controllers.
-func ownCgroups() (map[string]string, error) {
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return nil, err
-	}
+// ownCgroups maps each hierarchy of /proc/self/cgroup (its text) to this process's cgroup in
+// it: "" for cgroup v2, the controller's name for a v1 hierarchy that has one of controllers.
+func ownCgroups(text string) map[string]string {
 	own := map[string]string{}
-	for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(text), "\n") {
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) != 3 {
 			continue
@@ -199,7 +208,7 @@ func ownCgroups() (map[string]string, error) {
 			}
 		}
 	}
-	return own, nil
+	return own
 }
 
 type cgroupMount struct {
@@ -209,15 +218,11 @@ type cgroupMount struct {
 	point       string
 }
 
-// cgroupMounts lists the cgroup v2 mounts and the v1 mounts of controllers, v2 first.
-func cgroupMounts() ([]cgroupMount, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
+// cgroupMounts lists the cgroup v2 mounts and the v1 mounts of controllers in mountinfo (as
+// /proc/self/mountinfo), v2 first.
+func cgroupMounts(mountinfo io.Reader) ([]cgroupMount, error) {
 	var v2, v1 []cgroupMount
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(mountinfo)
 	for sc.Scan() {
 		pre, post, ok := strings.Cut(sc.Text(), " - ")
 		if !ok {
@@ -309,8 +314,9 @@ func enable(dir string, want []string) ([]string, map[string]error) {
 	return held, problems
 }
 
-// sweep removes the bases, and their empty cgroups, of capgate processes that are gone.
-func sweep(dir string) {
+// sweep removes the bases, and their empty cgroups, of capgate processes that are gone (not
+// self, this process).
+func sweep(dir string, self int) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -320,7 +326,7 @@ func sweep(dir string) {
 		if !ok || !e.IsDir() {
 			continue
 		}
-		if n, err := strconv.Atoi(pid); err != nil || n == os.Getpid() {
+		if n, err := strconv.Atoi(pid); err != nil || n == self {
 			continue
 		}
 		if _, err := os.Stat("/proc/" + pid); err == nil {
@@ -356,11 +362,16 @@ func (g *cgroups) newCgroup(l Limits) ([]string, error) {
 				}
 				return writeOptional(dir, "memory.swap.max", "0")
 			}
-			// The memory limit first: the kernel refuses memory+swap below it.
+			// The memory limit first: the kernel refuses memory+swap below it. A new cgroup
+			// inherits its parent's oom_kill_disable, under which the sandbox's processes
+			// would wait at the limit for ever rather than one be killed.
 			if err := writeCgroup(dir, "memory.limit_in_bytes", n); err != nil {
 				return err
 			}
-			return writeOptional(dir, "memory.memsw.limit_in_bytes", n)
+			if err := writeOptional(dir, "memory.memsw.limit_in_bytes", n); err != nil {
+				return err
+			}
+			return writeOptional(dir, "memory.oom_control", "0")
 		}
 	}
 	if len(limits) == 0 {

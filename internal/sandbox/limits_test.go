@@ -271,6 +271,9 @@ func TestSandboxMemoryLimit(t *testing.T) {
 	defer func() { _ = outside.Process.Kill(); _ = outside.Wait() }()
 
 	const budget = 256 << 20
+	// The kernel lets a charge it must not fail (for a process being killed, for the kernel's
+	// own memory) pass the limit by a few pages: measured here, one.
+	const overshoot = 1 << 20
 	before := sandbox.CgroupDirs()
 	sp := self(t, "memfork", "6", "100")
 	sp.Limits = sandbox.Limits{MemoryBytes: budget, Processes: 64}
@@ -291,8 +294,8 @@ func TestSandboxMemoryLimit(t *testing.T) {
 	} else if held >= 6 || killed+failed == 0 || held*100 > budget>>20 {
 		t.Errorf("%d of six children held 100 MiB each in a sandbox of 256 MiB (%d killed, %d failed)", held, killed, failed)
 	}
-	// While the sandbox lives (its parent waits for its input): the limit is the budget, and
-	// swap does not widen it.
+	// While the sandbox lives (its parent waits for its input): the limit is the budget, swap
+	// does not widen it, and the sandbox never used more.
 	if v := cgroupValue(t, dir, "memory.limit_in_bytes"); v != "" {
 		if v != strconv.Itoa(budget) {
 			t.Errorf("memory.limit_in_bytes = %s, want %d", v, budget)
@@ -300,7 +303,7 @@ func TestSandboxMemoryLimit(t *testing.T) {
 		if v := cgroupValue(t, dir, "memory.memsw.limit_in_bytes"); v != "" && v != strconv.Itoa(budget) {
 			t.Errorf("memory.memsw.limit_in_bytes = %s, want %d", v, budget)
 		}
-		if v := cgroupValue(t, dir, "memory.max_usage_in_bytes"); v != "" && mustInt(t, v) > budget {
+		if v := cgroupValue(t, dir, "memory.max_usage_in_bytes"); v != "" && mustInt(t, v) > budget+overshoot {
 			t.Errorf("memory.max_usage_in_bytes = %s, over the budget %d", v, budget)
 		}
 	} else {
@@ -310,7 +313,7 @@ func TestSandboxMemoryLimit(t *testing.T) {
 		if v := cgroupValue(t, dir, "memory.swap.max"); v != "" && v != "0" {
 			t.Errorf("memory.swap.max = %s, want 0", v)
 		}
-		if v := cgroupValue(t, dir, "memory.peak"); v != "" && mustInt(t, v) > budget {
+		if v := cgroupValue(t, dir, "memory.peak"); v != "" && mustInt(t, v) > budget+overshoot {
 			t.Errorf("memory.peak = %s, over the budget %d", v, budget)
 		}
 	}
