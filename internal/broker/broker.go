@@ -456,6 +456,18 @@ func (b *Broker) Explain(ctx context.Context, caller Caller, req Request) policy
 	return d
 }
 
+// Decide is Explain without the step-by-step trace: the decision the call path makes, with
+// no side effect (no use taken, no consent asked, nothing recorded, nothing run). It exists
+// for the benchmarks that race capgate's decision against other policy engines (the bench
+// module, bench/race); a front calls Call.
+func (b *Broker) Decide(ctx context.Context, caller Caller, req Request) policy.Decision {
+	f, d := b.decide(ctx, caller, req)
+	if f.mandateErr != nil && d.Outcome != policy.Deny {
+		return policy.Decision{Outcome: policy.Deny, Code: CodeExecutionFailed, Explanation: errMandates}
+	}
+	return d
+}
+
 // validateParams checks the params against the capability's schema: the decoded value a
 // front passed, else the params' text, parsed strictly. Params that passed are remembered by
 // their canonical text, per schema, so an agent repeating a call (polling a setting, paging

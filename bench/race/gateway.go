@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/capgate/capgate/client"
+	"github.com/capgate/capgate/internal/apps/settings"
+	"github.com/capgate/capgate/internal/broker"
+	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/ipc"
+	"github.com/capgate/capgate/internal/jcs"
+	"github.com/capgate/capgate/internal/operator"
+	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/sandbox"
+	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/store/sqlite"
+	"github.com/capgate/capgate/internal/toolserver"
+	"github.com/capgate/capgate/manifest"
+)
+
+// toolServerName is the tool server the race adds to its gateway: this program itself,
+// started with toolServerArg.
+const toolServerName = "srv"
+
+// rig is one gateway as `capgate serve` opens it, in a temporary data folder, serving on
+// 127.0.0.1: the Settings app built in, the race's own MCP tool server added (when a
+// sandbox can be made here), a user client, and tokens for both.
+type rig struct {
+	ctx    context.Context
+	dir    string
+	g      *gateway.Gateway
+	url    string // http://127.0.0.1:PORT
+	key    string // the client's key
+	caller broker.Caller
+	// settingsTok is a token for system.settings.read, no use limit; echoTok one for the
+	// tool server's echo.
+	settingsTok string
+	echoTok     string
+	// noToolServer says why the tool server was not added ("" when it was).
+	noToolServer string
+
+	stop   context.CancelFunc
+	served chan error
+}
+
+// openRig opens the gateway. self is this program, which serves the MCP tool server when
+// started with toolServerArg.
+func openRig(ctx context.Context, self string) (*rig, error) {
+	dir, err := os.MkdirTemp("", "capgate-race-")
+	if err != nil {
+		return nil, err
+	}
+	r := &rig{ctx: ctx, dir: dir}
+	ok := false
+	defer func() {
+		if !ok {
+			r.close()
+		}
+	}()
+	if err := r.addToolServer(self); err != nil {
+		return nil, err
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r.g, err = gateway.Open(ctx, gateway.Config{DataDir: dir, Listen: "127.0.0.1:0", Socket: "-", Logger: quiet})
+	if err != nil {
+		return nil, err
+	}
+	key, hash, err := operator.NewClientKey()
+	if err != nil {
+		return nil, err
+	}
+	id, err := operator.NewClientID()
+	if err != nil {
+		return nil, err
+	}
+	c := store.Client{ID: id, Name: "race", KeyHash: hash, Trust: manifest.AuthUser, Created: time.Now()}
+	if err := r.g.Store.PutClient(ctx, c); err != nil {
+		return nil, fmt.Errorf("add the client: %w", err)
+	}
+	r.key, r.caller = key, broker.Caller{ClientID: c.ID, Name: c.Name, Trust: manifest.AuthUser}
+	iss, err := r.g.Broker.RequestCapability(ctx, r.caller, broker.CapabilityRequest{
+		Capabilities: []string{"system.settings.read"}, Duration: 3600, Reason: "capgate race"})
+	if err != nil {
+		return nil, fmt.Errorf("issue the settings token: %w", err)
+	}
+	r.settingsTok = iss.Wire
+
+	sctx, stop := context.WithCancel(ctx)
+	r.stop, r.served = stop, make(chan error, 1)
+	addr := make(chan string, 1)
+	go func() { r.served <- r.g.Serve(sctx, func(tcp, _ string) { addr <- tcp }) }()
+	select {
+	case a := <-addr:
+		r.url = "http://" + a
+	case err := <-r.served:
+		r.served = nil
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	if r.noToolServer == "" {
+		iss, err := r.g.Broker.RequestCapability(ctx, r.caller, broker.CapabilityRequest{
+			Capabilities: []string{"mcp." + toolServerName + ".echo"}, Duration: 3600, Reason: "capgate race"})
+		if err != nil {
+			return nil, fmt.Errorf("issue the echo token: %w", err)
+		}
+		r.echoTok = iss.Wire
+	}
+	ok = true
+	return r, nil
+}
+
+// addToolServer adds this program as the stdio tool server srv, as `capgate toolserver add`
+// does (on the store, before the gateway opens), with an operator overlay that classifies
+// its echo as a low-risk read, so that no call waits for the person: the same set-up as the
+// MCP benchmark of internal/toolserver. Without a sandbox capgate runs no stdio server;
+// then the MCP race is left out and noToolServer says why.
+func (r *rig) addToolServer(self string) error {
+	box, err := sandbox.Open(r.ctx, sandbox.ModeOn)
+	if errors.Is(err, sandbox.ErrUnavailable) {
+		r.noToolServer = "no sandbox can be made here, and capgate runs no stdio tool server without one: " + err.Error()
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	overlay, _ := json.Marshal(map[string]any{"echo": map[string]any{"side_effects": "read", "risk": "low", "reversibility": "reversible"}})
+	path := toolserver.OverlayFile(r.dir, toolServerName)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, overlay, 0o600); err != nil {
+		return err
+	}
+	st, err := sqlite.Open(r.ctx, filepath.Join(r.dir, gateway.DBFile))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	reg, err := registry.New(r.ctx, st, nil)
+	if err != nil {
+		return err
+	}
+	rep, err := toolserver.Add(r.ctx, &toolserver.Env{Store: st, Registry: reg, DataDir: r.dir, Sandbox: box},
+		toolserver.Config{Name: toolServerName, Command: self, Args: []string{toolServerArg}})
+	if err != nil {
+		return fmt.Errorf("add the tool server: %w", err)
+	}
+	if len(rep.Accepted) != 1 {
+		return fmt.Errorf("add the tool server: accepted %d tools, want 1 (left %v)", len(rep.Accepted), rep.Left)
+	}
+	return nil
+}
+
+func (r *rig) close() {
+	if r.stop != nil {
+		r.stop()
+		if r.served != nil {
+			<-r.served
+		}
+	}
+	if r.g != nil {
+		r.g.Close()
+	}
+	os.RemoveAll(r.dir)
+}
+
+// getSettingParams are the params of every Settings call of the race.
+var getSettingParams = json.RawMessage(`{"category":"display","key":"brightness"}`)
+
+// settingsRequest is the broker's request for get_setting under the settings token, with its
+// params parsed as the IPC front passes them.
+func (r *rig) settingsRequest() (broker.Request, error) {
+	req := broker.Request{RequestID: "race", Action: ipc.ActionQuery, App: settings.Alias, Method: "get_setting",
+		Params: getSettingParams, Token: r.settingsTok}
+	v, err := jcs.Parse(req.Params, nil)
+	if err != nil {
+		return broker.Request{}, err
+	}
+	req.ParamsValue = v.Interface()
+	return req, nil
+}
+
+// client is the public Go client of the gateway, as an agent in Go calls it.
+func (r *rig) client() (*client.Client, error) {
+	return client.New(&client.Options{Server: r.url, Key: r.key})
+}

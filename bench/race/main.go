@@ -1,0 +1,317 @@
+// Command race runs capgate's hot paths side by side with what people would pick instead, in
+// one process and one run, and prints the ratio of each to what it is compared with: the
+// same one-rule decision in capgate, cedar-go and OPA; token verification against
+// macaroons (and biscuit, where its module can be had); a manifest load and verify against
+// the naive floor; a call through capgate against the handler called directly; an MCP
+// tools/call through capgate against the same call made directly. It writes a PNG chart of
+// the ratios (docs/race.png from the repository's root).
+//
+// It is a module of its own, so that cedar-go, OPA, macaroons and the plotting library never
+// enter capgate's dependencies; from the repository's root, `go run ./bench` builds and runs
+// it (bench/main.go, in capgate's module, is only a launcher). See docs/performance.md.
+//
+// Every contender runs in rounds: each round runs one batch of every contender (about
+// --round long), in an order rotated each round, so that a change of the machine's load
+// meets all of them alike; the figure is the median of the rounds' ns/op. Before the rounds
+// each contender runs unmeasured for a moment (caches, connections, the first collections).
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// toolServerArg, as the only argument, makes this program the race's MCP tool server
+// (serveToolServer) instead: the gateway and the direct client start it so.
+const toolServerArg = "serve-mcp-tool-server"
+
+// Limits of a run.
+const (
+	maxRounds = 1000
+	maxRound  = 10 * time.Second
+	// runTimeout bounds the whole run, whatever it is asked.
+	runTimeout = 30 * time.Minute
+)
+
+// Row is one line of the race: a contender's figure beside what it is compared with.
+type Row struct {
+	Group     string `json:"group"`     // decision, token, manifest, call, mcp
+	Contender string `json:"contender"` // what is measured
+	Baseline  string `json:"baseline"`  // what it is compared with
+	// NS and BaselineNS are the medians of the rounds in ns/op; Ratio is NS / BaselineNS.
+	// All three are 0 for a row not measured here (Note says why).
+	NS         float64 `json:"ns_per_op,omitempty"`
+	BaselineNS float64 `json:"baseline_ns_per_op,omitempty"`
+	Ratio      float64 `json:"ratio,omitempty"`
+	Note       string  `json:"note,omitempty"`
+}
+
+// report is a whole run, as --json prints it.
+type report struct {
+	Date      string  `json:"date"` // RFC 3339, UTC, when the rounds began
+	Machine   string  `json:"machine"`
+	GoVersion string  `json:"go_version"`
+	Procs     int     `json:"gomaxprocs"`
+	Rounds    int     `json:"rounds"`
+	RoundMS   float64 `json:"round_ms"` // each contender's batch per round
+	Rows      []Row   `json:"rows"`
+	Chart     string  `json:"chart,omitempty"` // where the chart was written
+}
+
+func main() {
+	if len(os.Args) == 2 && os.Args[1] == toolServerArg {
+		if err := serveToolServer(); err != nil {
+			fmt.Fprintln(os.Stderr, "race: the tool server:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	rounds := flag.Int("rounds", 11, "measured rounds (at most 1000)")
+	round := flag.Duration("round", 20*time.Millisecond, "each contender's batch per round (at most 10s)")
+	asJSON := flag.Bool("json", false, "print the result as JSON instead of a table")
+	chart := flag.String("chart", filepath.Join("docs", "race.png"), `where to write the chart ("" for none)`)
+	quiet := flag.Bool("quiet", false, "no progress on stderr")
+	flag.Parse()
+	if flag.NArg() > 0 || *rounds < 1 || *rounds > maxRounds || *round <= 0 || *round > maxRound {
+		flag.Usage()
+		os.Exit(2)
+	}
+	progress := func(s string) {
+		if !*quiet {
+			fmt.Fprintln(os.Stderr, "race:", s)
+		}
+	}
+	rep, err := run(*rounds, *round, progress)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "race:", err)
+		os.Exit(1)
+	}
+	if *chart != "" {
+		if _, err := os.Stat(filepath.Dir(*chart)); err != nil {
+			progress(fmt.Sprintf("no folder %s here: the chart is not written (--chart PATH)", filepath.Dir(*chart)))
+		} else if err := writeChart(rep, *chart); err != nil {
+			fmt.Fprintln(os.Stderr, "race:", err)
+			os.Exit(1)
+		} else {
+			rep.Chart = *chart
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			os.Exit(1)
+		}
+		return
+	}
+	printTable(os.Stdout, rep)
+}
+
+// run opens the gateway, prepares every contender, measures them and makes the rows.
+func run(rounds int, round time.Duration, progress func(string)) (report, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	self, err := os.Executable()
+	if err != nil {
+		return report{}, err
+	}
+	progress("opening a gateway")
+	r, err := openRig(ctx, self)
+	if err != nil {
+		return report{}, err
+	}
+	defer r.close()
+
+	ops := map[string]*op{}
+	add := func(name string, fn func() error) {
+		ops[name] = &op{name: name, fn: fn}
+	}
+	var rows []Row
+	row := func(group, contender, baseline string) {
+		rows = append(rows, Row{Group: group, Contender: contender, Baseline: baseline})
+	}
+	missing := func(group, contender, baseline, note string) {
+		rows = append(rows, Row{Group: group, Contender: contender, Baseline: baseline, Note: note})
+	}
+
+	const (
+		capDecision = "capgate decision, cached token"
+		cedarIsAuth = "cedar-go IsAuthorized"
+		opaEval     = "OPA prepared query Eval"
+	)
+	fn, err := capgateDecision(r)
+	if err != nil {
+		return report{}, err
+	}
+	add(capDecision, fn)
+	if fn, err = cedarDecision(r.caller.ClientID); err != nil {
+		return report{}, err
+	}
+	add(cedarIsAuth, fn)
+	if fn, err = opaDecision(ctx, r.caller.ClientID); err != nil {
+		return report{}, err
+	}
+	add(opaEval, fn)
+	row("decision", capDecision, cedarIsAuth)
+	row("decision", capDecision, opaEval)
+
+	const (
+		capVerify       = "capgate token verify"
+		capVerifyCached = "capgate token verify, cached"
+		macaroonV       = "macaroon verify"
+		ed25519V        = "one ed25519.Verify"
+		biscuitV        = "biscuit verify"
+	)
+	uncached, cached, floor, err := capgateVerify()
+	if err != nil {
+		return report{}, err
+	}
+	add(capVerify, uncached)
+	add(capVerifyCached, cached)
+	add(ed25519V, floor)
+	if fn, err = macaroonVerify(); err != nil {
+		return report{}, err
+	}
+	add(macaroonV, fn)
+	row("token", capVerify, macaroonV)
+	row("token", capVerifyCached, macaroonV)
+	row("token", capVerify, ed25519V)
+	missing("token", capVerify, biscuitV, biscuitUnavailable)
+
+	const (
+		manifestWarm  = "manifest load and verify, warm"
+		manifestCold  = "manifest load and verify, cold"
+		manifestFloor = "encoding/json + one ed25519.Verify"
+	)
+	warm, cold, mfloor, err := manifestVerify()
+	if err != nil {
+		return report{}, err
+	}
+	add(manifestWarm, warm)
+	add(manifestCold, cold)
+	add(manifestFloor, mfloor)
+	row("manifest", manifestWarm, manifestFloor)
+	row("manifest", manifestCold, manifestFloor)
+
+	const (
+		callVia    = "get_setting through capgate"
+		callDirect = "the Settings handler called directly"
+	)
+	via, direct, err := settingsCalls(r)
+	if err != nil {
+		return report{}, err
+	}
+	add(callVia, via)
+	add(callDirect, direct)
+	row("call", callVia, callDirect)
+
+	const (
+		mcpVia    = "MCP tools/call through capgate"
+		mcpDirect = "the same tools/call direct"
+	)
+	if r.noToolServer != "" {
+		missing("mcp", mcpVia, mcpDirect, "not measured here: "+r.noToolServer)
+	} else {
+		via, direct, closeMCP, err := mcpCalls(r, self)
+		if err != nil {
+			return report{}, err
+		}
+		defer closeMCP()
+		add(mcpVia, via)
+		add(mcpDirect, direct)
+		row("mcp", mcpVia, mcpDirect)
+	}
+
+	// The order of the first round is the order of the rows: each contender beside what it
+	// is compared with.
+	var order []*op
+	seen := map[string]bool{}
+	for _, rw := range rows {
+		for _, name := range []string{rw.Contender, rw.Baseline} {
+			if o, ok := ops[name]; ok && !seen[name] {
+				seen[name] = true
+				order = append(order, o)
+			}
+		}
+	}
+	rep := report{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), GoVersion: runtime.Version(),
+		Procs: runtime.GOMAXPROCS(0), Rounds: rounds, RoundMS: float64(round.Microseconds()) / 1e3}
+	if err := measure(order, rounds, round, progress); err != nil {
+		return report{}, err
+	}
+	for i := range rows {
+		c, b := ops[rows[i].Contender], ops[rows[i].Baseline]
+		if rows[i].Note != "" || c == nil || b == nil {
+			continue
+		}
+		rows[i].NS, rows[i].BaselineNS = c.median(), b.median()
+		if rows[i].BaselineNS > 0 {
+			rows[i].Ratio = rows[i].NS / rows[i].BaselineNS
+		}
+	}
+	rep.Rows = rows
+	return rep, nil
+}
+
+// machine names this machine as docs/performance.md does: its processors and their model.
+func machine() string {
+	model := runtime.GOARCH
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		defer f.Close()
+		s := bufio.NewScanner(f)
+		for s.Scan() {
+			if k, v, ok := strings.Cut(s.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d CPUs, %s", runtime.NumCPU(), model)
+}
+
+func printTable(w io.Writer, rep report) {
+	fmt.Fprintf(w, "capgate race, %s, %s, %s, GOMAXPROCS %d: medians of %d interleaved rounds in one process\n",
+		rep.Date, rep.Machine, rep.GoVersion, rep.Procs, rep.Rounds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "contender\tfigure\tcompared with\tits figure\tratio\t")
+	for _, r := range rep.Rows {
+		if r.Note != "" {
+			fmt.Fprintf(tw, "%s\t\t%s\t\t%s\t\n", r.Contender, r.Baseline, firstWords(r.Note))
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2fx\t\n", r.Contender, figure(r.NS), r.Baseline, figure(r.BaselineNS), r.Ratio)
+	}
+	tw.Flush()
+	for _, r := range rep.Rows {
+		if r.Note != "" {
+			fmt.Fprintf(w, "%s: %s\n", r.Baseline, r.Note)
+		}
+	}
+	if rep.Chart != "" {
+		fmt.Fprintf(w, "chart: %s\n", rep.Chart)
+	}
+}
+
+// firstWords is a note's part before its first colon, for the table's narrow column.
+func firstWords(note string) string {
+	s, _, _ := strings.Cut(note, ":")
+	return s
+}
+
+// figure is ns/op as ns below 10 µs and as µs above.
+func figure(ns float64) string {
+	if ns < 10_000 {
+		return fmt.Sprintf("%.0f ns", ns)
+	}
+	return fmt.Sprintf("%.1f µs", ns/1e3)
+}
