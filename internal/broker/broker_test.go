@@ -540,3 +540,42 @@ func TestConstraintBypassesRefused(t *testing.T) {
 		t.Fatalf("allowed command: %+v", r)
 	}
 }
+
+// Decide is Explain without the trace: the same outcome and code for a call it allows and
+// for calls it refuses (a token of another client, a permission the token lacks, a forged
+// token), no trace, and no side effect (the token's one use is left).
+func TestDecideIsExplainWithoutTrace(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	wire := e.issue(t, alice.ClientID, []string{"app.notes.write"}, 1, time.Hour, e.key)
+	_, otherKey, _ := ed25519.GenerateKey(nil)
+	forged := e.issue(t, alice.ClientID, []string{"app.notes.write"}, 1, time.Hour, otherKey)
+	other := Caller{ClientID: "cl_mallory", Name: "mallory", Trust: alice.Trust}
+	for _, c := range []struct {
+		name   string
+		caller Caller
+		req    Request
+		allow  bool
+	}{
+		{"allowed", alice, call("write", `{"id":"d","text":"x"}`, wire), true},
+		{"another client", other, call("write", `{"id":"d","text":"x"}`, wire), false},
+		{"a permission the token lacks", alice, call("delete", `{"id":"d"}`, wire), false},
+		{"forged", alice, call("write", `{"id":"d","text":"x"}`, forged), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, x := e.b.Decide(ctx, c.caller, c.req), e.b.Explain(ctx, c.caller, c.req)
+			if d.Allowed() != c.allow || d.Outcome != x.Outcome || d.Code != x.Code {
+				t.Fatalf("Decide %s %s, Explain %s %s, want allowed %v", d.Outcome, d.Code, x.Outcome, x.Code, c.allow)
+			}
+			if len(d.Trace) != 0 || len(x.Trace) == 0 {
+				t.Fatalf("Decide's trace %q, Explain's %d steps", d.Trace, len(x.Trace))
+			}
+		})
+	}
+	if _, ok := e.app.notes["d"]; ok {
+		t.Fatal("Decide ran the call")
+	}
+	if r := e.b.Call(ctx, alice, call("write", `{"id":"d","text":"x"}`, wire)); !r.OK() {
+		t.Fatalf("the one use was spent by Decide: %+v", r)
+	}
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The test binary is the race's tool server too, as the race program is.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 2 && os.Args[1] == toolServerArg {
+		if err := serveToolServer(); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestRace runs the whole race for one short round: every row is measured or says why
+// not, every ratio is its figure over its baseline's, the biscuit row says it is not
+// available, and the chart is a PNG. It asserts no speed. Each contender's set-up checks its
+// engine refuses what it must (another client, a forged token, a tampered manifest), so a
+// race of engines that allow everything fails here.
+func TestRace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens a gateway and starts a tool server")
+	}
+	rep, err := run(1, time.Millisecond, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := map[string]int{}
+	for _, r := range rep.Rows {
+		groups[r.Group]++
+		switch {
+		case r.Note != "":
+			if r.NS != 0 || r.Ratio != 0 {
+				t.Errorf("%s / %s: a figure beside the note %q", r.Contender, r.Baseline, r.Note)
+			}
+		case r.NS <= 0 || r.BaselineNS <= 0 || r.Ratio != r.NS/r.BaselineNS:
+			t.Errorf("%s / %s: %+v", r.Contender, r.Baseline, r)
+		}
+		if strings.Contains(r.Baseline, "biscuit") && !strings.HasPrefix(r.Note, "not available here") {
+			t.Errorf("the biscuit row: %+v", r)
+		}
+	}
+	want := map[string]int{"decision": 2, "token": 4, "manifest": 2, "call": 1, "mcp": 1}
+	for g, n := range want {
+		if groups[g] != n {
+			t.Errorf("%d rows of %s, want %d", groups[g], g, n)
+		}
+	}
+	if strings.HasPrefix(os.Getenv("CI"), "t") {
+		for _, r := range rep.Rows {
+			if r.Group == "mcp" && r.Note != "" {
+				t.Errorf("the MCP row was not measured in CI: %s", r.Note)
+			}
+		}
+	}
+	path := filepath.Join(t.TempDir(), "race.png")
+	if err := writeChart(rep, path); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := png.Decode(bytes.NewReader(data)); err != nil {
+		t.Fatalf("the chart is not a PNG: %v", err)
+	}
+	var table bytes.Buffer
+	printTable(&table, rep)
+	for _, r := range rep.Rows {
+		if !strings.Contains(table.String(), r.Contender) || !strings.Contains(table.String(), r.Baseline) {
+			t.Errorf("the table leaves out %s / %s:\n%s", r.Contender, r.Baseline, table.String())
+		}
+	}
+}
+
+// Every op runs one batch a round, in an order rotated by one each round, and an op that
+// fails stops the race with its name.
+func TestMeasure(t *testing.T) {
+	var seq []string
+	measuring := false
+	mk := func(name string) *op {
+		return &op{name: name, fn: func() error {
+			if measuring {
+				seq = append(seq, name)
+			}
+			return nil
+		}}
+	}
+	ops := []*op{mk("a"), mk("b"), mk("c")}
+	progress := func(s string) { measuring = measuring || strings.HasPrefix(s, "round") }
+	if err := measure(ops, 4, time.Nanosecond, progress); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range ops {
+		if len(o.ns) != 4 || o.median() <= 0 {
+			t.Errorf("%s: %v", o.name, o.ns)
+		}
+	}
+	if got := strings.Join(seq, ""); got != "abcbcacababc" {
+		t.Errorf("the rounds ran %s, want abc bca cab abc, one op a batch", got)
+	}
+	bad := &op{name: "wrong", fn: func() error { return errors.New("denied") }}
+	if err := measure([]*op{mk("a"), bad}, 1, time.Microsecond, func(string) {}); err == nil || !strings.Contains(err.Error(), "wrong") {
+		t.Errorf("a failing op: %v", err)
+	}
+}
