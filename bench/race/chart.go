@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // writeChart draws the ratio of every measured row as a horizontal bar on a logarithmic
@@ -40,9 +41,23 @@ func writeChart(rep report, path string) error {
 	bars.Horizontal = true
 	bars.Color = color.RGBA{R: 0x3b, G: 0x6e, B: 0xa8, A: 0xff}
 	bars.LineStyle.Width = 0
-	p.Add(bars, plotter.NewGrid())
+	p.Add(plotter.NewGrid(), bars)
+	// Each bar's ratio written beside its end, so that the chart reads without the table.
+	var xys plotter.XYLabels
+	for i, v := range logs {
+		xys.XYs = append(xys.XYs, plotter.XY{X: max(v, 0), Y: float64(i)})
+		xys.Labels = append(xys.Labels, fmt.Sprintf("  %.2f×", math.Pow(10, v)))
+	}
+	ratios, err := plotter.NewLabels(xys)
+	if err != nil {
+		return err
+	}
+	for i := range ratios.TextStyle {
+		ratios.TextStyle[i].YAlign = draw.YCenter
+	}
+	p.Add(ratios)
 	p.NominalY(labels...)
-	lo, hi := math.Floor(min(0, slices.Min(logs))), math.Ceil(max(0, slices.Max(logs)))
+	lo, hi := math.Floor(min(0, slices.Min(logs))), math.Ceil(max(0, slices.Max(logs))+0.3)
 	p.X.Min, p.X.Max = lo, max(hi, lo+1)
 	p.X.Tick.Marker = plot.TickerFunc(func(min, max float64) []plot.Tick {
 		var ts []plot.Tick

@@ -37,8 +37,8 @@ allow if {
 // capability resolved, the token from the verifier's cache and its state from the broker's
 // cache, the params against their schema (remembered: the same params each call), the
 // constraints, the mandates and policy.Decide; nothing recorded or run
-// (broker.Broker.Decide). deny is the same call under no token by a client that must hold
-// one... it is checked once, not raced.
+// (broker.Broker.Decide). The same call by another client under the token is checked once
+// to be denied; only the allowed call is raced, as in the other engines.
 func capgateDecision(r *rig) (allow func() error, err error) {
 	req, err := r.settingsRequest()
 	if err != nil {
@@ -60,8 +60,9 @@ func capgateDecision(r *rig) (allow func() error, err error) {
 	return allow, nil
 }
 
-// cedarDecision is cedar-go's IsAuthorized of the one rule, its policy parsed once and its
-// request built once, as a service holding both would call it; no entities.
+// cedarDecision is cedar-go's decision of the one rule, its policy parsed once and its
+// request built once, as a service holding both would call it; no entities. cedar.Authorize
+// is the call PolicySet.IsAuthorized makes (IsAuthorized is deprecated in v1.9 for it).
 func cedarDecision(clientID string) (func() error, error) {
 	var p cedar.Policy
 	if err := p.UnmarshalCedar(fmt.Appendf(nil, cedarPolicy, clientID)); err != nil {
@@ -78,11 +79,11 @@ func cedarDecision(clientID string) (func() error, error) {
 		}
 	}
 	allowed, other := req(clientID), req("cl_other")
-	if d, _ := ps.IsAuthorized(nil, other); d == cedar.Allow {
+	if d, _ := cedar.Authorize(ps, nil, other); d == cedar.Allow {
 		return nil, errors.New("cedar allowed another client")
 	}
 	return func() error {
-		if d, diag := ps.IsAuthorized(nil, allowed); d != cedar.Allow {
+		if d, diag := cedar.Authorize(ps, nil, allowed); d != cedar.Allow {
 			return fmt.Errorf("cedar denied the allowed request: %v", diag.Errors)
 		}
 		return nil

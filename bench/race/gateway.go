@@ -40,10 +40,9 @@ type rig struct {
 	url    string // http://127.0.0.1:PORT
 	key    string // the client's key
 	caller broker.Caller
-	// settingsTok is a token for system.settings.read, no use limit; echoTok one for the
-	// tool server's echo.
+	// settingsTok is a token for system.settings.read, no use limit. (The MCP agent asks for
+	// its own through /mcp, as agents do.)
 	settingsTok string
-	echoTok     string
 	// noToolServer says why the tool server was not added ("" when it was).
 	noToolServer string
 
@@ -103,14 +102,6 @@ func openRig(ctx context.Context, self string) (*rig, error) {
 	case err := <-r.served:
 		r.served = nil
 		return nil, fmt.Errorf("serve: %w", err)
-	}
-	if r.noToolServer == "" {
-		iss, err := r.g.Broker.RequestCapability(ctx, r.caller, broker.CapabilityRequest{
-			Capabilities: []string{"mcp." + toolServerName + ".echo"}, Duration: 3600, Reason: "capgate race"})
-		if err != nil {
-			return nil, fmt.Errorf("issue the echo token: %w", err)
-		}
-		r.echoTok = iss.Wire
 	}
 	ok = true
 	return r, nil

@@ -81,6 +81,10 @@ func main() {
 	asJSON := flag.Bool("json", false, "print the result as JSON instead of a table")
 	chart := flag.String("chart", filepath.Join("docs", "race.png"), `where to write the chart ("" for none)`)
 	quiet := flag.Bool("quiet", false, "no progress on stderr")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: go run ./bench [--rounds N] [--round D] [--json] [--chart PATH] [--quiet]")
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	if flag.NArg() > 0 || *rounds < 1 || *rounds > maxRounds || *round <= 0 || *round > maxRound {
 		flag.Usage()
@@ -146,7 +150,7 @@ func run(rounds int, round time.Duration, progress func(string)) (report, error)
 
 	const (
 		capDecision = "capgate decision, cached token"
-		cedarIsAuth = "cedar-go IsAuthorized"
+		cedarIsAuth = "cedar-go Authorize (IsAuthorized)"
 		opaEval     = "OPA prepared query Eval"
 	)
 	fn, err := capgateDecision(r)
@@ -280,18 +284,21 @@ func machine() string {
 }
 
 func printTable(w io.Writer, rep report) {
-	fmt.Fprintf(w, "capgate race, %s, %s, %s, GOMAXPROCS %d: medians of %d interleaved rounds in one process\n",
+	fmt.Fprintf(w, "capgate race, %s, %s, %s, GOMAXPROCS %d: medians of %d interleaved rounds in one process\n\n",
 		rep.Date, rep.Machine, rep.GoVersion, rep.Procs, rep.Rounds)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "contender\tfigure\tcompared with\tits figure\tratio\t")
+	// Names are left-aligned, figures right-aligned: tabwriter aligns every cell one way, so
+	// the figures are padded here.
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "contender\t    figure\tcompared with\t    figure\t   ratio")
 	for _, r := range rep.Rows {
 		if r.Note != "" {
-			fmt.Fprintf(tw, "%s\t\t%s\t\t%s\t\n", r.Contender, r.Baseline, firstWords(r.Note))
+			fmt.Fprintf(tw, "%s\t%10s\t%s\t%10s\t%s\n", r.Contender, "", r.Baseline, "", firstWords(r.Note))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2fx\t\n", r.Contender, figure(r.NS), r.Baseline, figure(r.BaselineNS), r.Ratio)
+		fmt.Fprintf(tw, "%s\t%10s\t%s\t%10s\t%7.2fx\n", r.Contender, figure(r.NS), r.Baseline, figure(r.BaselineNS), r.Ratio)
 	}
 	tw.Flush()
+	fmt.Fprintln(w)
 	for _, r := range rep.Rows {
 		if r.Note != "" {
 			fmt.Fprintf(w, "%s: %s\n", r.Baseline, r.Note)
