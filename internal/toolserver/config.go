@@ -343,9 +343,10 @@ func (c Config) spec(box *sandbox.Sandbox) (sandbox.Spec, error) {
 	return spec, nil
 }
 
-// Connect starts or reaches the server and completes the MCP handshake. onChange, when set,
-// is called (from the session's own goroutine: it must not block) on each
-// notifications/tools/list_changed.
+// Connect starts or reaches the server and opens an MCP session at the newest revision
+// both speak (Revisions). onChange, when set, is called (from the session's own goroutine:
+// it must not block) on each notifications/tools/list_changed. The server's information
+// requests are declined: only a running gateway (Manager) takes them to the person.
 func Connect(ctx context.Context, c Config, box *sandbox.Sandbox, version string, onChange func()) (*mcpsdk.ClientSession, error) {
 	return ConnectWith(ctx, c, box, nil, version, onChange)
 }
@@ -353,28 +354,7 @@ func Connect(ctx context.Context, c Config, box *sandbox.Sandbox, version string
 // ConnectWith is Connect with network, which gives a stdio server with Config.Allow its
 // destinations (nil: it has no network), for as long as the session lasts.
 func ConnectWith(ctx context.Context, c Config, box *sandbox.Sandbox, network Network, version string, onChange func()) (*mcpsdk.ClientSession, error) {
-	t, started, end, err := c.transport(box, network)
-	if err != nil {
-		return nil, err
-	}
-	defer started()
-	opts := &mcpsdk.ClientOptions{}
-	if onChange != nil {
-		opts.ToolListChangedHandler = func(context.Context, *mcpsdk.ToolListChangedRequest) { onChange() }
-	}
-	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "capgate", Version: version}, opts)
-	cctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
-	defer cancel()
-	s, err := client.Connect(cctx, t, nil)
-	if err != nil {
-		end()
-		return nil, fmt.Errorf("toolserver %s: connect: %w", c.Name, err)
-	}
-	go func() {
-		_ = s.Wait()
-		end() // the server's network lasts as long as its session
-	}()
-	return s, nil
+	return connect(ctx, c, box, network, version, onChange, nil)
 }
 
 // List returns every tool the server lists, in its order, at most MaxTools (more: cut is

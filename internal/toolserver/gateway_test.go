@@ -68,6 +68,7 @@ type fixture struct {
 	srv     *httptest.Server
 	key     string // the client's key
 	seq     int
+	v       variant
 }
 
 // addServer adds the tool server as `capgate toolserver add` does: on the store, with no
@@ -87,13 +88,69 @@ func newFixtureWith(t testing.TB, overlay map[string]any) *fixture {
 // newFixtureOf is newFixtureWith; with record false the test server records nothing (it
 // rewrites its whole record on every call, which a benchmark must not measure).
 func newFixtureOf(t testing.TB, overlay map[string]any, record bool) *fixture {
+	return newFixtureAs(t, overlay, record, variant{})
+}
+
+// variant is how the test server is reached and which MCP revisions it speaks.
+type variant struct {
+	name      string
+	revisions string // the test server's -revisions; "" all of the go-sdk's
+	http      bool   // streamable HTTP (the test starts the server) instead of stdio (capgate does)
+	want      string // the revision capgate must negotiate
+}
+
+// legacyRevisions are the handshake revisions: a server of these only does not discover.
+const legacyRevisions = "2025-11-25,2025-06-18,2025-03-26,2024-11-05"
+
+// variants are the servers every pin and stop rule is held against: one that speaks only
+// 2026-07-28 (stateless, discovered) and one of the handshake revisions only, each over
+// stdio and over streamable HTTP.
+var variants = []variant{
+	{name: "2026-07-28/stdio", revisions: "2026-07-28", want: "2026-07-28"},
+	{name: "2025-11-25/stdio", revisions: legacyRevisions, want: "2025-11-25"},
+	{name: "2026-07-28/http", revisions: "2026-07-28", http: true, want: "2026-07-28"},
+	{name: "2025-11-25/http", revisions: legacyRevisions, http: true, want: "2025-11-25"},
+}
+
+// eachVariant runs test once for every variant.
+func eachVariant(t *testing.T, test func(t *testing.T, v variant)) {
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) { test(t, v) })
+	}
+}
+
+// startHTTPServer starts the test server over streamable HTTP with args, as a plain child of
+// the test (capgate only reaches it), and returns its endpoint.
+func startHTTPServer(t testing.TB, args []string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "endpoint")
+	cmd := exec.Command(testServer, append(args, "-http", out)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TS_ALLOWED=yes"}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(out); err == nil && len(b) > 0 {
+			return string(b)
+		}
+	}
+	t.Fatal("the HTTP test server did not start")
+	return ""
+}
+
+// newFixtureAs is newFixtureOf with the test server of v.
+func newFixtureAs(t testing.TB, overlay map[string]any, record bool, v variant) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	f := &fixture{t: t, ctx: ctx, data: t.TempDir(), records: t.TempDir()}
+	f := &fixture{t: t, ctx: ctx, data: t.TempDir(), records: t.TempDir(), v: v}
 	f.control = filepath.Join(t.TempDir(), "control")
 	args := []string{"-control", f.control}
 	if record {
 		args = append(args, "-record", f.records)
+	}
+	if v.revisions != "" {
+		args = append(args, "-revisions", v.revisions)
 	}
 	if err := os.WriteFile(f.control, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -113,10 +170,17 @@ func newFixtureOf(t testing.TB, overlay map[string]any, record bool) *fixture {
 			t.Fatal(err)
 		}
 	}
-	r := addServer(t, f.data, toolserver.Config{Name: "srv", Command: testServer,
-		Args: args, Env: []string{"TS_ALLOWED"}, Bind: []toolserver.Bind{{Path: filepath.Dir(f.control)}, {Path: f.records, RW: true}}})
+	c := toolserver.Config{Name: "srv", Command: testServer,
+		Args: args, Env: []string{"TS_ALLOWED"}, Bind: []toolserver.Bind{{Path: filepath.Dir(f.control)}, {Path: f.records, RW: true}}}
+	if v.http {
+		c = toolserver.Config{Name: "srv", URL: startHTTPServer(t, args)}
+	}
+	r := addServer(t, f.data, c)
 	if len(r.Accepted) != 2 || r.AppID != "mcp.srv" {
 		t.Fatalf("add accepted %+v, left %v", r.Accepted, r.Left)
+	}
+	if v.want != "" && r.Revision.Protocol != v.want {
+		t.Fatalf("add spoke %s to the server, want %s", r.Revision, v.want)
 	}
 	var err error
 	f.g, err = gateway.Open(ctx, gateway.Config{DataDir: f.data, Listen: "-", Socket: "-",
@@ -249,9 +313,14 @@ func wantOutput(t *testing.T, what string, r ipc.Response, tool, text string) {
 // METHOD_NOT_FOUND with no consent asked, no longer listed, an audit record written and a
 // pin request opened showing the difference; the other tool keeps working; approving the
 // pin request makes the changed tool callable again.
-func TestChangedToolStopsUntilAccepted(t *testing.T) {
-	f := newFixture(t)
+func TestChangedToolStopsUntilAccepted(t *testing.T) { eachVariant(t, testChangedToolStopsUntilAccepted) }
+
+func testChangedToolStopsUntilAccepted(t *testing.T, v variant) {
+	f := newFixtureAs(t, nil, true, v)
 	wantOutput(t, "echo", f.approvedCall("echo", `{"text":"hi"}`), "echo", "echo: hi")
+	if rev, ok, err := toolserver.LoadRevision(f.ctx, f.g.Store, "srv"); err != nil || !ok || rev.Protocol != v.want || rev.Stateless != (v.want == toolserver.StatelessRevision) {
+		t.Errorf("the recorded revision: %+v %v %v, want %s", rev, ok, err, v.want)
+	}
 
 	f.setControl("mutate")
 	f.eventually("echo is stopped", func() bool { return !f.g.Registry.Pinned("tool.mcp.srv.echo") })
@@ -305,8 +374,10 @@ func TestChangedToolStopsUntilAccepted(t *testing.T) {
 // A renamed tool is a new tool: the old name disappears, the new one is not callable and a
 // pin request is opened, until `capgate toolserver accept` accepts it. A removed tool
 // disappears from the manifest.
-func TestRenamedAndRemovedTools(t *testing.T) {
-	f := newFixture(t)
+func TestRenamedAndRemovedTools(t *testing.T) { eachVariant(t, testRenamedAndRemovedTools) }
+
+func testRenamedAndRemovedTools(t *testing.T, v variant) {
+	f := newFixtureAs(t, nil, true, v)
 	f.setControl("rename")
 	f.eventually("greet leaves the manifest", func() bool {
 		_, ok := f.g.Registry.Method("srv", "greet")
@@ -343,8 +414,10 @@ func TestRenamedAndRemovedTools(t *testing.T) {
 // AcceptSeen pins a changed tool only with the definition of its pin request: after the
 // server changes it again, the old request's hash accepts nothing (ErrChangedAgain), and the
 // hash of the definition listed now accepts it, recording the pin request as approved.
-func TestAcceptSeen(t *testing.T) {
-	f := newFixture(t)
+func TestAcceptSeen(t *testing.T) { eachVariant(t, testAcceptSeen) }
+
+func testAcceptSeen(t *testing.T, v variant) {
+	f := newFixtureAs(t, nil, true, v)
 	f.setControl("mutate")
 	f.eventually("a pin request for echo", func() bool {
 		rs, _ := toolserver.PinRequests(f.ctx, f.g.Store, "srv")

@@ -37,6 +37,15 @@ const (
 	MaxBinds = 32
 	// MaxAllow bounds the destinations a stdio server may reach.
 	MaxAllow = 32
+	// MaxURLBytes bounds the URL of a URL-mode information request shown to the person: longer
+	// ones hide what they are in what a page can show, and are declined.
+	MaxURLBytes = 2048
+	// MaxInputRequests bounds the answers to information requests one call remembers for its
+	// result (the go-sdk client itself retries a call at most 10 times).
+	MaxInputRequests = 16
+	// InputPoll is how often a URL request's consent request is read again while the call
+	// waits for the person.
+	InputPoll = 200 * time.Millisecond
 )
 
 // StdioTerminateWait is how long closing a stdio server waits, after closing its stdin, before

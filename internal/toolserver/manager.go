@@ -183,6 +183,7 @@ type server struct {
 	byCap map[string]string // capability id → tool name
 	now   map[string]Listed // the last listing, by tool name
 	reads map[string]bool   // capability id → the operator classified its tool a read
+	calls map[*call]bool    // the tools/call in flight
 }
 
 var _ sdk.Handler = (*server)(nil)
@@ -213,11 +214,16 @@ func (s *server) connect(ctx context.Context) {
 	cctx, cancel := context.WithCancel(s.ctx)
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
-	sess, err := ConnectWith(cctx, s.cfg, s.m.o.Sandbox, s.m.o.Network, s.m.o.Version, s.kickNow)
+	sess, err := connect(cctx, s.cfg, s.m.o.Sandbox, s.m.o.Network, s.m.o.Version, s.kickNow, s.elicit)
 	cancel()
 	if err != nil {
 		s.log().Warn("cannot connect to the tool server; retrying", "err", err)
 		return
+	}
+	rev := RevisionOf(sess, s.m.o.now())
+	s.log().Info("connected to the tool server", "revision", rev.Protocol, "stateless", rev.Stateless)
+	if err := putRevision(ctx, s.m.o.Store, s.cfg.Name, rev); err != nil {
+		s.log().Warn("recording the tool server's revision failed", "err", err)
 	}
 	s.mu.Lock()
 	if s.ctx.Err() != nil {
@@ -533,18 +539,24 @@ func (s *server) Invoke(ctx context.Context, capabilityID string, params json.Ra
 	if len(params) == 0 {
 		params = json.RawMessage("{}")
 	}
-	cctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	// The call's context carries the call, so that the information requests the server sends
+	// with it (2026-07-28: input requests the go-sdk client answers and retries the call
+	// with) are shown to the person as this call's.
+	c := &call{capabilityID: capabilityID, clientID: ic.ClientID, callID: ic.CallID}
+	cctx, cancel := context.WithTimeout(context.WithValue(ctx, callKey{}, c), CallTimeout)
 	defer cancel()
+	c.ctx = cctx
+	defer s.track(c)()
 	start := time.Now()
 	res, err := sess.CallTool(cctx, &mcpsdk.CallToolParams{Name: tool, Arguments: params})
 	if err != nil {
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
 			return sdk.Result{}, sdk.Timeout(capabilityID, time.Since(start).Milliseconds())
 		}
-		return sdk.Result{}, sdk.ExecutionFailed("the tool server did not answer the call", true)
+		return sdk.Result{}, sdk.ExecutionFailed(withSaid("the tool server did not answer the call", c), true)
 	}
 	if res.IsError {
-		return sdk.Result{}, sdk.ExecutionFailed("the tool reported an error (its text is untrusted and not shown)", false)
+		return sdk.Result{}, sdk.ExecutionFailed(withSaid("the tool reported an error (its text is untrusted and not shown)", c), false)
 	}
 	content, err := json.Marshal(res.Content)
 	if err != nil || string(content) == "null" {
@@ -555,4 +567,13 @@ func (s *server) Invoke(ctx context.Context, capabilityID string, params json.Ra
 		return sdk.Result{}, sdk.ExecutionFailed("the tool's output is not JSON", false)
 	}
 	return sdk.Result{Success: true, Data: data}, nil
+}
+
+// withSaid is msg and, when capgate answered information requests of the call, what it
+// answered (capgate's own words: nothing of the server's).
+func withSaid(msg string, c *call) string {
+	if said := c.said(); said != "" {
+		return msg + "; " + said
+	}
+	return msg
 }

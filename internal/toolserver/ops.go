@@ -88,21 +88,24 @@ type Report struct {
 	Left     []Problem // tools left out, and why
 	Cut      bool      // the server listed more than MaxTools tools
 	Changes  []Change  // Accept: every tool compared with its pin, before accepting
+	Revision Revision  // the MCP revision the session spoke
 }
 
-// fetch connects to the server once, lists its tools and closes.
-func (e *Env) fetch(ctx context.Context, c Config) (map[string]Listed, []Problem, bool, error) {
+// fetch connects to the server once, lists its tools and closes; it says which revision
+// the session spoke.
+func (e *Env) fetch(ctx context.Context, c Config) (map[string]Listed, []Problem, bool, Revision, error) {
 	s, err := ConnectWith(ctx, c, e.Sandbox, e.Network, e.Version, nil)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, false, Revision{}, err
 	}
 	defer s.Close()
+	rev := RevisionOf(s, e.now())
 	tools, cut, err := List(ctx, s)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, false, rev, err
 	}
 	now, ps := listed(tools)
-	return now, ps, cut, nil
+	return now, ps, cut, rev, nil
 }
 
 // Add adds the tool server c: it connects once, lists the tools, pins every one that makes a
@@ -120,11 +123,11 @@ func Add(ctx context.Context, e *Env, c Config) (Report, error) {
 	if a, ok := e.Registry.App(c.Name); ok {
 		return r, fmt.Errorf("toolserver %s: the alias %s is the app %s's: %w", c.Name, c.Name, a.ID, ErrTaken)
 	}
-	now, ps, cut, err := e.fetch(ctx, c)
+	now, ps, cut, rev, err := e.fetch(ctx, c)
 	if err != nil {
 		return r, err
 	}
-	r.Left, r.Cut = ps, cut
+	r.Left, r.Cut, r.Revision = ps, cut, rev
 	taken := map[string]bool{}
 	var pins []Pin
 	for _, name := range slices.Sorted(maps.Keys(now)) {
@@ -144,6 +147,9 @@ func Add(ctx context.Context, e *Env, c Config) (Report, error) {
 	}
 	if err := e.Store.PutState(ctx, r.AppID, StateConfig, raw); err != nil {
 		return r, fmt.Errorf("toolserver %s: save config: %w", c.Name, err)
+	}
+	if err := putRevision(ctx, e.Store, c.Name, rev); err != nil {
+		return r, fmt.Errorf("toolserver %s: save revision: %w", c.Name, err)
 	}
 	for _, p := range pins {
 		if err := putPin(ctx, e.Store, c.Name, p); err != nil {
@@ -237,11 +243,16 @@ func accept(ctx context.Context, e *Env, name string, tools []string, seen map[s
 	if err != nil {
 		return r, err
 	}
-	now, ps, cut, err := e.fetch(ctx, c)
+	now, ps, cut, rev, err := e.fetch(ctx, c)
 	if err != nil {
 		return r, err
 	}
-	r.Left, r.Cut = ps, cut
+	r.Left, r.Cut, r.Revision = ps, cut, rev
+	if !dryRun {
+		if err := putRevision(ctx, e.Store, name, rev); err != nil {
+			return r, fmt.Errorf("toolserver %s: save revision: %w", name, err)
+		}
+	}
 	r.Changes = Compare(pins, now)
 	want := map[string]bool{}
 	for _, t := range tools {

@@ -26,6 +26,8 @@ const (
 	StateConfig  = "toolserver/config"   // the Config, JSON
 	statePin     = "toolserver/pin/"     // + tool name: its Pin, JSON
 	statePending = "toolserver/pending/" // + tool name: the open pin request, JSON
+	// stateRevision is the MCP revision of the last connection, a Revision (JSON).
+	stateRevision = "toolserver/revision"
 )
 
 // KindPin is the kind of consent request that asks the person to accept a tool server's

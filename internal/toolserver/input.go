@@ -1,0 +1,300 @@
+package toolserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/jcs"
+	"github.com/capgate/capgate/internal/store"
+)
+
+// KindURL is the kind of consent request that shows the person the page a tool server asks
+// them to open (a URL-mode information request), store.Consent.Kind. Its Params hold the
+// URL exactly as the server sent it and the server's message, both untrusted; the approval
+// page shows the URL in full, its host highlighted and look-alike characters flagged, and
+// never opens it.
+const KindURL = "toolserver_url"
+
+// The answers to an information request, as MCP names them; they stay distinct.
+const (
+	AnswerAccept  = "accept"
+	AnswerDecline = "decline"
+	AnswerCancel  = "cancel"
+)
+
+// Reasons capgate gives for declining an information request without asking the person.
+const (
+	ReasonForm     = "capgate fills in no form for a tool server: form-mode information requests are declined (only URL requests go to the person)"
+	ReasonNoPerson = "capgate asks the person only while a running gateway makes a call; this connection makes none"
+	reasonMode     = "capgate knows no information request of this mode"
+)
+
+// ReasonBadURL is why capgate declines a URL request whose URL it would not show the person.
+var ReasonBadURL = fmt.Sprintf("the URL is not one capgate shows the person: an http or https address with a host, no credentials in it, no control characters, at most %d bytes", MaxURLBytes)
+
+// ReasonMeta is the _meta key of a declined answer that says why capgate declined it.
+const ReasonMeta = "capgate/reason"
+
+func decline(reason string) *mcpsdk.ElicitResult {
+	return &mcpsdk.ElicitResult{Action: AnswerDecline, Meta: mcpsdk.Meta{ReasonMeta: reason}}
+}
+
+// callKey carries the call an information request belongs to in the context of
+// ClientSession.CallTool: under 2026-07-28 the go-sdk client answers a tool call's input
+// requests with the call's own context.
+type callKey struct{}
+
+// call is one tools/call in flight, and what capgate answered to its information requests.
+type call struct {
+	capabilityID, clientID, callID string
+	ctx                            context.Context // the call's: it ends when the call does
+
+	mu      sync.Mutex
+	answers []string // "declined a form request: REASON", "the person declined a URL request", ...
+}
+
+func (c *call) note(s string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.answers) < MaxInputRequests {
+		c.answers = append(c.answers, s)
+	}
+}
+
+// said is what capgate answered during the call, in words, "" for nothing.
+func (c *call) said() string {
+	if c == nil {
+		return ""
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.answers, "; ")
+}
+
+// elicit answers one information request of the server: a URL request goes to the person
+// as a consent request of kind KindURL, answered on the approval page (approve: accept,
+// deny: decline, cancelled or unanswered: cancel); any other mode is declined with its
+// reason in the answer's _meta (ReasonMeta). The server's message and URL are untrusted:
+// they are shown, never followed. Each answer is audited.
+func (s *server) elicit(ctx context.Context, req *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error) {
+	c, _ := ctx.Value(callKey{}).(*call)
+	if c == nil {
+		// Under the handshake revisions the request comes on its own (elicitation/create),
+		// naming no call: it is the call's when only one is in flight.
+		c = s.onlyCall()
+	}
+	p := req.Params
+	if p == nil {
+		p = &mcpsdk.ElicitParams{}
+	}
+	mode := p.Mode
+	if mode == "" {
+		mode = "form"
+	}
+	switch mode {
+	case "url":
+		if !showableURL(p.URL) {
+			return s.declined(ctx, c, "url", ReasonBadURL), nil
+		}
+		return s.askPerson(ctx, c, p)
+	case "form":
+		return s.declined(ctx, c, "form", ReasonForm), nil
+	}
+	return s.declined(ctx, c, "unknown", reasonMode), nil
+}
+
+// onlyCall is the one call in flight, nil when there are none or several.
+func (s *server) onlyCall() *call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.calls) != 1 {
+		return nil
+	}
+	for c := range s.calls {
+		return c
+	}
+	return nil
+}
+
+// track counts c in flight until the returned function is called.
+func (s *server) track(c *call) func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.calls == nil {
+		s.calls = map[*call]bool{}
+	}
+	s.calls[c] = true
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.calls, c)
+	}
+}
+
+// declined records and returns a decline capgate gave without asking the person.
+func (s *server) declined(ctx context.Context, c *call, mode, reason string) *mcpsdk.ElicitResult {
+	c.note("capgate declined a " + mode + " request: " + reason)
+	s.log().Warn("declined an information request of the tool server", "mode", mode, "reason", reason)
+	s.auditInput(ctx, c, "", AnswerDecline, "capgate declined the tool server's "+mode+"-mode information request: "+reason)
+	return decline(reason)
+}
+
+// askPerson opens a consent request showing the URL and waits for the person's answer,
+// within the call (or, for a request the server sent outside any call capgate knows of,
+// within CallTimeout).
+func (s *server) askPerson(ctx context.Context, c *call, p *mcpsdk.ElicitParams) (*mcpsdk.ElicitResult, error) {
+	e := &s.m.o.Env
+	wctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	if c != nil && c.ctx != nil {
+		defer context.AfterFunc(c.ctx, cancel)()
+	}
+	during := "outside any call capgate knows of"
+	clientID := "capgate:toolserver"
+	capID := ""
+	if c != nil {
+		during = "during the call of " + c.capabilityID + " by the client " + c.clientID
+		capID = c.capabilityID
+	}
+	summary := fmt.Sprintf("The MCP tool server %q asks you to open a page, %s. "+
+		"capgate does not open it: the address below is exactly what the server sent, its host highlighted. "+
+		"Open it yourself only if you trust it, and only in your own browser; then approve to tell the server you did, "+
+		"or deny to decline. The server's message is its own words, untrusted.", s.cfg.Name, during)
+	params, err := json.Marshal(map[string]string{"url": p.URL, "message": clipText(strings.ToValidUTF8(p.Message, "\uFFFD"), consent.MaxTextBytes)})
+	if err == nil {
+		params, err = jcs.Canonicalize(params)
+	}
+	if err != nil {
+		return s.declined(ctx, c, "url", ReasonBadURL), nil
+	}
+	r := consent.Request{
+		ClientID: clientID, ClientName: "capgate (tool server " + s.cfg.Name + ")", Kind: KindURL,
+		CapabilityID: capID, Summary: clipText(summary, consent.MaxTextBytes), Params: params,
+		SideEffects: "network", Risk: "high", Reversibility: consent.Irreversible,
+	}
+	payload, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	id := newConsentID()
+	at := e.now()
+	expires := at.Add(CallTimeout)
+	if d, ok := wctx.Deadline(); ok {
+		expires = at.Add(time.Until(d))
+	}
+	if err := e.Store.PutConsent(ctx, store.Consent{ID: id, ClientID: clientID, Kind: KindURL, Payload: payload,
+		State: store.ConsentPending, Created: at, Expires: expires}); err != nil {
+		s.log().Warn("the URL request cannot be shown to the person", "err", err)
+		c.note("capgate could not show the server's URL request to the person")
+		return &mcpsdk.ElicitResult{Action: AnswerCancel}, nil
+	}
+	s.log().Info("a tool server asks the person to open a page", "consent", id)
+	answer := s.waitAnswer(wctx, id)
+	var said string
+	switch answer {
+	case AnswerAccept:
+		said = "the person approved the server's URL request (they say they opened the page)"
+	case AnswerDecline:
+		said = "the person declined the server's URL request"
+	default:
+		said = "the server's URL request went unanswered (cancelled)"
+	}
+	c.note(said)
+	s.auditInput(ctx, c, id, answer, said+"; what the person did on the page is not known to capgate")
+	return &mcpsdk.ElicitResult{Action: answer}, nil
+}
+
+// waitAnswer waits for the person's answer to the consent request id: accept when approved,
+// decline when denied, cancel when cancelled, expired or still unanswered when ctx ends
+// (the request is then cancelled, so that nobody approves what no call waits for).
+func (s *server) waitAnswer(ctx context.Context, id string) string {
+	st := s.m.o.Store
+	t := time.NewTicker(InputPoll)
+	defer t.Stop()
+	for {
+		c, err := st.GetConsent(context.WithoutCancel(ctx), id)
+		if err == nil {
+			switch c.State {
+			case store.ConsentApproved:
+				return AnswerAccept
+			case store.ConsentDenied:
+				return AnswerDecline
+			case store.ConsentPending:
+				if !s.m.o.now().Before(c.Expires) {
+					_ = st.AnswerConsent(context.WithoutCancel(ctx), id, store.ConsentExpired, "capgate: unanswered", "", s.m.o.now())
+					return AnswerCancel
+				}
+			default:
+				return AnswerCancel
+			}
+		}
+		select {
+		case <-ctx.Done():
+			_ = st.AnswerConsent(context.WithoutCancel(ctx), id, store.ConsentCancelled, "capgate: the call ended", "", s.m.o.now())
+			// The person may have answered as the call ended: the store's state is the answer.
+			if c, err := st.GetConsent(context.WithoutCancel(ctx), id); err == nil && c.State == store.ConsentApproved {
+				return AnswerAccept
+			} else if err == nil && c.State == store.ConsentDenied {
+				return AnswerDecline
+			}
+			return AnswerCancel
+		case <-t.C:
+		}
+	}
+}
+
+// auditInput writes the audit record of an answer to an information request.
+func (s *server) auditInput(ctx context.Context, c *call, consentID, answer, explanation string) {
+	if s.m.o.Audit == nil {
+		return
+	}
+	rec := audit.Record{Action: "toolserver.input", App: s.appID, Kind: audit.KindDecision, Result: answer,
+		Explanation: explanation, ClientID: "capgate:toolserver", ConsentID: consentID, Decision: audit.DecisionDeny}
+	switch {
+	case answer == AnswerAccept:
+		rec.Decision = audit.DecisionAllow
+	case consentID == "":
+		rec.Code = "PERMISSION_DENIED" // capgate declined it without asking
+	default:
+		rec.Code = "CONSENT_DENIED" // the person declined, or did not answer (Result says which)
+	}
+	if c != nil {
+		rec.Capability, rec.CallID = c.capabilityID, c.callID
+		rec.ClientID = c.clientID
+	}
+	if _, err := s.m.o.Audit.Append(context.WithoutCancel(ctx), rec); err != nil {
+		s.log().Warn("the audit record of an information request cannot be written", "err", err)
+	}
+}
+
+// showableURL reports whether u is a URL capgate shows the person: absolute http or https
+// with a host, no user information (user:password@ passes for another host), valid UTF-8
+// without control characters, at most MaxURLBytes bytes.
+func showableURL(u string) bool {
+	if u == "" || len(u) > MaxURLBytes || !utf8.ValidString(u) {
+		return false
+	}
+	for _, r := range u {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return false
+		}
+	}
+	p, err := url.Parse(u)
+	if err != nil || p.User != nil || p.Host == "" || p.Opaque != "" {
+		return false
+	}
+	return p.Scheme == "https" || p.Scheme == "http"
+}
