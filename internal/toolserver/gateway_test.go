@@ -313,7 +313,9 @@ func wantOutput(t *testing.T, what string, r ipc.Response, tool, text string) {
 // METHOD_NOT_FOUND with no consent asked, no longer listed, an audit record written and a
 // pin request opened showing the difference; the other tool keeps working; approving the
 // pin request makes the changed tool callable again.
-func TestChangedToolStopsUntilAccepted(t *testing.T) { eachVariant(t, testChangedToolStopsUntilAccepted) }
+func TestChangedToolStopsUntilAccepted(t *testing.T) {
+	eachVariant(t, testChangedToolStopsUntilAccepted)
+}
 
 func testChangedToolStopsUntilAccepted(t *testing.T, v variant) {
 	f := newFixtureAs(t, nil, true, v)
