@@ -116,6 +116,7 @@ NAME is lowercase letters, digits and '-', starting with a letter, at most 32 by
 				}
 				w := cmd.OutOrStdout()
 				fmt.Fprintf(w, "added the tool server %s as the app %s (alias %s): %d tools accepted and pinned\n", c.Name, r.AppID, c.Name, len(r.Accepted))
+				fmt.Fprintf(w, "  MCP revision: %s\n", r.Revision)
 				printPins(w, r.AppID, r.Accepted)
 				printLeft(w, r)
 				fmt.Fprintf(w, "side effects count as system until classified in %s\n", toolserver.OverlayFile(dir, c.Name))
@@ -157,8 +158,10 @@ func printLeft(w io.Writer, r toolserver.Report) {
 // toolServerJSON is one tool server in list --json.
 type toolServerJSON struct {
 	toolserver.Config
-	AppID string     `json:"app_id"`
-	Tools []toolJSON `json:"tools"`
+	AppID string `json:"app_id"`
+	// Revision is the MCP revision capgate last spoke to the server; nil before it recorded one.
+	Revision *toolserver.Revision `json:"revision,omitempty"`
+	Tools    []toolJSON           `json:"tools"`
 }
 
 type toolJSON struct {
@@ -187,6 +190,11 @@ func newToolServerListCmd(g *globals) *cobra.Command {
 						return err
 					}
 					s := toolServerJSON{Config: c, AppID: c.AppID(), Tools: []toolJSON{}}
+					if rev, ok, err := toolserver.LoadRevision(ctx, st, c.Name); err != nil {
+						return err
+					} else if ok {
+						s.Revision = &rev
+					}
 					for _, p := range pins {
 						s.Tools = append(s.Tools, toolJSON{Tool: p.Tool, Capability: "tool." + c.AppID() + "." + p.Action, Hash: p.Hash})
 					}
@@ -205,6 +213,11 @@ func newToolServerListCmd(g *globals) *cobra.Command {
 						where = strings.Join(append([]string{s.Command}, s.Args...), " ")
 					}
 					fmt.Fprintf(w, "%s  %s  %s  (%d tools pinned)\n", s.Name, s.AppID, where, len(s.Tools))
+					rev := toolserver.Revision{}
+					if s.Revision != nil {
+						rev = *s.Revision
+					}
+					fmt.Fprintf(w, "  MCP revision: %s\n", rev)
 					if reach := s.Reach(); reach != "" {
 						fmt.Fprintf(w, "  %s\n", reach)
 					}
@@ -287,6 +300,7 @@ changed nor new is refused (exit 1) and nothing is accepted.`,
 					return err
 				}
 				printLeft(w, r)
+				fmt.Fprintf(w, "MCP revision: %s\n", r.Revision)
 				if dryRun {
 					fmt.Fprintln(w, "dry run: nothing accepted")
 					return nil

@@ -31,7 +31,8 @@ func TestToolServerCommands(t *testing.T) {
 
 	r := capgate(t, "", nil, "toolserver", "add", "srv", "--data", data, "--bind", filepath.Dir(control), "--", server, "-control", control)
 	mustCode(t, r, 0)
-	if !strings.Contains(r.stdout, "2 tools accepted") || !strings.Contains(r.stdout, "tool.mcp.srv.echo") {
+	if !strings.Contains(r.stdout, "2 tools accepted") || !strings.Contains(r.stdout, "tool.mcp.srv.echo") ||
+		!strings.Contains(r.stdout, "MCP revision: 2026-07-28 (stateless, discovered)") {
 		t.Errorf("add printed:\n%s", r.stdout)
 	}
 	mustCode(t, capgate(t, "", nil, "toolserver", "add", "srv", "--data", data, "--", server), 1)
@@ -39,8 +40,12 @@ func TestToolServerCommands(t *testing.T) {
 	r = capgate(t, "", nil, "toolserver", "list", "--data", data, "--json")
 	mustCode(t, r, 0)
 	var list []struct {
-		Name  string `json:"name"`
-		AppID string `json:"app_id"`
+		Name     string `json:"name"`
+		AppID    string `json:"app_id"`
+		Revision struct {
+			Protocol  string `json:"protocol"`
+			Stateless bool   `json:"stateless"`
+		} `json:"revision"`
 		Tools []struct {
 			Tool, Capability, Hash string
 		} `json:"tools"`
@@ -48,7 +53,8 @@ func TestToolServerCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
 		t.Fatal(err, r.stdout)
 	}
-	if len(list) != 1 || list[0].AppID != "mcp.srv" || len(list[0].Tools) != 2 || !strings.HasPrefix(list[0].Tools[0].Hash, "sha256:") {
+	if len(list) != 1 || list[0].AppID != "mcp.srv" || len(list[0].Tools) != 2 || !strings.HasPrefix(list[0].Tools[0].Hash, "sha256:") ||
+		list[0].Revision.Protocol != "2026-07-28" || !list[0].Revision.Stateless {
 		t.Fatalf("list --json: %s", r.stdout)
 	}
 	mustCode(t, capgate(t, "", nil, "toolserver", "accept", "srv", "echo", "--data", data), 1) // unchanged
@@ -96,5 +102,17 @@ func TestToolServerCommands(t *testing.T) {
 	mustCode(t, r, 0)
 	if !strings.Contains(r.stdout, "no tool servers") {
 		t.Errorf("list after remove:\n%s", r.stdout)
+	}
+
+	// A server of the handshake revisions only: capgate falls back, and says so.
+	r = capgate(t, "", nil, "toolserver", "add", "old", "--data", data, "--bind", filepath.Dir(control), "--", server, "-control", control,
+		"-revisions", "2025-11-25,2025-06-18")
+	mustCode(t, r, 0)
+	if !strings.Contains(r.stdout, "MCP revision: 2025-11-25 (handshake)") {
+		t.Errorf("add of a 2025-11-25 server printed:\n%s", r.stdout)
+	}
+	r = capgate(t, "", nil, "toolserver", "list", "--data", data)
+	if !strings.Contains(r.stdout, "MCP revision: 2025-11-25 (handshake)") {
+		t.Errorf("list of a 2025-11-25 server:\n%s", r.stdout)
 	}
 }
