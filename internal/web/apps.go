@@ -65,6 +65,7 @@ type toolServerView struct {
 	Name, AppID string
 	Where       string // the command and its arguments, or the URL, as the operator added it
 	Reach       string // what a stdio server's sandbox lets it reach
+	Revision    string // the MCP revision capgate last spoke to it, in words
 	Registered  bool
 	Down        bool // registered, and down or reconnecting: its tools are not working
 	TierWhy     string
@@ -217,10 +218,15 @@ func (s *Server) toolServer(ctx context.Context, c toolserver.Config) toolServer
 		tv.Where = reveal(strings.Join(append([]string{c.Command}, c.Args...), " "), false)
 	}
 	tv.Reach = reveal(c.Reach(), false)
+	st := s.o.ToolServers.Store
+	if rev, _, err := toolserver.LoadRevision(ctx, st, c.Name); err == nil {
+		tv.Revision = rev.String()
+	} else {
+		s.o.Logger.Warn("web: reading a tool server's revision failed", "toolserver", c.Name, "err", err)
+	}
 	if a, ok := s.o.Registry.App(c.AppID()); ok {
 		tv.Registered, tv.TierWhy, tv.Down = true, tierWords(a), s.notWorking(a.ID)
 	}
-	st := s.o.ToolServers.Store
 	pins, err := toolserver.LoadPins(ctx, st, c.Name)
 	if err != nil {
 		s.o.Logger.Warn("web: reading a tool server's pins failed", "toolserver", c.Name, "err", err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/capgate/capgate/internal/archive"
 	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/lock"
@@ -233,7 +234,7 @@ func TestAppsPage(t *testing.T) {
 	}
 	for _, want := range []string{
 		`aria-current="page">Apps</a>`, `id="ts-srv"`, `id="tool-srv-echo"`, `id="tool-srv-greet"`, "pinned, callable",
-		"tool.mcp.srv.echo", "Echoes the text back.", "Tier 2: derived from an MCP server", `data-app="org.example.pad"`,
+		"tool.mcp.srv.echo", "Echoes the text back.", "Tier 2: derived from an MCP server", `data-app="org.example.pad"`, "2026-07-28 (stateless, discovered)",
 		"Tier 1: its manifest&#39;s signature verified", `data-app="mcp.srv"`, `id="widen-org.example.kb"`, "waiting for approval",
 		"capability &#34;kb.org.example.kb.search&#34; added", "Approve this widening", `id="plugin-org.example.wiki"`, "approved by cli:test",
 	} {
@@ -458,5 +459,41 @@ func TestAppsPageShowsWhyAPluginIsNotWorking(t *testing.T) {
 	item := page[i : i+strings.Index(page[i:], "</li>")]
 	if !strings.Contains(item, "why: the package holds no program") {
 		t.Errorf("the plugin's entry does not say why it is not working:\n%s", item)
+	}
+}
+
+// A tool server's URL request (toolserver.KindURL) is shown to the person as the address
+// it is: in full, its host highlighted, look-alike characters flagged, and never as a link
+// capgate would open; approving it on the page answers the server accept, and the call the
+// server asked during goes on.
+func TestURLRequestShowsTheAddress(t *testing.T) {
+	t.Parallel()
+	e, _ := toolEnv(t, 0)
+	b := newBrowser(t, e.srv.URL, e.srv.Client())
+	csrf := b.login(e.g.LoginLink())
+	key := e.addClient("agent")
+	const addr = "https://l\u043egin.example.com/authorize?state=1" // a Cyrillic о
+	done := e.callAppAsync(key, "srv", "echo", `{"text":"url:`+addr+`"}`, "")
+	call := e.waitPending(consent.KindCall)
+	if resp, _ := b.postForm("/ui/requests/"+call+"/approve", url.Values{"csrf": {csrf}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("approving the call: HTTP %d", resp.StatusCode)
+	}
+	id := e.waitPending(toolserver.KindURL)
+	_, page := b.get("/ui/requests/" + id)
+	for _, want := range []string{"asks you to open a page (shown, not opened)", "Addresses in the params (shown, not opened)",
+		"<mark>", "look-alike characters", "does not open it", "tool.mcp.srv.echo"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the URL request's page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, `href="https://l`) || strings.Contains(page, "<a href=\"https://l\u043egin") {
+		t.Error("the URL request's page links the server's address")
+	}
+	if resp, _ := b.postForm("/ui/requests/"+id+"/approve", url.Values{"csrf": {csrf}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("approving the URL request: HTTP %d", resp.StatusCode)
+	}
+	r := <-done
+	if r.Body.Status != "success" || !strings.Contains(string(r.Body.Result), "echo: accept") {
+		t.Fatalf("the call after the URL request: %s %s %s", r.Body.Status, r.Body.ErrorCode, r.Body.Result)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/toolserver"
 )
 
 // requestView is one consent request as the page shows it, and as /ui/requests.json sends
@@ -82,6 +83,7 @@ var kindWords = map[string]string{
 	consent.KindCall:   "asks to make one call",
 	consent.KindCommit: "is about to make a call that cannot be undone",
 	"pin":              "found a new or changed tool: accept its definition?",
+	toolserver.KindURL: "asks you to open a page (shown, not opened)",
 }
 
 // newView builds the view of a stored request and its decoded payload at now.
