@@ -35,7 +35,23 @@
 // A renamed tool is a new tool, callable only once accepted; a removed tool leaves the
 // manifest and loses its pin.
 //
-// Pins, pending pin requests and each server's Config are kept in the store's per-app state
-// of the tool server's app (keys StateConfig, statePin+tool, statePending+tool), so that the
-// CLI and a running gateway share them.
+// Revisions. capgate speaks MCP 2026-07-28 to a server that does (the go-sdk client
+// discovers it with server/discover: no handshake, every request carrying its revision and
+// capgate's capabilities, list changes through subscriptions/listen) and falls back to the
+// initialize handshake at the newest older revision the server takes (Revisions). Every
+// connection records the revision it spoke (Revision, LoadRevision), which the CLI and the
+// apps page show. Nothing above the session depends on the revision: the same listing, the
+// same hashes, the same stops.
+//
+// Information requests. A server may ask for information: under 2026-07-28 as input
+// requests in a tools/call result, which the go-sdk client answers and retries the call with;
+// under the older revisions as elicitation/create. Both reach one handler: a URL request
+// goes to the person as a consent request of kind KindURL, showing the URL as sent (never
+// opened), and its answer is the person's (approve: accept, deny: decline, unanswered: cancel);
+// a form request is declined with the reason in the answer's _meta (ReasonMeta, ReasonForm).
+// Each answer is audited (action toolserver.input) and said in a failed call's error.
+//
+// Pins, pending pin requests, the last revision and each server's Config are kept in the
+// store's per-app state of the tool server's app (keys StateConfig, statePin+tool,
+// statePending+tool, stateRevision), so that the CLI and a running gateway share them.
 package toolserver

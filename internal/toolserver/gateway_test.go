@@ -94,9 +94,10 @@ func newFixtureOf(t testing.TB, overlay map[string]any, record bool) *fixture {
 // variant is how the test server is reached and which MCP revisions it speaks.
 type variant struct {
 	name      string
-	revisions string // the test server's -revisions; "" all of the go-sdk's
-	http      bool   // streamable HTTP (the test starts the server) instead of stdio (capgate does)
-	want      string // the revision capgate must negotiate
+	revisions string   // the test server's -revisions; "" all of the go-sdk's
+	http      bool     // streamable HTTP (the test starts the server) instead of stdio (capgate does)
+	want      string   // the revision capgate must negotiate
+	args      []string // more arguments of the test server
 }
 
 // legacyRevisions are the handshake revisions: a server of these only does not discover.
@@ -152,6 +153,7 @@ func newFixtureAs(t testing.TB, overlay map[string]any, record bool, v variant) 
 	if v.revisions != "" {
 		args = append(args, "-revisions", v.revisions)
 	}
+	args = append(args, v.args...)
 	if err := os.WriteFile(f.control, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -307,6 +309,20 @@ func wantOutput(t *testing.T, what string, r ipc.Response, tool, text string) {
 	if !out.Untrusted || out.Server != "srv" || out.Tool != tool || len(out.Content) != 1 || out.Content[0].Text != text {
 		t.Fatalf("%s: result %s, want %q from %s labelled untrusted", what, r.Body.Result, text, tool)
 	}
+}
+
+// A server that says its listing stays fresh for an hour (a 2026-07-28 cache hint) and
+// announces no change is listed again all the same: capgate keeps no listing on the
+// server's word, so the changed tool is stopped at the next listing, under every revision.
+func TestCacheHintDoesNotHideAChange(t *testing.T) {
+	eachVariant(t, func(t *testing.T, v variant) {
+		v.args = []string{"-ttl", "3600000", "-quiet"}
+		f := newFixtureAs(t, nil, true, v)
+		wantOutput(t, "echo", f.approvedCall("echo", `{"text":"hi"}`), "echo", "echo: hi")
+		f.setControl("mutate")
+		f.eventually("echo is stopped", func() bool { return !f.g.Registry.Pinned("tool.mcp.srv.echo") })
+		wantCode(t, "changed echo", f.call("echo", `{"text":"hi"}`), "METHOD_NOT_FOUND")
+	})
 }
 
 // A tool whose description changes mid-session is stopped at once: refused as

@@ -126,6 +126,7 @@ func connect(ctx context.Context, c Config, box *sandbox.Sandbox, network Networ
 		opts.ToolListChangedHandler = func(context.Context, *mcpsdk.ToolListChangedRequest) { onChange() }
 	}
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "capgate", Version: version}, opts)
+	client.AddSendingMiddleware(listFresh)
 	cctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
 	defer cancel()
 	s, err := client.Connect(cctx, t, nil)
@@ -138,6 +139,21 @@ func connect(ctx context.Context, c Config, box *sandbox.Sandbox, network Networ
 		end() // the server's network lasts as long as its session
 	}()
 	return s, nil
+}
+
+// listFresh drops the cache hint of every tools/list result before the go-sdk client keeps
+// it: under 2026-07-28 the client would answer the next listing from its cache for as long as
+// the server's ttlMs says, so that a server could hide a changed tool from capgate's
+// relisting behind an hour's hint. Every listing goes to the server, as under the older
+// revisions.
+func listFresh(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+		res, err := next(ctx, method, req)
+		if l, ok := res.(*mcpsdk.ListToolsResult); ok && l != nil {
+			l.TTLMs = 0
+		}
+		return res, err
+	}
 }
 
 // declineAll answers an information request outside a running gateway (add, accept): no

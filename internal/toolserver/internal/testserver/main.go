@@ -8,6 +8,9 @@
 // -record DIR it writes its arguments and environment, and every call's arguments, to a
 // file of its own in DIR, so that a test can check what capgate passed to it.
 //
+// -ttl MS sets the cache hint of its listings (a 2026-07-28 client may keep one that long), and
+// -quiet declares no tools/list_changed, so that a change shows only in the next listing.
+//
 // -revisions narrows the MCP revisions it speaks (comma-separated; all the go-sdk's by
 // default): "2025-11-25,2025-06-18" is a server of the handshake revisions only, which a
 // 2026-07-28 client falls back to. -http FILE serves streamable HTTP on a loopback port
@@ -47,6 +50,8 @@ var (
 	fetchs  = flag.String("fetch", "", "comma-separated URLs to get at start (through HTTP_PROXY when set), and record what came")
 	revs    = flag.String("revisions", "", "comma-separated MCP revisions to speak; all by default")
 	httpOut = flag.String("http", "", "serve streamable HTTP on a loopback port and write its endpoint to this file")
+	ttl     = flag.Int("ttl", 0, "the cache hint (ttlMs) of its listings, for 2026-07-28 clients")
+	quiet   = flag.Bool("quiet", false, "declare no tools/list_changed and so send none: a change shows only in the next listing")
 
 	recMu sync.Mutex
 	rec   = struct {
@@ -188,6 +193,12 @@ func main() {
 	opts := &mcp.ServerOptions{}
 	if *revs != "" {
 		opts.SupportedProtocolVersions = strings.Split(*revs, ",")
+	}
+	if *ttl > 0 {
+		opts.SetCacheable = func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.TTLMs = *ttl }
+	}
+	if *quiet {
+		opts.Capabilities = &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "1.0.0"}, opts)
 	read := func() string {
