@@ -94,10 +94,11 @@ func newFixtureOf(t testing.TB, overlay map[string]any, record bool) *fixture {
 // variant is how the test server is reached and which MCP revisions it speaks.
 type variant struct {
 	name      string
-	revisions string   // the test server's -revisions; "" all of the go-sdk's
-	http      bool     // streamable HTTP (the test starts the server) instead of stdio (capgate does)
-	want      string   // the revision capgate must negotiate
-	args      []string // more arguments of the test server
+	revisions string        // the test server's -revisions; "" all of the go-sdk's
+	http      bool          // streamable HTTP (the test starts the server) instead of stdio (capgate does)
+	want      string        // the revision capgate must negotiate
+	args      []string      // more arguments of the test server
+	ceiling   time.Duration // the gateway's TimeoutCeiling; 0: none
 }
 
 // legacyRevisions are the handshake revisions: a server of these only does not discover.
@@ -187,7 +188,7 @@ func newFixtureAs(t testing.TB, overlay map[string]any, record bool, v variant) 
 	var err error
 	f.g, err = gateway.Open(ctx, gateway.Config{DataDir: f.data, Listen: "-", Socket: "-",
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
-		ConsentWait: 5 * time.Second, DelayedCommit: -1, ToolServerRelist: 300 * time.Millisecond})
+		ConsentWait: 5 * time.Second, DelayedCommit: -1, ToolServerRelist: 300 * time.Millisecond, TimeoutCeiling: v.ceiling})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,8 @@ const (
 const (
 	ReasonForm     = "capgate fills in no form for a tool server: form-mode information requests are declined (only URL requests go to the person)"
 	ReasonNoPerson = "capgate asks the person only while a running gateway makes a call; this connection makes none"
+	ReasonNoCall   = "capgate asks the person only for the call a request comes with, and this request names no call capgate is making (none, or several, are in flight)"
+	ReasonBusy     = "another information request of this server waits for the person; capgate shows one at a time"
 	reasonMode     = "capgate knows no information request of this mode"
 )
 
@@ -84,11 +86,12 @@ func (c *call) said() string {
 	return strings.Join(c.answers, "; ")
 }
 
-// elicit answers one information request of the server: a URL request goes to the person
-// as a consent request of kind KindURL, answered on the approval page (approve: accept,
-// deny: decline, cancelled or unanswered: cancel); any other mode is declined with its
-// reason in the answer's _meta (ReasonMeta). The server's message and URL are untrusted:
-// they are shown, never followed. Each answer is audited.
+// elicit answers one information request of the server: a URL request of a call goes to the
+// person as a consent request of kind KindURL, answered on the approval page (approve:
+// accept, deny: decline, cancelled or unanswered: cancel), one at a time per server; any
+// other mode, a URL capgate would not show, or a request that names no call is declined
+// with its reason in the answer's _meta (ReasonMeta). The server's message and URL are
+// untrusted: they are shown, never followed. Each answer is audited.
 func (s *server) elicit(ctx context.Context, req *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error) {
 	c, _ := ctx.Value(callKey{}).(*call)
 	if c == nil {
@@ -106,9 +109,18 @@ func (s *server) elicit(ctx context.Context, req *mcpsdk.ElicitRequest) (*mcpsdk
 	}
 	switch mode {
 	case "url":
-		if !showableURL(p.URL) {
+		switch {
+		case !showableURL(p.URL):
 			return s.declined(ctx, c, "url", ReasonBadURL), nil
+		case c == nil:
+			// The person opening the page must be the one whose call asked: a request that
+			// names no call is asked of nobody.
+			return s.declined(ctx, c, "url", ReasonNoCall), nil
 		}
+		if !s.openURL() {
+			return s.declined(ctx, c, "url", ReasonBusy), nil
+		}
+		defer s.closeURL()
 		return s.askPerson(ctx, c, p)
 	case "form":
 		return s.declined(ctx, c, "form", ReasonForm), nil
@@ -127,6 +139,24 @@ func (s *server) onlyCall() *call {
 		return c
 	}
 	return nil
+}
+
+// openURL takes the server's one place for a URL request waiting for the person, and
+// reports whether it was free: a server cannot fill the approval page with requests.
+func (s *server) openURL() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.asking {
+		return false
+	}
+	s.asking = true
+	return true
+}
+
+func (s *server) closeURL() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.asking = false
 }
 
 // track counts c in flight until the returned function is called.
@@ -153,22 +183,17 @@ func (s *server) declined(ctx context.Context, c *call, mode, reason string) *mc
 }
 
 // askPerson opens a consent request showing the URL and waits for the person's answer,
-// within the call (or, for a request the server sent outside any call capgate knows of,
-// within CallTimeout).
+// within the call c.
 func (s *server) askPerson(ctx context.Context, c *call, p *mcpsdk.ElicitParams) (*mcpsdk.ElicitResult, error) {
 	e := &s.m.o.Env
 	wctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
-	if c != nil && c.ctx != nil {
+	if c.ctx != nil {
 		defer context.AfterFunc(c.ctx, cancel)()
 	}
-	during := "outside any call capgate knows of"
+	during := "during the call of " + c.capabilityID + " by the client " + c.clientID
 	clientID := "capgate:toolserver"
-	capID := ""
-	if c != nil {
-		during = "during the call of " + c.capabilityID + " by the client " + c.clientID
-		capID = c.capabilityID
-	}
+	capID := c.capabilityID
 	summary := fmt.Sprintf("The MCP tool server %q asks you to open a page, %s. "+
 		"capgate does not open it: the address below is exactly what the server sent, its host highlighted. "+
 		"Open it yourself only if you trust it, and only in your own browser; then approve to tell the server you did, "+
@@ -191,9 +216,11 @@ func (s *server) askPerson(ctx context.Context, c *call, p *mcpsdk.ElicitParams)
 	}
 	id := newConsentID()
 	at := e.now()
-	expires := at.Add(CallTimeout)
+	// It expires a little after the call's end, so that capgate's own withdrawal at the end
+	// (cancelled) is what the record says, rather than an expiry only a later sweep records.
+	expires := at.Add(CallTimeout + InputGrace)
 	if d, ok := wctx.Deadline(); ok {
-		expires = at.Add(time.Until(d))
+		expires = at.Add(time.Until(d) + InputGrace)
 	}
 	if err := e.Store.PutConsent(ctx, store.Consent{ID: id, ClientID: clientID, Kind: KindURL, Payload: payload,
 		State: store.ConsentPending, Created: at, Expires: expires}); err != nil {

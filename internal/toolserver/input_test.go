@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/gatewaytest"
@@ -168,4 +169,79 @@ func TestFormRequestDeclined(t *testing.T) {
 			t.Error("no audit record of the declined form request")
 		}
 	})
+}
+
+// A URL request that comes with no call (under the older revisions a server may send one at
+// any time) is asked of nobody: the person opening a page must be the one whose call asked.
+// It is declined with the reason.
+func TestURLRequestWithoutACallDeclined(t *testing.T) {
+	f := newFixtureAs(t, nil, true, variants[1]) // 2025-11-25 over stdio
+	wantOutput(t, "echo", f.approvedCall("echo", `{"text":"hi"}`), "echo", "echo: hi")
+	f.setControl("ask")
+	f.eventually("the server's unprompted request is answered", func() bool { return len(f.answers()) == 1 })
+	a := f.answers()[0]
+	if meta, _ := a["_meta"].(map[string]any); a["action"] != "decline" || meta[toolserver.ReasonMeta] != toolserver.ReasonNoCall {
+		t.Errorf("the answer to a request of no call: %v", a)
+	}
+	cs, err := f.g.Store.ListConsents(f.ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if c.Kind == toolserver.KindURL {
+			t.Errorf("a request of no call was shown to the person: %s", c.Payload)
+		}
+	}
+}
+
+// One URL request of a server waits for the person at a time: a second, from another call,
+// is declined at once with the reason, and the first is still answered by the person.
+func TestOneURLRequestAtATime(t *testing.T) {
+	f := newFixtureAs(t, nil, true, variants[0])
+	first := make(chan ipc.Response, 1)
+	var firstID string
+	approveCall := gatewaytest.AnswerNext(t, f.g.Store, consent.KindCall, func(ctx context.Context, id string) error {
+		return f.g.Consent.Approve(ctx, id, "person", false)
+	})
+	go func() { first <- f.call("echo", `{"text":"url:https://login.example.com/a"}`) }()
+	<-approveCall
+	firstID = gatewaytest.WaitPending(t, f.g.Store, toolserver.KindURL)
+
+	r, _, _ := f.callAnswering("url:https://login.example.com/b", nil)
+	wantOutput(t, "the second URL request", r, "echo", "echo: decline")
+	var busy bool
+	for _, a := range f.answers() {
+		meta, _ := a["_meta"].(map[string]any)
+		busy = busy || meta[toolserver.ReasonMeta] == toolserver.ReasonBusy
+	}
+	if !busy {
+		t.Errorf("the second URL request was not declined as one too many: %v", f.answers())
+	}
+	if err := f.g.Consent.Approve(f.ctx, firstID, "person", false); err != nil {
+		t.Fatal(err)
+	}
+	wantOutput(t, "the first URL request", <-first, "echo", "echo: accept")
+}
+
+// A URL request the person leaves unanswered while the call runs out is withdrawn from the
+// approval page (cancelled), so that nobody approves what no call waits for, and audited as
+// cancel; the call ends as a timeout.
+func TestUnansweredURLRequestWithdrawn(t *testing.T) {
+	v := variants[0]
+	v.ceiling = 2 * time.Second
+	f := newFixtureAs(t, nil, true, v)
+	r, _, _ := f.callAnswering("url:https://login.example.com/", nil)
+	wantCode(t, "an unanswered URL request", r, "TIMEOUT")
+	var id string
+	f.eventually("the URL request is withdrawn", func() bool {
+		cs, _ := f.g.Store.ListConsents(f.ctx, "")
+		for _, c := range cs {
+			if c.Kind == toolserver.KindURL && c.State == store.ConsentCancelled {
+				id = c.ID
+				return true
+			}
+		}
+		return false
+	})
+	f.eventually("the withdrawn request is audited", func() bool { return inputAudited(t, f, toolserver.AnswerCancel, id) })
 }

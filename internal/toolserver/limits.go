@@ -46,6 +46,9 @@ const (
 	// InputPoll is how often a URL request's consent request is read again while the call
 	// waits for the person.
 	InputPoll = 200 * time.Millisecond
+	// InputGrace is how long after its call's end a URL request would expire: capgate
+	// withdraws it (cancelled) when the call ends, within this time.
+	InputGrace = 2 * time.Second
 )
 
 // StdioTerminateWait is how long closing a stdio server waits, after closing its stdin, before

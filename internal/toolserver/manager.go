@@ -177,13 +177,14 @@ type server struct {
 
 	refreshMu sync.Mutex // one refresh at a time
 
-	mu    sync.Mutex
-	sess  *mcpsdk.ClientSession
-	pins  map[string]Pin    // by tool name
-	byCap map[string]string // capability id → tool name
-	now   map[string]Listed // the last listing, by tool name
-	reads map[string]bool   // capability id → the operator classified its tool a read
-	calls map[*call]bool    // the tools/call in flight
+	mu     sync.Mutex
+	sess   *mcpsdk.ClientSession
+	pins   map[string]Pin    // by tool name
+	byCap  map[string]string // capability id → tool name
+	now    map[string]Listed // the last listing, by tool name
+	reads  map[string]bool   // capability id → the operator classified its tool a read
+	calls  map[*call]bool    // the tools/call in flight
+	asking bool              // a URL request waits for the person
 }
 
 var _ sdk.Handler = (*server)(nil)

@@ -17,6 +17,8 @@
 // instead of stdio (stateless when it speaks 2026-07-28, as that revision requires) and
 // writes its endpoint to FILE.
 //
+// The control word ask makes it send a URL information request on its own, during no call.
+//
 // echo asks the client for input when its text says so: "url:URL" sends a URL-mode
 // information request for URL, "form" a form-mode one asking for a password (under
 // 2026-07-28 as input requests the client answers by retrying the call, under the older
@@ -128,6 +130,23 @@ func tool(name, desc, field string) *mcp.Tool {
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}
 }
 
+// askUnprompted sends a URL information request to every session, during no call (control
+// word ask; the handshake revisions only: under 2026-07-28 a server asks only in a result),
+// and records each answer, or the error as {"error": ...}.
+func askUnprompted(s *mcp.Server) {
+	for ss := range s.Sessions() {
+		res, err := ss.Elicit(context.Background(), &mcp.ElicitParams{Mode: "url", Message: "Sign in.", URL: "https://login.example.com/", ElicitationID: "el-2"})
+		raw, _ := json.Marshal(res)
+		if err != nil {
+			raw, _ = json.Marshal(map[string]string{"error": err.Error()})
+		}
+		recMu.Lock()
+		rec.Answers = append(rec.Answers, raw)
+		recMu.Unlock()
+		save()
+	}
+}
+
 // apply serves the tools of the control state.
 func apply(s *mcp.Server, state string) {
 	on := map[string]bool{}
@@ -229,6 +248,9 @@ func main() {
 			if now := read(); now != state {
 				if has(now, "down") {
 					os.Exit(3)
+				}
+				if has(now, "ask") && !has(state, "ask") {
+					go askUnprompted(s)
 				}
 				state = now
 				apply(s, state)
