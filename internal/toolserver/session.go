@@ -94,13 +94,12 @@ func putRevision(ctx context.Context, st store.State, name string, r Revision) e
 type elicitFunc func(context.Context, *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error)
 
 // clientCapabilities are what capgate tells a tool server it can do, under every revision:
-// roots (it lists none, as it always has) and information requests of both modes, so that
-// a server of any revision may ask: a URL request goes to the person, a form request is
-// answered decline with the reason (ReasonForm), the same under every revision. It declares
-// no sampling.
+// information requests of both modes, so that a server of any revision may ask (a URL
+// request goes to the person, a form request is answered decline with the reason,
+// ReasonForm). It declares no roots (it has none to give a sandboxed server, and 2026-07-28
+// deprecates them) and no sampling.
 func clientCapabilities() *mcpsdk.ClientCapabilities {
 	return &mcpsdk.ClientCapabilities{
-		RootsV2: &mcpsdk.RootCapabilities{ListChanged: true},
 		Elicitation: &mcpsdk.ElicitationCapabilities{
 			Form: &mcpsdk.FormElicitationCapabilities{}, URL: &mcpsdk.URLElicitationCapabilities{},
 		},
