@@ -69,6 +69,7 @@ type fixture struct {
 	key     string // the client's key
 	seq     int
 	v       variant
+	restart func() // HTTP: start the test server again after it went down; nil over stdio (capgate restarts it)
 }
 
 // addServer adds the tool server as `capgate toolserver add` does: on the store, with no
@@ -78,9 +79,7 @@ func addServer(t testing.TB, data string, c toolserver.Config) toolserver.Report
 	return gatewaytest.AddToolServer(t, filepath.Join(data, gateway.DBFile), data, c)
 }
 
-func newFixture(t testing.TB) *fixture { return newFixtureWith(t, nil) }
-
-// newFixtureWith is newFixture with the operator overlay given written first.
+// newFixtureWith is a fixture with the operator overlay given written first.
 func newFixtureWith(t testing.TB, overlay map[string]any) *fixture {
 	return newFixtureOf(t, overlay, true)
 }
@@ -122,23 +121,30 @@ func eachVariant(t *testing.T, test func(t *testing.T, v variant)) {
 }
 
 // startHTTPServer starts the test server over streamable HTTP with args, as a plain child of
-// the test (capgate only reaches it), and returns its endpoint.
-func startHTTPServer(t testing.TB, args []string) string {
+// the test (capgate only reaches it), and returns its endpoint, and a function that starts
+// it again on the same address once it has exited (control word down).
+func startHTTPServer(t testing.TB, args []string) (endpoint string, restart func()) {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "endpoint")
-	cmd := exec.Command(testServer, append(args, "-http", out)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TS_ALLOWED=yes"}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if b, err := os.ReadFile(out); err == nil && len(b) > 0 {
-			return string(b)
+	start := func(listen string) string {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), "endpoint")
+		cmd := exec.Command(testServer, append(args, "-http", out, "-listen", listen)...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TS_ALLOWED=yes"}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if b, err := os.ReadFile(out); err == nil && len(b) > 0 {
+				return string(b)
+			}
+		}
+		t.Fatal("the HTTP test server did not start")
+		return ""
 	}
-	t.Fatal("the HTTP test server did not start")
-	return ""
+	endpoint = start("127.0.0.1:0")
+	addr := strings.TrimSuffix(strings.TrimPrefix(endpoint, "http://"), "/mcp")
+	return endpoint, func() { start(addr) }
 }
 
 // newFixtureAs is newFixtureOf with the test server of v.
@@ -176,7 +182,9 @@ func newFixtureAs(t testing.TB, overlay map[string]any, record bool, v variant) 
 	c := toolserver.Config{Name: "srv", Command: testServer,
 		Args: args, Env: []string{"TS_ALLOWED"}, Bind: []toolserver.Bind{{Path: filepath.Dir(f.control)}, {Path: f.records, RW: true}}}
 	if v.http {
-		c = toolserver.Config{Name: "srv", URL: startHTTPServer(t, args)}
+		var url string
+		url, f.restart = startHTTPServer(t, args)
+		c = toolserver.Config{Name: "srv", URL: url}
 	}
 	r := addServer(t, f.data, c)
 	if len(r.Accepted) != 2 || r.AppID != "mcp.srv" {

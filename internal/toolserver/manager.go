@@ -314,6 +314,13 @@ func (s *server) refresh(ctx context.Context) {
 		tools, cut, err := List(ctx, sess)
 		if err != nil {
 			s.log().Warn("listing the tools failed", "err", err)
+			if ctx.Err() == nil {
+				// The server did not answer: it is down, as far as its calls go. Over
+				// streamable HTTP nothing else tells (no process ends, and a 2026-07-28
+				// session holds no connection), so the session is closed here: the server
+				// is reported down and reconnected to every Relist.
+				_ = sess.Close()
+			}
 		} else {
 			var ps []Problem
 			now, ps = listed(tools)

@@ -48,9 +48,13 @@ func (f *fixture) listed() bool {
 // Issue 16: Working was hard-coded true, so a tool server that is down was listed to agents,
 // and a call to it asked the person first and failed after. A server that is down or
 // reconnecting is not working right now: its calls are refused at step 1, saying so, with
-// no consent asked, and no list shows its tools; once it is back, they run again.
-func TestServerThatIsDownIsNotWorking(t *testing.T) {
-	f := newFixture(t)
+// no consent asked, and no list shows its tools; once it is back, they run again. The same
+// under every revision, over stdio (the process ends) and over streamable HTTP (the next
+// listing goes unanswered).
+func TestServerThatIsDownIsNotWorking(t *testing.T) { eachVariant(t, testServerThatIsDownIsNotWorking) }
+
+func testServerThatIsDownIsNotWorking(t *testing.T, v variant) {
+	f := newFixtureAs(t, nil, true, v)
 	wantOutput(t, "echo", f.approvedCall("echo", `{"text":"hi"}`), "echo", "echo: hi")
 	if !f.listed() {
 		t.Fatal("the tools are not listed while the server is up")
@@ -86,6 +90,9 @@ func TestServerThatIsDownIsNotWorking(t *testing.T) {
 	}
 
 	f.setControl("")
+	if f.restart != nil {
+		f.restart()
+	}
 	f.eventually("the server is back", func() bool { return f.g.Broker.ProviderState(manifest.MustParseAppID("mcp.srv")) == broker.Working })
 	wantOutput(t, "echo once the server is back", f.approvedCall("echo", `{"text":"again"}`), "echo", "echo: again")
 	if !f.listed() {

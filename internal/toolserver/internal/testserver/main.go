@@ -52,6 +52,7 @@ var (
 	fetchs  = flag.String("fetch", "", "comma-separated URLs to get at start (through HTTP_PROXY when set), and record what came")
 	revs    = flag.String("revisions", "", "comma-separated MCP revisions to speak; all by default")
 	httpOut = flag.String("http", "", "serve streamable HTTP on a loopback port and write its endpoint to this file")
+	listen  = flag.String("listen", "127.0.0.1:0", "with -http: the address to listen on")
 	ttl     = flag.Int("ttl", 0, "the cache hint (ttlMs) of its listings, for 2026-07-28 clients")
 	quiet   = flag.Bool("quiet", false, "declare no tools/list_changed and so send none: a change shows only in the next listing")
 
@@ -271,7 +272,7 @@ func main() {
 func serveHTTP(s *mcp.Server) {
 	stateless := *revs == "" || slices.Contains(strings.Split(*revs, ","), "2026-07-28")
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: stateless})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", *listen)
 	if err != nil {
 		log.Fatal(err)
 	}
