@@ -590,10 +590,14 @@ func TestOperatorReadWaitsForOneCommit(t *testing.T) {
 // classified, and runs one whose params the overlay classifies: a server's tools never pass
 // such a token on the server's word.
 func TestOverlayParamsUnderConstraints(t *testing.T) {
-	f := newFixtureWith(t, map[string]any{
+	eachVariant(t, testOverlayParamsUnderConstraints)
+}
+
+func testOverlayParamsUnderConstraints(t *testing.T, v variant) {
+	f := newFixtureAs(t, map[string]any{
 		"echo":  map[string]any{"side_effects": "read", "risk": "low", "params": map[string]any{"/text": "text"}},
 		"greet": map[string]any{"side_effects": "read", "risk": "low"},
-	})
+	}, true, v)
 	caller := broker.Caller{ClientID: "cl_alice", Name: "alice", Trust: manifest.AuthUser}
 	iss, err := f.g.Broker.RequestCapability(f.ctx, caller, broker.CapabilityRequest{Capabilities: []string{"mcp.srv.echo", "mcp.srv.greet"},
 		Duration: 3600, Reason: "test", Constraints: token.Constraints{AllowedPaths: []string{"/srv/ws/**"}}})

@@ -3,6 +3,7 @@ package toolserver_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/ipc"
+	"github.com/capgate/capgate/internal/sandbox/sandboxtest"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/toolserver"
 )
@@ -244,4 +246,52 @@ func TestUnansweredURLRequestWithdrawn(t *testing.T) {
 		return false
 	})
 	f.eventually("the withdrawn request is audited", func() bool { return inputAudited(t, f, toolserver.AnswerCancel, id) })
+}
+
+// The same server lists the same definitions, and so the same pins, whichever revision
+// capgate speaks to it and over which transport: a server capgate moves to 2026-07-28 (or
+// back) keeps every tool pinned, and none stops for the move.
+func TestSameHashesUnderEveryRevision(t *testing.T) {
+	box := sandboxtest.Open(t)
+	control := filepath.Join(t.TempDir(), "control")
+	if err := os.WriteFile(control, []byte("hostile"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var first map[string]string
+	for _, v := range variants {
+		args := []string{"-control", control, "-revisions", v.revisions}
+		c := toolserver.Config{Name: "srv", Command: testServer, Args: args, Bind: []toolserver.Bind{{Path: filepath.Dir(control)}}}
+		if v.http {
+			url, _ := startHTTPServer(t, args)
+			c = toolserver.Config{Name: "srv", URL: url}
+		}
+		s, err := toolserver.Connect(context.Background(), c, box, "test", nil)
+		if err != nil {
+			t.Fatalf("%s: %v", v.name, err)
+		}
+		if got := toolserver.RevisionOf(s, time.Now()).Protocol; got != v.want {
+			t.Errorf("%s: spoke %s", v.name, got)
+		}
+		tools, _, err := toolserver.List(context.Background(), s)
+		s.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", v.name, err)
+		}
+		hashes := map[string]string{}
+		for _, tool := range tools {
+			canon, err := toolserver.DefinitionOf(tool).Canonical()
+			if err != nil {
+				t.Fatal(err)
+			}
+			hashes[tool.Name] = toolserver.Hash(canon)
+		}
+		if len(hashes) != 3 {
+			t.Fatalf("%s: listed %v", v.name, hashes)
+		}
+		if first == nil {
+			first = hashes
+		} else if !maps.Equal(first, hashes) {
+			t.Errorf("%s lists other definitions than %s:\n%v\n%v", v.name, variants[0].name, hashes, first)
+		}
+	}
 }
