@@ -221,11 +221,6 @@ func (s *server) connect(ctx context.Context) {
 		s.log().Warn("cannot connect to the tool server; retrying", "err", err)
 		return
 	}
-	rev := RevisionOf(sess, s.m.o.now())
-	s.log().Info("connected to the tool server", "revision", rev.Protocol, "stateless", rev.Stateless)
-	if err := putRevision(ctx, s.m.o.Store, s.cfg.Name, rev); err != nil {
-		s.log().Warn("recording the tool server's revision failed", "err", err)
-	}
 	s.mu.Lock()
 	if s.ctx.Err() != nil {
 		// Closed while connecting: close lost this session, so it is closed here.
@@ -236,6 +231,11 @@ func (s *server) connect(ctx context.Context) {
 	s.sess = sess
 	s.m.running.Add(1)
 	s.mu.Unlock()
+	rev := RevisionOf(sess, s.m.o.now())
+	s.log().Info("connected to the tool server", "revision", rev.Protocol, "stateless", rev.Stateless)
+	if err := putRevision(s.ctx, s.m.o.Store, s.cfg.Name, rev); err != nil && s.ctx.Err() == nil {
+		s.log().Warn("recording the tool server's revision failed", "err", err)
+	}
 	go func() {
 		defer s.m.running.Done()
 		_ = sess.Wait()
