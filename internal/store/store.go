@@ -51,6 +51,7 @@ type Store interface {
 	Mandates
 	State
 	Audit
+	Holdings
 	// Revision returns a counter that grows whenever a token is revoked or a mandate, a
 	// client or an app is put, changed or deleted, by any process sharing the store. Caches
 	// of those records compare it to know when to drop what they hold; it says nothing about
@@ -251,6 +252,41 @@ type Mandates interface {
 	GetMandate(ctx context.Context, permission string) (Mandate, error)
 	ListMandates(ctx context.Context) ([]Mandate, error)        // ordered by Permission
 	DeleteMandate(ctx context.Context, permission string) error // missing: ErrNotFound
+}
+
+// Holding is a capability token a front keeps for its client on the gateway's side, so that
+// the token never passes through the client (MCP: a model's context): the client names it by
+// its Handle. A handle proves nothing on its own: the holding is bound to ClientID, and a
+// front gives it only to that client, authenticated by its own key; the token in Wire is
+// bound to the same client, so it is of no use to any other either.
+type Holding struct {
+	Handle      string    // names the holding; random, unique
+	ClientID    string    // the client it is held for
+	TokenID     string    // the token's id
+	Wire        string    // the token's wire form
+	Grants      []string  // the permissions the token grants, as issued
+	MaxUses     int64     // the token's use limit, 0 for none
+	Constrained bool      // the token constrains params (paths, commands, a condition)
+	ExpiresAt   time.Time // the token's expiry
+	Created     time.Time //
+}
+
+// Holdings are the tokens fronts keep for their clients, shared by every replica: a client
+// that reaches another replica holds the same tokens there. They are not part of Revision:
+// the token's own state (uses, revocation) stays in Tokens, which every use checks.
+type Holdings interface {
+	// PutHolding records h and, in the same transaction, removes the client's holdings that
+	// expired at or before h.Created and, when more than keep (at least 1) would remain, its
+	// oldest ones (by Created, then Handle) beyond keep. A taken Handle is ErrExists.
+	PutHolding(ctx context.Context, h Holding, keep int) error
+	// GetHolding returns the holding with the handle, whoever holds it: the caller compares
+	// ClientID. A missing one is ErrNotFound.
+	GetHolding(ctx context.Context, handle string) (Holding, error)
+	// ListHoldings returns the client's holdings whose expiry is after now, ordered by
+	// Created, then Handle.
+	ListHoldings(ctx context.Context, clientID string, now time.Time) ([]Holding, error)
+	// DeleteHolding removes the holding with the handle; a missing one is ErrNotFound.
+	DeleteHolding(ctx context.Context, handle string) error
 }
 
 // State is per-app key-value state: settings, undo records, buffers.

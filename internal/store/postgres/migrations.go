@@ -213,6 +213,20 @@ CREATE INDEX tokens_client ON tokens (client_id);
 -- outcome as an unknown one and refuses the call: it fails closed.
 ` + takeUseFunction("CREATE OR REPLACE FUNCTION", true) + `
 `},
+	{Version: 5, Name: "tokens held for clients by handle", SQL: `
+CREATE TABLE holdings (
+	handle      text COLLATE "C" PRIMARY KEY,
+	client_id   text COLLATE "C" NOT NULL,
+	token_id    text COLLATE "C" NOT NULL,
+	wire        text NOT NULL,
+	grants      text NOT NULL,
+	max_uses    bigint NOT NULL CHECK (max_uses >= 0),
+	constrained boolean NOT NULL,
+	expires_at  bigint NOT NULL,
+	created     bigint
+);
+CREATE INDEX holdings_client ON holdings (client_id, created);
+`},
 }
 
 // takeUseFunction is the statement that makes capgate_take_use, as steps 3 and 4 have it:

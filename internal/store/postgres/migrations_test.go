@@ -98,8 +98,8 @@ func TestObjectsInSchema(t *testing.T) {
 		Scan(&schema, &tables, &functions); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(schema, "capgate_test_") || tables != 10 || functions != 5 {
-		t.Errorf("schema %s has %d tables and %d capgate functions, want a test schema with 10 and 5", schema, tables, functions)
+	if !strings.HasPrefix(schema, "capgate_test_") || tables != 11 || functions != 5 {
+		t.Errorf("schema %s has %d tables and %d capgate functions, want a test schema with 11 and 5", schema, tables, functions)
 	}
 	// A session whose search_path does not name the schema still gets the right tables
 	// through the functions and triggers.
@@ -181,5 +181,6 @@ func TestMigrationsUnchanged(t *testing.T) {
 		"c900b58ad98ece9882c6d54e13d807d38a5aca2de3eb0a5235933822606a2674",
 		"c429c7bcc13272d6790fa889e3d692c77f0e905fec22e2c6f96c644da8085d89",
 		"d545b0d25a637ffc3cb0920f4f9dbb21ee119402203807d722c85d9afb68880a",
+		"be557b1c1862f827bf660fbb2089a8790e5fb1320743ff2499932076bbd5b3b2",
 	}, migrations)
 }

@@ -113,6 +113,20 @@ CREATE TRIGGER revision_token_revoked AFTER UPDATE OF revoked ON tokens WHEN NEW
 ALTER TABLE clients ADD COLUMN require_token INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX tokens_client ON tokens(client_id);
 `},
+	{Version: 4, Name: "tokens held for clients by handle", SQL: `
+CREATE TABLE holdings (
+	handle      TEXT PRIMARY KEY,
+	client_id   TEXT NOT NULL,
+	token_id    TEXT NOT NULL,
+	wire        TEXT NOT NULL,
+	grants      TEXT NOT NULL,
+	max_uses    INTEGER NOT NULL CHECK (max_uses >= 0),
+	constrained INTEGER NOT NULL,
+	expires_at  INTEGER NOT NULL,
+	created     INTEGER
+) STRICT;
+CREATE INDEX holdings_client ON holdings(client_id, created);
+`},
 }
 
 // revisionTriggers is step 2's triggers that raise the revision on every insert, update and

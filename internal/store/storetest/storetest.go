@@ -33,6 +33,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Mandates", func(t *testing.T) { testMandates(t, open) })
 	t.Run("State", func(t *testing.T) { testState(t, open) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, open) })
+	t.Run("Holdings", func(t *testing.T) { testHoldings(t, open) })
 	t.Run("Revision", func(t *testing.T) { testRevision(t, open) })
 	t.Run("Close", func(t *testing.T) {
 		s := open(t)
