@@ -527,7 +527,7 @@ func (g *Gateway) Handler() http.Handler {
 	s := &ipc.Server{Broker: g.Broker, Clients: g.Store, Tokens: g.Store, Audit: g.Audit, Registry: g.Registry, Logger: g.log}
 	mux := http.NewServeMux()
 	mux.Handle("/", s.Handler())
-	mux.Handle("/mcp", g.endsAtShutdown(mcp.NewHandler(mcp.Options{Broker: g.Broker, Registry: g.Registry, Authenticate: s.Authenticate, Logger: g.log})))
+	mux.Handle("/mcp", g.endsAtShutdown(mcp.NewHandler(mcp.Options{Broker: g.Broker, Registry: g.Registry, Holdings: g.Store, Audit: g.Audit, Authenticate: s.Authenticate, Logger: g.log})))
 	mux.Handle("GET /metrics", g.web.CheckHost(metricsAccess(s, promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{}))))
 	mux.Handle("/ui/", g.web.Handler())
 	return mux

@@ -109,26 +109,30 @@ func (s *session) consentRef(id string, el *elicitation) map[string]any {
 	return ref
 }
 
-// pickToken chooses the session's token for a call: the narrowest that covers the
+// pickToken chooses the client's held token for a call: the narrowest that covers the
 // permission and whose constraints admit the params (broker.Explain, which has no side
 // effect); when none admits them, the narrowest, so that the refusal names the reason; ""
-// when none covers the permission.
+// when none covers the permission. It returns the token's wire form and its handle.
 func (s *session) pickToken(ctx context.Context, caller broker.Caller, req broker.Request, perm manifest.Permission) (string, string) {
-	cands := s.tokens.covering(perm.String(), time.Now())
+	cands, err := s.h.covering(ctx, caller.ClientID, perm.String())
+	if err != nil {
+		s.h.o.Logger.Error("mcp: reading the client's held tokens", "err", err)
+		return "", ""
+	}
 	switch len(cands) {
 	case 0:
 		return "", ""
 	case 1:
-		return cands[0].wire, cands[0].id
+		return cands[0].Wire, cands[0].Handle
 	}
 	for _, c := range cands {
 		r := req
-		r.Token = c.wire
+		r.Token = c.Wire
 		if s.h.o.Broker.Explain(ctx, caller, r).Outcome == policy.Allow {
-			return c.wire, c.id
+			return c.Wire, c.Handle
 		}
 	}
-	return cands[0].wire, cands[0].id
+	return cands[0].Wire, cands[0].Handle
 }
 
 // capabilityHandler runs a capability's tool through the broker.
@@ -146,15 +150,27 @@ func (s *session) capabilityHandler(name string) mcpsdk.ToolHandler {
 		if !ok {
 			return refusal(codeInvalidRequest, "the arguments must be a JSON object without duplicate names, within the size and depth limits, and "+DryRunArgument+" a boolean", nil), nil
 		}
+		named, ok := handleOf(req)
+		if !ok {
+			return refusal(codeInvalidRequest, "_meta."+HandleMeta+" must be a token handle as "+ToolRequestCapability+" answered it", nil), nil
+		}
 		breq := broker.Request{RequestID: "mcp-" + name, Action: "execute", App: ct.app, Method: ct.method, Params: p, ParamsValue: pv, DryRun: dry}
-		var tokID string
-		breq.Token, tokID = s.pickToken(ctx, caller, breq, ct.permission)
+		var handle string
+		if named != "" {
+			hd, refused := s.h.named(ctx, caller, named, "execute")
+			if refused != nil {
+				return refused, nil
+			}
+			breq.Token, handle = hd.Wire, hd.Handle
+		} else {
+			breq.Token, handle = s.pickToken(ctx, caller, breq, ct.permission)
+		}
 		el := s.elicitor(req)
 		breq.OnConsent = el.start
 		res := s.h.o.Broker.Call(ctx, caller, breq)
 		el.finish(ctx, res.ConsentID != "" && res.Code != codeConsent)
-		if tokID != "" && (res.Code == policy.CodeTokenExhausted || res.Code == policy.CodeTokenExpired || res.Code == policy.CodeInvalidToken) {
-			s.tokens.drop(tokID)
+		if handle != "" && (res.Code == policy.CodeTokenExhausted || res.Code == policy.CodeTokenExpired || res.Code == policy.CodeInvalidToken) {
+			s.h.drop(ctx, handle)
 		}
 		if res.OK() {
 			body := map[string]any{"source": ct.appID, "capability": ct.capID, "tier": ct.tier, "note": dataNote,
@@ -165,6 +181,9 @@ func (s *session) capabilityHandler(name string) mcpsdk.ToolHandler {
 			}
 			if res.Compensation != "" {
 				body["compensation"] = res.Compensation
+			}
+			if handle != "" {
+				body["token_handle"] = handle
 			}
 			var structured any
 			if ct.hasOutput {

@@ -11,12 +11,18 @@ import (
 
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/store"
 )
 
-// Options configures the MCP front. Broker, Registry and Authenticate are required.
+// Options configures the MCP front. Broker, Registry, Holdings, Audit and Authenticate are
+// required.
 type Options struct {
 	Broker   *broker.Broker
 	Registry *registry.Registry
+	// Holdings keep the tokens issued to MCP clients, by handle, for every replica.
+	Holdings store.Holdings
+	// Audit records what the front refuses itself (a handle held for another client).
+	Audit Recorder
 	// Authenticate finds the client of an HTTP request (the IPC server's Authenticate, so
 	// that both fronts know the same clients the same way); false is 401.
 	Authenticate func(*http.Request) (broker.Caller, bool)
@@ -40,8 +46,8 @@ type callerKey struct{}
 
 // NewHandler returns the streamable HTTP handler; it panics when a required option is nil.
 func NewHandler(o Options) *Handler {
-	if o.Broker == nil || o.Registry == nil || o.Authenticate == nil {
-		panic("mcp: NewHandler needs Broker, Registry and Authenticate")
+	if o.Broker == nil || o.Registry == nil || o.Holdings == nil || o.Audit == nil || o.Authenticate == nil {
+		panic("mcp: NewHandler needs Broker, Registry, Holdings, Audit and Authenticate")
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

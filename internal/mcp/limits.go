@@ -5,12 +5,14 @@ import "time"
 const (
 	// MaxToolNameBytes is MCP's limit on a tool name (^[a-zA-Z0-9_-]{1,64}$).
 	MaxToolNameBytes = 64
-	// MaxSessionTokens bounds the tokens one session holds; the oldest goes when it is full.
-	MaxSessionTokens = 64
+	// MaxHeldTokens bounds the tokens capgate holds for one MCP client, over every session and
+	// replica; the oldest goes when it is full.
+	MaxHeldTokens = 64
 	// DefaultTokenSeconds is the lifetime of a token whose request names no duration: short,
 	// since the session can always ask again.
 	DefaultTokenSeconds = 15 * 60
-	// SessionIdle closes an MCP session that has sent nothing for this long, with its tokens.
+	// SessionIdle closes an MCP session that has sent nothing for this long (the client's
+	// held tokens stay: they are the client's, not the session's).
 	SessionIdle = 2 * time.Hour
 	// ElicitTimeout bounds how long capgate waits for the client's answer to a URL
 	// elicitation; the consent request itself waits as long as the broker's ConsentWait.

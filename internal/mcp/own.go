@@ -39,9 +39,9 @@ func boolp(b bool) *bool { return &b }
 func (s *session) addOwnTools() {
 	s.srv.AddTool(&mcpsdk.Tool{
 		Name: ToolRequestCapability, Title: "Request a capability token",
-		Description: "[capgate] Asks capgate for a token granting permissions to this session, for a time and a number of uses. " +
+		Description: "[capgate] Asks capgate for a token granting permissions to this client, for a time and a number of uses. " +
 			"Medium- and high-risk permissions wait for the person's approval on capgate's approval page; the result then says CONSENT_REQUIRED with the request's id. " +
-			"The token stays with this session: later tool calls use it on their own.",
+			"capgate keeps the token for this client (the result names it by token_handle, which grants nothing alone): later tool calls use it on their own, or name it in _meta." + HandleMeta + ".",
 		InputSchema: requestCapabilitySchema,
 		Annotations: &mcpsdk.ToolAnnotations{Title: "Request a capability token", DestructiveHint: boolp(false), OpenWorldHint: boolp(false)},
 	}, s.requestCapability)
@@ -53,7 +53,7 @@ func (s *session) addOwnTools() {
 	}, s.undo)
 	s.srv.AddTool(&mcpsdk.Tool{
 		Name: ToolExplain, Title: "Explain a decision",
-		Description: "[capgate] Says what a call would get and why (allow, ask, handoff or deny, with the step and code), with the tokens this session holds, without running it, asking anyone or using a token.",
+		Description: "[capgate] Says what a call would get and why (allow, ask, handoff or deny, with the step and code), with the tokens capgate holds for this client, without running it, asking anyone or using a token.",
 		InputSchema: explainSchema,
 		Annotations: &mcpsdk.ToolAnnotations{Title: "Explain a decision", ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: boolp(false), OpenWorldHint: boolp(false)},
 	}, s.explain)
@@ -114,9 +114,13 @@ func (s *session) requestCapability(ctx context.Context, req *mcpsdk.CallToolReq
 	el.finish(ctx, !errors.Is(err, broker.ErrIssuePending) && iss.ConsentID != "")
 	switch {
 	case err == nil:
-		s.tokens.add(held{wire: iss.Wire, id: iss.ID, grants: perms, expires: iss.ExpiresAt, maxUses: a.MaxUses, constrained: cons.OnParams()}, time.Now())
-		body := map[string]any{"status": "issued", "token_id": iss.ID, "capabilities": perms, "expires_at": iss.ExpiresAt.UTC().Format(time.RFC3339),
-			"note": "the token is held by this MCP session; calls use it on their own"}
+		handle, err := s.h.hold(ctx, caller.ClientID, iss, perms, a.MaxUses, cons.OnParams())
+		if err != nil {
+			s.h.o.Logger.Error("mcp: keeping an issued token", "err", err)
+			return refusal(codeFailed, "the token was issued but could not be kept for this client; ask again", nil), nil
+		}
+		body := map[string]any{"status": "issued", "token_id": iss.ID, "token_handle": handle, "capabilities": perms, "expires_at": iss.ExpiresAt.UTC().Format(time.RFC3339),
+			"note": "capgate holds the token for this client: calls use the narrowest held token that covers them, or the one whose token_handle they name in _meta." + HandleMeta + "; the handle alone grants nothing"}
 		if a.MaxUses > 0 {
 			body["max_uses"] = a.MaxUses
 		}

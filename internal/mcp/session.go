@@ -9,13 +9,13 @@ import (
 	"github.com/capgate/capgate/internal/broker"
 )
 
-// session is one MCP session of one client: its server, its tools and its tokens.
+// session is one MCP session of one client (under 2026-07-28, one request): its server and
+// its tools. Its tokens are the client's, in the store (holdings.go).
 type session struct {
 	h       *Handler
 	client  string // the client the session belongs to
 	base    string // the gateway's URL as the client reached it, for approval links
 	srv     *mcpsdk.Server
-	tokens  wallet
 	mu      sync.Mutex
 	byName  map[string]capTool
 	digests map[string]string
