@@ -167,6 +167,15 @@ type Request struct {
 	// is pending and before the call waits for the answer, so that a front can point the
 	// person to it at once (MCP's URL elicitation). It must not block.
 	OnConsent func(consentID string)
+	// AskOnly: a call that needs the person's consent creates the consent request and
+	// returns at once, CONSENT_REQUIRED with the request pending, instead of waiting for the
+	// answer; the front asks again with Consent (see resume.go).
+	AskOnly bool
+	// Consent names the consent request an earlier call with the same capability and params
+	// made for this client: a call that needs the person's consent waits for that request's
+	// answer instead of asking again. Another client's request, or another call's, is
+	// INVALID_REQUEST; an approval lets one call run, once.
+	Consent string
 }
 
 // Result is what came of a call: the decision, and for an allowed call the provider's result.
@@ -731,6 +740,10 @@ func commitRefusal(err error) (string, string) {
 		return CodeExecutionFailed, "the caller went away during the call's delayed-commit window; it did not run"
 	case errors.Is(err, consent.ErrExpired):
 		return CodeExecutionFailed, "the end of the call's delayed-commit window could not be recorded in time; it did not run"
+	case errors.Is(err, ErrConsentMismatch):
+		return policy.CodeInvalidRequest, "the consent request named is not this client's request for this call; nothing was asked"
+	case errors.Is(err, ErrConsentSpent):
+		return policy.CodeInvalidRequest, "the approval named was already used: it allows one call"
 	case errors.Is(err, consent.ErrInvalidRequest):
 		return CodeExecutionFailed, "the call's delayed-commit window could not be opened (its request breaks a rule of the approval surface); it did not run"
 	}
@@ -753,6 +766,10 @@ func askRefusal(err error) (string, string) {
 		return policy.CodeConsentRequired, "the call waits for the person's consent: no answer yet"
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return policy.CodeConsentRequired, "the call waits for the person's consent: the caller stopped waiting"
+	case errors.Is(err, ErrConsentMismatch):
+		return policy.CodeInvalidRequest, "the consent request named is not this client's request for this call; nothing was asked"
+	case errors.Is(err, ErrConsentSpent):
+		return policy.CodeInvalidRequest, "the approval named was already used: it allows one call"
 	case errors.Is(err, consent.ErrInvalidRequest):
 		return CodeExecutionFailed, "the call needs the person's consent, and it cannot be shown to them as it is; nothing was asked"
 	}
@@ -792,33 +809,51 @@ func (b *Broker) consentRequest(f facts, caller Caller, req Request, kind string
 // ask returns errAskUnrecorded. errNoAnswer (the request stays pending) when the wait ends
 // first, ctx's error when the caller stops waiting, another error when something broke.
 func (b *Broker) ask(ctx context.Context, f facts, caller Caller, req Request, callID string, d policy.Decision) (id string, granted, denied bool, err error) {
-	c, err := b.o.Consent.Ask(ctx, b.consentRequest(f, caller, req, consent.KindCall))
-	if err != nil {
+	var c store.Consent
+	result := "consent requested"
+	if req.Consent != "" {
+		if c, err = b.resumeCall(ctx, b.consentRequest(f, caller, req, consent.KindCall), req.Consent); err != nil {
+			return "", false, false, err
+		}
+		result = "consent awaited"
+	} else if c, err = b.o.Consent.Ask(ctx, b.consentRequest(f, caller, req, consent.KindCall)); err != nil {
 		return "", false, false, err
 	}
 	id = c.ID
-	if err := b.record(ctx, f, caller, req, callID, "decision", string(policy.Ask), d.Code, d.Explanation, "consent requested", id, 0); err != nil {
-		b.withdrawAsk(ctx, id)
+	if err := b.record(ctx, f, caller, req, callID, "decision", string(policy.Ask), d.Code, d.Explanation, result, id, 0); err != nil {
+		if req.Consent == "" {
+			b.withdrawAsk(ctx, id)
+		}
 		return id, false, false, errAskUnrecorded
 	}
-	if c.State != store.ConsentPending {
-		return id, c.State == store.ConsentApproved, c.State != store.ConsentApproved, nil
+	if c.State == store.ConsentPending {
+		if req.AskOnly {
+			return id, false, false, errNoAnswer
+		}
+		if req.OnConsent != nil {
+			req.OnConsent(id)
+		}
+		wctx, cancel := context.WithTimeout(ctx, b.o.ConsentWait)
+		defer cancel()
+		c, err = b.o.Consent.Wait(wctx, id)
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return id, false, false, ctx.Err()
+		case wctx.Err() != nil:
+			return id, false, false, errNoAnswer
+		default:
+			return id, false, false, err
+		}
 	}
-	if req.OnConsent != nil {
-		req.OnConsent(id)
+	if c.State != store.ConsentApproved {
+		return id, false, true, nil
 	}
-	wctx, cancel := context.WithTimeout(ctx, b.o.ConsentWait)
-	defer cancel()
-	c, err = b.o.Consent.Wait(wctx, id)
-	switch {
-	case err == nil:
-		return c.ID, c.State == store.ConsentApproved, c.State != store.ConsentApproved, nil
-	case ctx.Err() != nil:
-		return id, false, false, ctx.Err()
-	case wctx.Err() != nil:
-		return id, false, false, errNoAnswer
+	// An approval is for one call: the first to reach here takes it, on any replica.
+	if err := b.spend(ctx, id); err != nil {
+		return id, false, false, err
 	}
-	return id, false, false, err
+	return id, true, false, nil
 }
 
 // withdrawAsk cancels the pending request id of a call that is refused before anyone may

@@ -27,6 +27,14 @@ type CapabilityRequest struct {
 	// OnConsent, when set, is told the id of the consent request the grants need, once it is
 	// pending and before RequestCapability waits for the answer. It must not block.
 	OnConsent func(consentID string) `json:"-"`
+	// AskOnly: grants that need the person's consent create the request and return at once
+	// (ErrIssuePending), instead of waiting; the front asks again with Consent (resume.go).
+	AskOnly bool `json:"-"`
+	// Consent names the token request an earlier capability request of this client made for
+	// the same grants, reason and terms: it waits for that request's answer instead of asking
+	// again, and the token expires when the person was shown. Another client's request, or
+	// one for other grants or terms, is ErrIssueInvalid; an approval issues one token, once.
+	Consent string `json:"-"`
 }
 
 // Issued is a token handed to the agent.
@@ -98,16 +106,30 @@ func (b *Broker) RequestCapability(ctx context.Context, caller Caller, r Capabil
 			_, _ = b.o.Audit.Append(ctx, rec)
 			return Issued{}, ErrIssueNeverAsk
 		}
-		// The person sees what the token would be: its expiry (fixed now, whenever they
-		// answer), uses and constraints, exactly as it will be signed.
-		c, err := b.o.Consent.Ask(ctx, consent.Request{
-			ClientID: caller.ClientID, ClientName: caller.Name, Kind: consent.KindToken, Grants: r.Capabilities,
-			Reason: r.Reason, AuditTag: r.Reason, Summary: "issue a capability token",
-			Risk: string(b.worstRisk(r.Capabilities)), Reversibility: consent.Revocable,
-			Token: &consent.TokenTerms{ExpiresAt: time.Unix(t.ExpiresAt, 0).UTC(), Lifetime: t.ExpiresAt - t.IssuedAt,
-				MaxUses: t.Constraints.MaxUses, AllowedPaths: t.Constraints.AllowedPaths, AllowedCommands: t.Constraints.AllowedCommands,
-				DeniedCommands: t.Constraints.DeniedCommands, DeniedPatterns: t.Constraints.DeniedPatterns, Condition: t.Constraints.Condition},
-		})
+		var c store.Consent
+		var err error
+		if r.Consent != "" {
+			var exp int64
+			c, exp, err = b.resumeToken(ctx, caller, r, t, r.Consent)
+			if errors.Is(err, ErrConsentMismatch) {
+				return Issued{}, fmt.Errorf("%w: %w", ErrIssueInvalid, err)
+			}
+			if err != nil {
+				return Issued{}, err
+			}
+			t.ExpiresAt = exp
+		} else {
+			// The person sees what the token would be: its expiry (fixed now, whenever they
+			// answer), uses and constraints, exactly as it will be signed.
+			c, err = b.o.Consent.Ask(ctx, consent.Request{
+				ClientID: caller.ClientID, ClientName: caller.Name, Kind: consent.KindToken, Grants: r.Capabilities,
+				Reason: r.Reason, AuditTag: r.Reason, Summary: "issue a capability token",
+				Risk: string(b.worstRisk(r.Capabilities)), Reversibility: consent.Revocable,
+				Token: &consent.TokenTerms{ExpiresAt: time.Unix(t.ExpiresAt, 0).UTC(), Lifetime: t.ExpiresAt - t.IssuedAt,
+					MaxUses: t.Constraints.MaxUses, AllowedPaths: t.Constraints.AllowedPaths, AllowedCommands: t.Constraints.AllowedCommands,
+					DeniedCommands: t.Constraints.DeniedCommands, DeniedPatterns: t.Constraints.DeniedPatterns, Condition: t.Constraints.Condition},
+			})
+		}
 		if errors.Is(err, consent.ErrInvalidRequest) {
 			// What cannot be shown to the person (a constraint with a bidirectional control,
 			// say) is not asked, and not issued.
@@ -118,6 +140,9 @@ func (b *Broker) RequestCapability(ctx context.Context, caller Caller, r Capabil
 		}
 		t.ConsentID = c.ID
 		rec.ConsentID = c.ID
+		if c.State == store.ConsentPending && r.AskOnly {
+			return Issued{ConsentID: t.ConsentID}, ErrIssuePending
+		}
 		if c.State == store.ConsentPending {
 			if r.OnConsent != nil {
 				r.OnConsent(c.ID)
@@ -144,6 +169,12 @@ func (b *Broker) RequestCapability(ctx context.Context, caller Caller, r Capabil
 				return Issued{ConsentID: t.ConsentID}, ErrIssueExpired
 			}
 			return Issued{ConsentID: t.ConsentID}, ErrIssueDenied
+		}
+		// An approval issues one token: the first to reach here takes it, on any replica.
+		if err := b.spend(ctx, t.ConsentID); errors.Is(err, ErrConsentSpent) {
+			return Issued{ConsentID: t.ConsentID}, fmt.Errorf("%w: %w", ErrIssueInvalid, err)
+		} else if err != nil {
+			return Issued{}, err
 		}
 	}
 	if t.ConsentID != "" {

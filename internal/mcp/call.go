@@ -165,10 +165,26 @@ func (s *session) capabilityHandler(name string) mcpsdk.ToolHandler {
 		} else {
 			breq.Token, handle = s.pickToken(ctx, caller, breq, ct.permission)
 		}
+		in := inputsOf(req)
+		if in.bad {
+			return refusal(codeInvalidRequest, "requestState is not one capgate gave", nil), nil
+		}
 		el := s.elicitor(req)
 		breq.OnConsent = el.start
+		if in.on {
+			// 2026-07-28: the person is pointed to the page by an input request, and the
+			// call waits for them only on a round whose client accepted.
+			breq.AskOnly, breq.Consent = !in.waits(), in.consent
+		}
 		res := s.h.o.Broker.Call(ctx, caller, breq)
 		el.finish(ctx, res.ConsentID != "" && res.Code != codeConsent)
+		if in.on && res.Code == codeConsent && res.ConsentID != "" && res.Decision.Outcome == policy.Ask &&
+			(in.consent == "" || in.answer == "accept") {
+			return s.inputRequired(res.ConsentID), nil
+		}
+		if r := in.reported(res.ConsentID); r != nil {
+			el = r
+		}
 		if handle != "" && (res.Code == policy.CodeTokenExhausted || res.Code == policy.CodeTokenExpired || res.Code == policy.CodeInvalidToken) {
 			s.h.drop(ctx, handle)
 		}

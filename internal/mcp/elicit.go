@@ -23,6 +23,9 @@ type elicitation struct {
 // not declare URL-mode elicitation.
 func (s *session) elicitor(req *mcpsdk.CallToolRequest) *elicitation {
 	e := &elicitation{s: s}
+	if req.ProtocolVersion() >= Stateless {
+		return e // a server sends no requests of its own under 2026-07-28: input.go
+	}
 	if ss := req.Session; ss != nil {
 		if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil && ip.Capabilities.Elicitation.URL != nil {
 			e.ss = ss

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,17 +31,25 @@ type Options struct {
 	Version      string       // the server version MCP clients see
 }
 
-// Handler serves MCP over streamable HTTP, one session per client connection. It is safe for
-// concurrent use.
+// Handler serves MCP over streamable HTTP: one session per client connection under the
+// handshake revisions, one request at a time under 2026-07-28. It is safe for concurrent use.
 type Handler struct {
-	o     Options
-	bare  *mcpsdk.Server // answers the SDK's per-request protocol-version question
-	inner http.Handler
+	o         Options
+	bare      *mcpsdk.Server // answers the SDK's per-request protocol-version question
+	inner     http.Handler   // the handshake revisions, with sessions
+	stateless http.Handler   // 2026-07-28, without
 }
 
-// ServedVersions are the MCP revisions capgate serves: those with the initialize handshake,
-// whose sessions can hold tokens and carry elicitations (see the package comment).
-var ServedVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+// Stateless is the sessionless MCP revision: no initialize handshake and no Mcp-Session-Id;
+// every request carries its version and the client's capabilities.
+const Stateless = "2026-07-28"
+
+// ServedVersions are the MCP revisions capgate serves, newest first: the sessionless one,
+// then those with the initialize handshake (see the package comment).
+var ServedVersions = []string{Stateless, "2025-11-25", "2025-06-18", "2025-03-26"}
+
+// SessionVersions are ServedVersions with the initialize handshake.
+var SessionVersions = ServedVersions[1:]
 
 type callerKey struct{}
 
@@ -56,7 +65,7 @@ func NewHandler(o Options) *Handler {
 		o.Version = "dev"
 	}
 	h := &Handler{o: o}
-	h.bare = mcpsdk.NewServer(h.impl(), &mcpsdk.ServerOptions{SupportedProtocolVersions: ServedVersions})
+	h.bare = mcpsdk.NewServer(h.impl(), &mcpsdk.ServerOptions{SupportedProtocolVersions: SessionVersions})
 	stream := mcpsdk.NewStreamableHTTPHandler(h.server, &mcpsdk.StreamableHTTPOptions{
 		Logger: o.Logger, SessionTimeout: SessionIdle, MaxRequestBodyBytes: MaxArgumentBytes + 64<<10,
 	})
@@ -72,7 +81,15 @@ func NewHandler(o Options) *Handler {
 		// own context for the call does not tell.
 		return &auth.TokenInfo{UserID: c.ClientID, Extra: map[string]any{callerExtra: c, goneExtra: r.Context().Done()}}, nil
 	}
-	h.inner = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(stream)
+	bearer := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	h.inner = bearer(stream)
+	// 2026-07-28: a session of its own for each request, built for its client (the SDK
+	// checks _meta against the headers, and refuses GET and DELETE with 405). The handler's
+	// context ends with the request, so that a call waiting for the person stops when the
+	// client stops waiting.
+	h.stateless = bearer(mcpsdk.NewStreamableHTTPHandler(h.requestServer, &mcpsdk.StreamableHTTPOptions{
+		Logger: o.Logger, Stateless: true, PropagateRequestCancellation: true, MaxRequestBodyBytes: MaxArgumentBytes + 64<<10,
+	}))
 	return h
 }
 
@@ -112,7 +129,50 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unknown client: send the client key as a bearer token", http.StatusUnauthorized)
 		return
 	}
-	h.inner.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, caller)))
+	r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller))
+	if stateless, ok := sessionless(w, r); ok && stateless {
+		// The request's session is built once, though the SDK asks for it twice.
+		h.stateless.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), slotKey{}, new(slot))))
+		return
+	}
+	h.inner.ServeHTTP(w, r)
+}
+
+type slotKey struct{}
+
+// slot holds the session built for one 2026-07-28 request.
+type slot struct {
+	mu sync.Mutex
+	s  *session
+}
+
+// requestServer is the SDK's getServer under 2026-07-28: the request's own session, built
+// for its client; an inbound Mcp-Session-Id means nothing.
+func (h *Handler) requestServer(r *http.Request) *mcpsdk.Server {
+	caller, ok := r.Context().Value(callerKey{}).(broker.Caller)
+	if !ok {
+		return nil
+	}
+	sl, _ := r.Context().Value(slotKey{}).(*slot)
+	if sl == nil {
+		return newSession(h, caller, baseURL(r)).srv
+	}
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.s == nil {
+		sl.s = newSession(h, caller, baseURL(r))
+		sl.s.req = r
+	}
+	return sl.s.srv
+}
+
+// baseURL is the gateway's URL as the client reached it, for approval links.
+func baseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
 }
 
 // server is the SDK's getServer: a new session's server, built for its client. The SDK also
@@ -125,11 +185,7 @@ func (h *Handler) server(r *http.Request) *mcpsdk.Server {
 	if !ok {
 		return nil
 	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return newSession(h, caller, scheme+"://"+r.Host).srv
+	return newSession(h, caller, baseURL(r)).srv
 }
 
 // callerOf is the client of one MCP request, authenticated on that request.

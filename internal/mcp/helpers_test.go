@@ -23,6 +23,7 @@ import (
 
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/gatewaytest"
+	"github.com/capgate/capgate/internal/mcp"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
@@ -54,8 +55,27 @@ func (a *echoApp) Invoke(_ context.Context, id string, params json.RawMessage, _
 	return sdk.Result{Success: true, Data: out}, nil
 }
 
+// revisions are the MCP revisions the tests that connect run under, each once: the
+// sessionless one and the newest with the initialize handshake.
+var revisions = []string{mcp.Stateless, "2025-11-25"}
+
+// revisionOf is the revision of a test eachRevision runs, by its *testing.T.
+var revisionOf sync.Map
+
+// eachRevision runs test once per revision, as a subtest named by it.
+func eachRevision(t *testing.T, test func(t *testing.T)) {
+	for _, v := range revisions {
+		t.Run(v, func(t *testing.T) {
+			revisionOf.Store(t, v)
+			t.Cleanup(func() { revisionOf.Delete(t) })
+			test(t)
+		})
+	}
+}
+
 type env struct {
 	t       *testing.T
+	version string // the revision clients connect with ("": the SDK's newest)
 	ctx     context.Context
 	g       *gateway.Gateway
 	srv     *httptest.Server
@@ -91,7 +111,9 @@ func newEnvTTL(t *testing.T, consentWait, ttl time.Duration) *env {
 		t.Fatal(err)
 	}
 	echo.doc = gatewaytest.Register(t, g.Registry, trusted, appKey, echoManifest, "echo").Doc
-	e := &env{t: t, ctx: ctx, g: g, srv: httptest.NewServer(g.Handler()), appKey: appKey, trusted: trusted}
+	version, _ := revisionOf.Load(t)
+	v, _ := version.(string)
+	e := &env{t: t, version: v, ctx: ctx, g: g, srv: httptest.NewServer(g.Handler()), appKey: appKey, trusted: trusted}
 	t.Cleanup(func() {
 		e.srv.Close()
 		if err := g.Close(); err != nil {
@@ -149,12 +171,20 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 func (e *env) connect(key string, opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
 	e.t.Helper()
 	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "test-agent", Version: "1"}, opts)
-	cs, err := c.Connect(e.ctx, &mcpsdk.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{key: key}}}, nil)
+	cs, err := c.Connect(e.ctx, &mcpsdk.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{key: key}}}, e.sessionOptions())
 	if err != nil {
 		e.t.Fatalf("connect: %v", err)
 	}
 	e.t.Cleanup(func() { cs.Close() })
+	if e.version != "" && cs.InitializeResult().ProtocolVersion != e.version {
+		e.t.Fatalf("connect: the client speaks %s, want %s", cs.InitializeResult().ProtocolVersion, e.version)
+	}
 	return cs
+}
+
+// sessionOptions make a client speak the test's revision.
+func (e *env) sessionOptions() *mcpsdk.ClientSessionOptions {
+	return &mcpsdk.ClientSessionOptions{ProtocolVersion: e.version}
 }
 
 // tools lists a session's tools by name.

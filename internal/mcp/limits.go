@@ -19,6 +19,15 @@ const (
 	ElicitTimeout = 10 * time.Minute
 	// MaxArgumentBytes bounds a tool call's arguments, as the IPC API bounds an envelope.
 	MaxArgumentBytes = 1 << 20
+	// ToolsListTTL is how long a client may keep a tools/list result (2026-07-28's ttlMs):
+	// short, since an operator's change to the client or an app changes it; a client that
+	// listens (subscriptions/listen) is told of a change at once.
+	ToolsListTTL = 10 * time.Second
+	// ListenPoll is how often a subscriptions/listen stream looks for a change of its
+	// client's tools: the client's record and the registry, which any replica may change.
+	ListenPoll = time.Second
+	// DiscoverTTL is how long a client may keep server/discover's answer, the same for all.
+	DiscoverTTL = 10 * time.Minute
 	// MaxArgumentDepth bounds the nesting of a tool call's arguments.
 	MaxArgumentDepth = 32
 )

@@ -23,7 +23,9 @@ var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // and capgate's own tools), never a capability above its trust; nobody sees the privileged
 // one. Names are MCP-safe, schemas and annotations come from the signed declaration, and the
 // app's text is delimited as data and cannot close the delimiters.
-func TestToolsListByTrust(t *testing.T) {
+func TestToolsListByTrust(t *testing.T) { eachRevision(t, testToolsListByTrust) }
+
+func testToolsListByTrust(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, time.Second)
 	user := tools(t, e.connect(e.addClient("alice", "user", false), nil))
@@ -111,7 +113,9 @@ func TestToolsListByTrust(t *testing.T) {
 
 // A token asked for through request_capability stays in the session (the agent sees its id,
 // never its wire form), and the next call uses it.
-func TestRequestCapabilityThenCall(t *testing.T) {
+func TestRequestCapabilityThenCall(t *testing.T) { eachRevision(t, testRequestCapabilityThenCall) }
+
+func testRequestCapabilityThenCall(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, time.Second)
 	// alice requires a token for every call, so that the low-risk calc needs one.
@@ -152,7 +156,9 @@ func TestRequestCapabilityThenCall(t *testing.T) {
 
 // A refusal is a tool result with isError, the code and the explanation: never a JSON-RPC
 // error.
-func TestRefusalsAreToolResults(t *testing.T) {
+func TestRefusalsAreToolResults(t *testing.T) { eachRevision(t, testRefusalsAreToolResults) }
+
+func testRefusalsAreToolResults(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, time.Second)
 	cs := e.connect(e.putClient(store.Client{Name: "never", Trust: "user", NeverAsk: true, RequireToken: true}), nil)
@@ -171,7 +177,9 @@ func TestRefusalsAreToolResults(t *testing.T) {
 // A token request that needs the person's consent creates the consent request and waits for
 // the answer as long as the request lives: unanswered, it ends when the request expires,
 // with its id and the approval page; approved while it waits, it issues.
-func TestConsentOverMCP(t *testing.T) {
+func TestConsentOverMCP(t *testing.T) { eachRevision(t, testConsentOverMCP) }
+
+func testConsentOverMCP(t *testing.T) {
 	t.Parallel()
 	e := newEnvTTL(t, 300*time.Millisecond, 800*time.Millisecond)
 	cs := e.connect(e.addClient("alice", "user", false), nil)
@@ -203,7 +211,9 @@ func TestConsentOverMCP(t *testing.T) {
 
 // Where the client takes URL-mode elicitation, capgate points it to its approval page at
 // once; the client's "accept" is reported as such and approves nothing.
-func TestURLElicitationIsNotConsent(t *testing.T) {
+func TestURLElicitationIsNotConsent(t *testing.T) { eachRevision(t, testURLElicitationIsNotConsent) }
+
+func testURLElicitationIsNotConsent(t *testing.T) {
 	t.Parallel()
 	e := newEnvTTL(t, 500*time.Millisecond, time.Second)
 	var mu sync.Mutex
@@ -235,7 +245,9 @@ func TestURLElicitationIsNotConsent(t *testing.T) {
 }
 
 // Undo is a tool; its token is spent.
-func TestUndoTool(t *testing.T) {
+func TestUndoTool(t *testing.T) { eachRevision(t, testUndoTool) }
+
+func testUndoTool(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, time.Second)
 	cs := e.connect(e.addClient("alice", "user", false), nil)
@@ -319,7 +331,9 @@ func TestSessionBoundToClient(t *testing.T) {
 // tools/list says it needs none; a Tier 2 app claiming a low-risk read, a medium-risk read
 // and a low-risk write need one, and say so; so does every call of a require-token client,
 // save a public one; a public client is not offered a user-level capability at all.
-func TestLowRiskReadsWithoutToken(t *testing.T) {
+func TestLowRiskReadsWithoutToken(t *testing.T) { eachRevision(t, testLowRiskReadsWithoutToken) }
+
+func testLowRiskReadsWithoutToken(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, time.Second)
 	e.register(gatewaytest.ProbeManifest(gatewaytest.ProbeID), "probe", true)
@@ -384,7 +398,9 @@ func TestLowRiskReadsWithoutToken(t *testing.T) {
 // An MCP client that cancels its waiting token request, or goes away (its process ends and
 // its connections with it), withdraws the request: nobody is left to take the token the
 // person would approve.
-func TestTokenRequestWithdrawnWhenTheMCPClientGoesAway(t *testing.T) {
+func TestTokenRequestWithdrawnWhenTheMCPClientGoesAway(t *testing.T) { eachRevision(t, testTokenRequestWithdrawnWhenTheMCPClientGoesAway) }
+
+func testTokenRequestWithdrawnWhenTheMCPClientGoesAway(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, time.Second)
 	for _, how := range []string{"cancel", "gone"} {
@@ -402,7 +418,7 @@ func TestTokenRequestWithdrawnWhenTheMCPClientGoesAway(t *testing.T) {
 		}
 		hc := &http.Client{Transport: bearer{key: a, next: &http.Transport{DialContext: dial}}}
 		c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "leaving-agent", Version: "1"}, nil)
-		cs, err := c.Connect(e.ctx, &mcpsdk.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: hc}, nil)
+		cs, err := c.Connect(e.ctx, &mcpsdk.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: hc}, e.sessionOptions())
 		if err != nil {
 			t.Fatal(err)
 		}

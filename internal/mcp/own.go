@@ -104,14 +104,28 @@ func (s *session) requestCapability(ctx context.Context, req *mcpsdk.CallToolReq
 		cons = token.Constraints{AllowedPaths: c.AllowedPaths, AllowedCommands: c.AllowedCommands,
 			DeniedCommands: c.DeniedCommands, DeniedPatterns: c.DeniedPatterns, Condition: c.Condition}
 	}
+	in := inputsOf(req)
+	if in.bad {
+		return refusal(codeInvalidRequest, "requestState is not one capgate gave", nil), nil
+	}
 	el := s.elicitor(req)
 	// Withdrawn when the client goes away while it waits for the person.
 	wctx, cancel := untilClientGone(ctx, req)
 	defer cancel()
-	iss, err := s.h.o.Broker.RequestCapability(wctx, caller, broker.CapabilityRequest{
+	creq := broker.CapabilityRequest{
 		Capabilities: perms, Duration: a.Duration, MaxUses: a.MaxUses, Reason: a.Reason, Constraints: cons, OnConsent: el.start,
-	})
+	}
+	if in.on {
+		creq.AskOnly, creq.Consent = !in.waits(), in.consent
+	}
+	iss, err := s.h.o.Broker.RequestCapability(wctx, caller, creq)
 	el.finish(ctx, !errors.Is(err, broker.ErrIssuePending) && iss.ConsentID != "")
+	if in.on && in.consent == "" && errors.Is(err, broker.ErrIssuePending) && iss.ConsentID != "" {
+		return s.inputRequired(iss.ConsentID), nil
+	}
+	if r := in.reported(iss.ConsentID); r != nil {
+		el = r
+	}
 	switch {
 	case err == nil:
 		handle, err := s.h.hold(ctx, caller.ClientID, iss, perms, a.MaxUses, cons.OnParams())
