@@ -398,7 +398,9 @@ func testLowRiskReadsWithoutToken(t *testing.T) {
 // An MCP client that cancels its waiting token request, or goes away (its process ends and
 // its connections with it), withdraws the request: nobody is left to take the token the
 // person would approve.
-func TestTokenRequestWithdrawnWhenTheMCPClientGoesAway(t *testing.T) { eachRevision(t, testTokenRequestWithdrawnWhenTheMCPClientGoesAway) }
+func TestTokenRequestWithdrawnWhenTheMCPClientGoesAway(t *testing.T) {
+	eachRevision(t, testTokenRequestWithdrawnWhenTheMCPClientGoesAway)
+}
 
 func testTokenRequestWithdrawnWhenTheMCPClientGoesAway(t *testing.T) {
 	t.Parallel()
