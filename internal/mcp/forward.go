@@ -42,7 +42,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // Forward serves MCP on o.Transport (stdio for `capgate mcp`) as a thin forwarder to the
 // running gateway's /mcp: it is an MCP client of the gateway, as the client the key names,
 // and re-serves the gateway's tools as they are (list → list, call → call, the gateway's
-// URL elicitations → the client's). Every rule stays in the gateway. It returns when the
+// URL elicitations → the client's). It serves every revision the gateway does: a 2026-07-28
+// client's calls go to the gateway under 2026-07-28, and its input requests and the
+// client's answers pass through unchanged. Every rule stays in the gateway. It returns when the
 // client closes its side or ctx ends.
 func Forward(ctx context.Context, o ForwardOptions) error {
 	if o.Logger == nil {
@@ -68,21 +70,33 @@ func Forward(ctx context.Context, o ForwardOptions) error {
 			go func() { _ = f.sync(context.Background()) }()
 		},
 	})
-	up, err := client.Connect(ctx, &mcpsdk.StreamableClientTransport{
-		Endpoint:   strings.TrimRight(o.URL, "/") + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{key: o.Key, next: next}},
-	}, &mcpsdk.ClientSessionOptions{ProtocolVersion: ServedVersions[0]})
+	endpoint := strings.TrimRight(o.URL, "/") + "/mcp"
+	hc := &http.Client{Transport: bearer{key: o.Key, next: next}}
+	up, err := client.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc},
+		&mcpsdk.ClientSessionOptions{ProtocolVersion: SessionVersions[0]})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrGateway, err)
 	}
 	defer up.Close()
 	f.up = up
+	// The calls of a 2026-07-28 client go to the gateway under 2026-07-28 too, with the
+	// client's own capabilities, so that its input requests reach the client as they are
+	// and its answers come back (no round trip is fulfilled here). A gateway that does not
+	// serve the revision gets them on the session instead.
+	stateless := mcpsdk.NewClient(impl, &mcpsdk.ClientOptions{Logger: o.Logger, MultiRoundTrip: &mcpsdk.MultiRoundTripOptions{Disabled: true}})
+	if up26, err := stateless.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc},
+		&mcpsdk.ClientSessionOptions{ProtocolVersion: Stateless}); err == nil {
+		if up26.InitializeResult().ProtocolVersion >= Stateless {
+			f.up26 = up26
+		}
+		defer up26.Close()
+	}
 	instr := ""
 	if ir := up.InitializeResult(); ir != nil {
 		instr = ir.Instructions
 	}
 	f.srv = mcpsdk.NewServer(impl, &mcpsdk.ServerOptions{
-		Instructions: instr, Logger: o.Logger, SupportedProtocolVersions: ServedVersions,
+		Instructions: instr, Logger: o.Logger, SupportedProtocolVersions: ServedVersions, SetCacheable: cacheHints,
 		Capabilities: &mcpsdk.ServerCapabilities{Tools: &mcpsdk.ToolCapabilities{ListChanged: true}},
 	})
 	if err := f.sync(ctx); err != nil {
@@ -121,7 +135,8 @@ func Forward(ctx context.Context, o ForwardOptions) error {
 
 type forwarder struct {
 	log  *slog.Logger
-	up   *mcpsdk.ClientSession
+	up   *mcpsdk.ClientSession // the gateway, under the newest handshake revision
+	up26 *mcpsdk.ClientSession // the gateway, under 2026-07-28; nil if it does not serve it
 	srv  *mcpsdk.Server
 	mu   sync.Mutex
 	down *mcpsdk.ServerSession
@@ -170,10 +185,28 @@ func (f *forwarder) call(name string) mcpsdk.ToolHandler {
 		if a := req.Params.Arguments; len(a) > 0 {
 			args = a
 		}
-		res, err := f.up.CallTool(ctx, &mcpsdk.CallToolParams{Name: name, Arguments: args})
+		params := &mcpsdk.CallToolParams{Name: name, Arguments: args}
+		if h, ok := req.Params.Meta[HandleMeta]; ok {
+			params.Meta = mcpsdk.Meta{HandleMeta: h}
+		}
+		up := f.up
+		if f.up26 != nil && req.ProtocolVersion() >= Stateless {
+			up = f.up26
+			if params.Meta == nil {
+				params.Meta = mcpsdk.Meta{}
+			}
+			if caps, ok := req.Params.Meta[mcpsdk.MetaKeyClientCapabilities]; ok {
+				params.Meta[mcpsdk.MetaKeyClientCapabilities] = caps
+			}
+			params.InputResponses, params.RequestState = req.Params.InputResponses, req.Params.RequestState
+		}
+		res, err := up.CallTool(ctx, params)
 		if err != nil {
 			f.log.Warn("capgate mcp: a call to the gateway failed", "tool", name, "err", err)
 			return refusal(codeFailed, "capgate mcp could not reach the gateway for this call", nil), nil
+		}
+		if res.NeedsInput() {
+			return &mcpsdk.CallToolResult{InputRequests: res.InputRequests, RequestState: res.RequestState}, nil
 		}
 		return &mcpsdk.CallToolResult{Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}, nil
 	}
