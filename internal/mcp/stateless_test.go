@@ -384,3 +384,44 @@ func TestListChangedOnGrantChange(t *testing.T) {
 		t.Errorf("after the change the list still lacks calc")
 	}
 }
+
+// `capgate mcp` (Forward) serves 2026-07-28 too: a sessionless client's input request comes
+// from the gateway through the forwarder as it is, and its answer goes back; a client of a
+// handshake revision gets the URL elicitation as before. Either way the person answers on the
+// page, and only then does the call run.
+func TestForwardServesBothRevisions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 300*time.Millisecond)
+	key := e.addClient("alice", "user", false)
+	for i, version := range []string{mcp.Stateless, "2025-11-25"} {
+		ctx, cancel := context.WithCancel(e.ctx)
+		ct, st := mcpsdk.NewInMemoryTransports()
+		done := make(chan error, 1)
+		go func() { done <- mcp.Forward(ctx, mcp.ForwardOptions{URL: e.srv.URL, Key: key, Transport: st}) }()
+		el := &elicited{answer: func(_ int, p *mcpsdk.ElicitParams) string {
+			if err := e.g.Consent.Approve(e.ctx, p.ElicitationID, "person", false); err != nil {
+				t.Errorf("%s: approve: %v", version, err)
+			}
+			return "accept"
+		}}
+		cs, err := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "stdio-agent", Version: "1"}, urlClient(el)).
+			Connect(ctx, ct, &mcpsdk.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			t.Fatalf("%s: connect: %v", version, err)
+		}
+		if v := cs.InitializeResult().ProtocolVersion; v != version {
+			t.Errorf("over the forwarder the client speaks %s, want %s", v, version)
+		}
+		got := e.call(cs, "files__write_file", map[string]any{"path": "f" + string(rune('0'+i)) + ".txt", "content": "x"})
+		wantOK(t, version+": a write the person approved", got)
+		asked := el.all()
+		if len(asked) != 1 || asked[0].Mode != "url" || asked[0].URL != e.srv.URL+"/ui/requests/"+asked[0].ElicitationID {
+			t.Errorf("%s: elicitations %+v", version, asked)
+		}
+		cs.Close()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("%s: Forward: %v", version, err)
+		}
+	}
+}
