@@ -68,6 +68,9 @@ func (s *session) inputRequired(id string) *mcpsdk.CallToolResult {
 			Mode: "url",
 			Message: "capgate asks the person to approve or deny a request of this agent on its approval page. " +
 				"Open the page to decide, then answer; answering here approves nothing.",
+			// The URL names the request. elicitationId, which 2026-07-28 dropped with the
+			// notifications/elicitation/complete it keyed, names it too, for clients that
+			// still read it; the revision's clients ignore it.
 			URL:           s.base + "/ui/requests/" + id,
 			ElicitationID: id,
 		}},

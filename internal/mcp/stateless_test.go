@@ -241,6 +241,16 @@ func (el *elicited) all() []*mcpsdk.ElicitParams {
 	return append([]*mcpsdk.ElicitParams(nil), el.params...)
 }
 
+// requestOf is the consent request an input request or a URL elicitation points to: the last
+// segment of its URL (2026-07-28 has no elicitationId; the older revisions' must be the same).
+func requestOf(p *mcpsdk.ElicitParams) string {
+	id := p.URL[strings.LastIndex(p.URL, "/")+1:]
+	if p.ElicitationID != "" && p.ElicitationID != id {
+		return "elicitationId " + p.ElicitationID + " is not the URL's request " + id
+	}
+	return id
+}
+
 func urlClient(el *elicited) *mcpsdk.ClientOptions {
 	return &mcpsdk.ClientOptions{
 		Capabilities:       &mcpsdk.ClientCapabilities{Elicitation: &mcpsdk.ElicitationCapabilities{URL: &mcpsdk.URLElicitationCapabilities{}}},
@@ -259,10 +269,10 @@ func TestConsentAsInputRequest(t *testing.T) {
 	el.answer = func(round int, p *mcpsdk.ElicitParams) string {
 		if round == 3 {
 			// The person answers on the page while the client's third round is on its way.
-			if err := e.g.Consent.Approve(e.ctx, p.ElicitationID, "person", false); err != nil {
+			if err := e.g.Consent.Approve(e.ctx, requestOf(p), "person", false); err != nil {
 				t.Errorf("approve: %v", err)
 			}
-		} else if st := e.consentState(p.ElicitationID); st != store.ConsentPending {
+		} else if st := e.consentState(requestOf(p)); st != store.ConsentPending {
 			t.Errorf("round %d: the request is %s before the person answered", round, st)
 		}
 		return "accept"
@@ -274,9 +284,9 @@ func TestConsentAsInputRequest(t *testing.T) {
 	if len(asked) != 3 {
 		t.Fatalf("%d input requests, want 3 (two accepted rounds before the person answered)", len(asked))
 	}
-	id := asked[0].ElicitationID
+	id := requestOf(asked[0])
 	for _, p := range asked {
-		if p.Mode != "url" || p.ElicitationID != id || p.URL != e.srv.URL+"/ui/requests/"+id {
+		if p.Mode != "url" || requestOf(p) != id || p.URL != e.srv.URL+"/ui/requests/"+id {
 			t.Errorf("input request %+v, want a URL elicitation to %s/ui/requests/%s", p, e.srv.URL, id)
 		}
 	}
@@ -320,7 +330,7 @@ func TestInputRequestStateProvesNothing(t *testing.T) {
 	if !ok || ir.Mode != "url" {
 		t.Fatalf("input requests: %+v", res.InputRequests)
 	}
-	id := ir.ElicitationID
+	id := requestOf(ir)
 	accept := mcpsdk.InputResponseMap{mcp.ConsentInput: &mcpsdk.ElicitResult{Action: "accept"}}
 	retry := func(cs *mcpsdk.ClientSession, args map[string]any, state string) answer {
 		t.Helper()
@@ -399,7 +409,7 @@ func TestForwardServesBothRevisions(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- mcp.Forward(ctx, mcp.ForwardOptions{URL: e.srv.URL, Key: key, Transport: st}) }()
 		el := &elicited{answer: func(_ int, p *mcpsdk.ElicitParams) string {
-			if err := e.g.Consent.Approve(e.ctx, p.ElicitationID, "person", false); err != nil {
+			if err := e.g.Consent.Approve(e.ctx, requestOf(p), "person", false); err != nil {
 				t.Errorf("%s: approve: %v", version, err)
 			}
 			return "accept"
@@ -415,7 +425,7 @@ func TestForwardServesBothRevisions(t *testing.T) {
 		got := e.call(cs, "files__write_file", map[string]any{"path": "f" + string(rune('0'+i)) + ".txt", "content": "x"})
 		wantOK(t, version+": a write the person approved", got)
 		asked := el.all()
-		if len(asked) != 1 || asked[0].Mode != "url" || asked[0].URL != e.srv.URL+"/ui/requests/"+asked[0].ElicitationID {
+		if len(asked) != 1 || asked[0].Mode != "url" || asked[0].URL != e.srv.URL+"/ui/requests/"+requestOf(asked[0]) {
 			t.Errorf("%s: elicitations %+v", version, asked)
 		}
 		cs.Close()
