@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/capgate/capgate/internal/store"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/capgate/capgate/internal/store"
 )
 
 // migrations is the schema, step by step (store.Migration). A replica running older code
