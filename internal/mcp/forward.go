@@ -220,5 +220,10 @@ func (f *forwarder) elicit(ctx context.Context, req *mcpsdk.ElicitRequest) (*mcp
 	if down == nil {
 		return nil, errors.New("no MCP client connected")
 	}
+	if ip := down.InitializeParams(); ip == nil || ip.ProtocolVersion >= Stateless {
+		// A 2026-07-28 client takes no requests from its server; its calls go to the
+		// gateway under 2026-07-28, whose input requests reach it in the results.
+		return nil, errors.New("the MCP client takes no server requests (2026-07-28)")
+	}
 	return down.Elicit(ctx, req.Params)
 }

@@ -356,6 +356,47 @@ func TestInputRequestStateProvesNothing(t *testing.T) {
 	wantCode(t, "a state capgate did not give", retry(alice, write, "capgate-consent:req_nope"), "INVALID_REQUEST")
 	wantOK(t, "alice's retry after the person approved", retry(alice, write, res.RequestState))
 	wantCode(t, "the same approval again", retry(alice, write, res.RequestState), "INVALID_REQUEST")
+
+	// The same for a token request: its state names the request for these grants and terms.
+	grant := map[string]any{"capabilities": []string{"fs.write"}, "duration": 600, "reason": "save"}
+	ask := func(cs *mcpsdk.ClientSession, args map[string]any, state string) (*mcpsdk.CallToolResult, answer) {
+		t.Helper()
+		p := &mcpsdk.CallToolParams{Name: mcp.ToolRequestCapability, Arguments: args}
+		if state != "" {
+			p.InputResponses, p.RequestState = accept, state
+		}
+		r, err := cs.CallTool(e.ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.NeedsInput() {
+			return r, answer{}
+		}
+		a := answer{isError: r.IsError, text: r.Content[0].(*mcpsdk.TextContent).Text}
+		_ = json.Unmarshal([]byte(a.text), &a.body)
+		return r, a
+	}
+	first, _ := ask(alice, grant, "")
+	if !first.NeedsInput() || first.RequestState == "" {
+		t.Fatalf("a token request that needs the person: %+v", first)
+	}
+	tokenReq := requestOf(first.InputRequests[mcp.ConsentInput].(*mcpsdk.ElicitParams))
+	if err := e.g.Consent.Approve(e.ctx, tokenReq, "person", false); err != nil {
+		t.Fatal(err)
+	}
+	_, a := ask(mallory, grant, first.RequestState)
+	wantCode(t, "mallory with alice's token request", a, "INVALID_REQUEST")
+	_, a = ask(alice, map[string]any{"capabilities": []string{"fs.delete"}, "duration": 600, "reason": "save"}, first.RequestState)
+	wantCode(t, "other grants with the state", a, "INVALID_REQUEST")
+	_, a = ask(alice, map[string]any{"capabilities": []string{"fs.write"}, "duration": 600, "max_uses": 1, "reason": "save"}, first.RequestState)
+	wantCode(t, "other terms with the state", a, "INVALID_REQUEST")
+	_, a = ask(alice, grant, first.RequestState)
+	wantOK(t, "alice's token after the person approved", a)
+	if a.str("consent_id") != tokenReq || !strings.HasPrefix(a.str("token_handle"), "cgh_") {
+		t.Errorf("issued: %s", a.text)
+	}
+	_, a = ask(alice, grant, first.RequestState)
+	wantCode(t, "a second token from one approval", a, "INVALID_REQUEST")
 }
 
 // A client that listens is told when its tools change: an operator raising the client's
@@ -405,6 +446,7 @@ func TestForwardServesBothRevisions(t *testing.T) {
 	key := e.addClient("alice", "user", false)
 	for i, version := range []string{mcp.Stateless, "2025-11-25"} {
 		ctx, cancel := context.WithCancel(e.ctx)
+		t.Cleanup(cancel) // before the gateway closes, which waits for the forwarder's connections
 		ct, st := mcpsdk.NewInMemoryTransports()
 		done := make(chan error, 1)
 		go func() { done <- mcp.Forward(ctx, mcp.ForwardOptions{URL: e.srv.URL, Key: key, Transport: st}) }()
