@@ -21,7 +21,9 @@ func newMCPCmd() *cobra.Command {
 servers. It speaks to the running gateway (--server, else $CAPGATE_SERVER) as the client whose
 key it holds (--client-key, else $CAPGATE_CLIENT_KEY), through the gateway's /mcp endpoint,
 and offers the same tools: only the capabilities that client may use, every call through the
-gateway's checks, consent and audit. Nothing but MCP is written to stdout.`,
+gateway's checks, consent and audit. It serves MCP 2026-07-28 and the revisions with the
+initialize handshake (2025-11-25, 2025-06-18, 2025-03-26), as the gateway does. Nothing but
+MCP is written to stdout.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// MCP, not the IPC API: the forwarder is an MCP client of the gateway's /mcp.
