@@ -130,7 +130,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller))
-	if stateless, ok := sessionless(w, r); ok && stateless {
+	if stateless, ok := sessionless(r); ok && stateless {
 		// The request's session is built once, though the SDK asks for it twice.
 		h.stateless.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), slotKey{}, new(slot))))
 		return

@@ -16,7 +16,7 @@ import (
 // the revision's own checks refuse the mismatch (HTTP 400, -32020) rather than a session
 // taking it. ok is false when the body could not be read (the session handler then answers).
 // A body it reads is put back for the handler.
-func sessionless(w http.ResponseWriter, r *http.Request) (stateless, ok bool) {
+func sessionless(r *http.Request) (stateless, ok bool) {
 	if v := r.Header.Get("Mcp-Protocol-Version"); v >= Stateless {
 		return true, true
 	}

@@ -117,11 +117,14 @@ func (s *session) permissionOf(entry string) string {
 // (notifications/tools/list_changed), which drops a client's cached copy. server/discover is
 // the same for every client.
 func cacheHints(_ context.Context, req mcpsdk.Request, c *mcpsdk.Cacheable) {
-	if _, ok := req.(*mcpsdk.ListToolsRequest); ok {
+	switch req.(type) {
+	case *mcpsdk.ListToolsRequest:
 		c.CacheScope, c.TTLMs = "private", int(ToolsListTTL.Milliseconds())
-		return
+	case *mcpsdk.ServerRequest[*mcpsdk.DiscoverParams]:
+		c.CacheScope, c.TTLMs = "public", int(DiscoverTTL.Milliseconds())
+	default: // capgate lists nothing else: immediately stale, to be safe
+		c.CacheScope, c.TTLMs = "private", 0
 	}
-	c.CacheScope, c.TTLMs = "public", int(DiscoverTTL.Milliseconds())
 }
 
 // follow keeps the tools of a 2026-07-28 session that listens (subscriptions/listen) those
