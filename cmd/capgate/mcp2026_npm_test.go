@@ -42,33 +42,44 @@ func TestTypeScriptSDKv2Client(t *testing.T) {
 		id := waitPendingKind(t, data, kind)
 		mustCode(t, capgate(t, "", nil, "approvals", "approve", id, "--data", data), 0)
 	}
-	r := <-got
+	checkTSv2(t, <-got, url, key)
+	mustCode(t, capgate(t, "", nil, "audit", "verify", "--data", data), 0)
+}
+
+// tsSeen is what testdata/npm/mcp2026/client.mjs prints: what it saw of capgate.
+type tsSeen struct {
+	Error           string
+	ProtocolVersion string
+	Era             string
+	Discover        struct {
+		SupportedVersions []string
+		CacheScope        string
+	}
+	Tools    []string
+	Requests []struct {
+		HTTPMethod, Method, Version, McpMethod, McpName, SessionID, ResponseSessionID, CacheScope string
+		Status, TTLMs                                                                             int
+	}
+	Elicitations []struct {
+		Mode, URL, Message string
+		ElicitationID      string `json:"elicitationId"`
+	}
+	Steps map[string]struct {
+		IsError    bool
+		Structured map[string]any
+		Body       map[string]any
+	}
+}
+
+// checkTSv2 checks what client.mjs saw of the gateway at url as the client whose key is key:
+// 2026-07-28 throughout, no session, truthful cache hints, every step's result, and input
+// requests that point to the approval page at url.
+func checkTSv2(t *testing.T, r result, url, key string) tsSeen {
+	t.Helper()
 	if strings.Contains(r.stdout, key) || strings.Contains(r.stdout, "cgt1.") {
 		t.Errorf("a token or the client key reached the client: %s", r.stdout)
 	}
-	var seen struct {
-		Error           string
-		ProtocolVersion string
-		Era             string
-		Discover        struct {
-			SupportedVersions []string
-			CacheScope        string
-		}
-		Tools    []string
-		Requests []struct {
-			HTTPMethod, Method, Version, McpMethod, McpName, SessionID, ResponseSessionID, CacheScope string
-			Status, TTLMs                                                                             int
-		}
-		Elicitations []struct {
-			Mode, URL, Message string
-			ElicitationID      string `json:"elicitationId"`
-		}
-		Steps map[string]struct {
-			IsError    bool
-			Structured map[string]any
-			Body       map[string]any
-		}
-	}
+	var seen tsSeen
 	if err := json.Unmarshal([]byte(r.stdout), &seen); err != nil {
 		t.Fatalf("the client printed %q (stderr %q): %v", r.stdout, r.stderr, err)
 	}
@@ -133,5 +144,5 @@ func TestTypeScriptSDKv2Client(t *testing.T) {
 			t.Errorf("input request %+v: want a URL elicitation to %s/ui/requests/<id> (the revision has no elicitationId)", el, url)
 		}
 	}
-	mustCode(t, capgate(t, "", nil, "audit", "verify", "--data", data), 0)
+	return seen
 }

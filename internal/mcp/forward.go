@@ -96,7 +96,7 @@ func Forward(ctx context.Context, o ForwardOptions) error {
 		instr = ir.Instructions
 	}
 	f.srv = mcpsdk.NewServer(impl, &mcpsdk.ServerOptions{
-		Instructions: instr, Logger: o.Logger, SupportedProtocolVersions: ServedVersions, SetCacheable: cacheHints,
+		Instructions: instr, Logger: sdkLogger(o.Logger), SupportedProtocolVersions: ServedVersions, SetCacheable: cacheHints,
 		Capabilities: &mcpsdk.ServerCapabilities{Tools: &mcpsdk.ToolCapabilities{ListChanged: true}},
 	})
 	if err := f.sync(ctx); err != nil {

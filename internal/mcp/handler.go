@@ -197,3 +197,18 @@ func callerOf(req mcpsdk.Request) (broker.Caller, error) {
 	}
 	return broker.Caller{}, errors.New("mcp: unauthenticated request")
 }
+
+// sdkLogger is the logger the SDK's servers get: l's warnings and errors only. Under
+// 2026-07-28 the SDK opens and closes a session for every request and says so at INFO,
+// which would put three lines in capgate's log for each call the audit log already records.
+func sdkLogger(l *slog.Logger) *slog.Logger { return slog.New(warnings{l.Handler()}) }
+
+// warnings passes on the records of its handler at slog.LevelWarn and above.
+type warnings struct{ slog.Handler }
+
+func (w warnings) Enabled(ctx context.Context, level slog.Level) bool {
+	return level >= slog.LevelWarn && w.Handler.Enabled(ctx, level)
+}
+
+func (w warnings) WithAttrs(as []slog.Attr) slog.Handler { return warnings{w.Handler.WithAttrs(as)} }
+func (w warnings) WithGroup(name string) slog.Handler    { return warnings{w.Handler.WithGroup(name)} }
