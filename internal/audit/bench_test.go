@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -121,4 +122,53 @@ func BenchmarkHeadFileAdvance(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkAppendSQLiteSequential is one appender at a time on a real SQLite file, the store
+// alone and with the head file, beside one synchronous 4 KiB append to a file in the same
+// folder (the floor of a durable commit): ns/op is one Append's latency.
+func BenchmarkAppendSQLiteSequential(b *testing.B) {
+	b.Run("sync-write-4KiB", func(b *testing.B) {
+		f, err := os.Create(filepath.Join(b.TempDir(), "floor"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		page := make([]byte, 4096)
+		for b.Loop() {
+			if _, err := f.Write(page); err != nil {
+				b.Fatal(err)
+			}
+			if err := f.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, head := range []bool{false, true} {
+		name := "store"
+		if head {
+			name = "store+head"
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			st, err := sqlite.Open(context.Background(), filepath.Join(dir, "capgate.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			o := &Options{Logger: quietLogger()}
+			if head {
+				o.HeadPath = filepath.Join(dir, "audit.head")
+			}
+			w := NewWriter(st, o)
+			defer w.Close()
+			i := 0
+			for b.Loop() {
+				if _, err := w.Append(context.Background(), sampleRecord(i)); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
 }

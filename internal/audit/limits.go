@@ -42,6 +42,12 @@ const (
 	// make one batch durable is broken, and every caller waiting on it is a call held open.
 	DefaultWriteTimeout = 30 * time.Second
 
+	// DefaultHeadConfirm is Options.HeadConfirm when zero: how long the head file may lag the
+	// last batch when no other follows. Under load every batch's head goes in with the next
+	// batch's commit; at rest, a record is under the head file this long after its Append
+	// returned, a window far shorter than anyone could cut the store and stop the gateway in.
+	DefaultHeadConfirm = 20 * time.Millisecond
+
 	// verifyPageSize is how many entries Verify and Export read per AuditRange call: the
 	// memory held at once while streaming a log of any length.
 	verifyPageSize = 1000

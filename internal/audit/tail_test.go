@@ -71,7 +71,7 @@ func postgresBackend(t *testing.T) backend {
 // gatewayLog writes n records to b's store as the gateway does: checkpoints every 10 records
 // and at close, the head file and the mirror in dir. With closed false the writer is left
 // running, as a gateway killed with SIGKILL leaves it (no checkpoint at the end); its records
-// are durable and in the head file all the same.
+// are durable and, within HeadConfirm, in the head file all the same.
 func gatewayLog(t *testing.T, b backend, dir string, n int, closed bool) *VerifyOptions {
 	t.Helper()
 	opts := &VerifyOptions{HeadFile: filepath.Join(dir, "audit.head"), Mirror: filepath.Join(dir, "audit.jsonl"), State: b.st}
@@ -92,6 +92,7 @@ func gatewayLog(t *testing.T, b backend, dir string, n int, closed bool) *Verify
 	} else {
 		t.Cleanup(func() { w.Close() })
 		waitMirror(t, opts.Mirror, n)
+		waitHead(t, opts.HeadFile, int64(n))
 	}
 	// State that only calls make: a client, and the token whose issue is record 4.
 	ctx := t.Context()
@@ -102,6 +103,23 @@ func gatewayLog(t *testing.T, b backend, dir string, n int, closed bool) *Verify
 		t.Fatal(err)
 	}
 	return opts
+}
+
+// waitHead waits until the head file holds seq: the writer confirms its last batch within
+// HeadConfirm.
+func waitHead(t *testing.T, path string, seq int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := ReadHeadFile(path)
+		if err == nil && c.Head.Seq >= seq {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the head file did not reach seq %d: %+v %v", seq, c.Head, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // waitMirror waits until the mirror file holds n lines: it is written after the store.
@@ -199,7 +217,7 @@ func TestDeletedTail(t *testing.T) {
 			})
 			t.Run("records after the last checkpoint deleted", func(t *testing.T) {
 				// The writer was killed (no checkpoint at close): the last checkpoint is at 20,
-				// and the head file, written at every commit, at 23.
+				// and the head file, written with every commit and at rest, at 23.
 				dir := t.TempDir()
 				b := open(t, dir)
 				opts := gatewayLog(t, b, dir, 23, false)

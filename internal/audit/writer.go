@@ -46,15 +46,20 @@ type Options struct {
 	Mirror     io.Writer
 	MirrorPath string
 
-	// HeadPath names the head file (HeadFile) kept beside the store: after each batch is
-	// durable in the store and before any of its Appends returns, the writer advances it to
-	// the new head and syncs it, and each checkpoint it signs goes in it too. So every record
-	// a caller was told is durable is at or below the head file's seq, and a store cut below
-	// it no longer matches it. A head file that cannot be written, or that disagrees with the
+	// HeadPath names the head file (HeadFile) kept beside the store: a goroutine of the
+	// writer advances it, synced, to the head of the batches made durable in the store, at
+	// most once every HeadConfirm, and no Append waits for it; each checkpoint the writer signs
+	// goes in it too. So every record a caller was told is durable is at or below the head
+	// file's seq within HeadConfirm (and the time of one head write) of its Append's return,
+	// and at Close; a store cut below it no longer matches it. The head file is never ahead of
+	// the store, so a crash never makes it disagree. A head file that cannot be written, or that disagrees with the
 	// store (ErrHeadFork: the store was cut or rewritten, and the file is left as evidence),
 	// is logged and counted (Stats.HeadErrors) and never fails an Append: the record is in
 	// the store, and `capgate audit verify` reports the disagreement.
 	HeadPath string
+	// HeadConfirm is the least time between two head file writes, and so how long the head
+	// file may stay behind the store; zero means DefaultHeadConfirm.
+	HeadConfirm time.Duration
 
 	// Witnesses receive every checkpoint the writer signs, once it is stored, from a
 	// goroutine of their own: the latest one is sent, older ones not yet sent are dropped.
@@ -112,8 +117,9 @@ type Writer struct {
 	headKnown bool
 	lastCP    int64
 	mirror    io.Writer
-	headFile  *HeadFile // when HeadPath is set
-	headErr   string    // the last head file error logged, so that a lasting one is logged once
+	headFile  *HeadFile   // when HeadPath is set
+	heads     *headKeeper // advances headFile, when HeadPath is set
+	headErr   string      // owned by heads: the last head file error logged, so that a lasting one is logged once
 	closeErr  error
 
 	mirrorQ     chan []store.AuditEntry // to the mirror file's goroutine, when MirrorPath is set
@@ -194,6 +200,9 @@ func NewWriter(s store.Audit, opts *Options) *Writer {
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = DefaultWriteTimeout
 	}
+	if o.HeadConfirm <= 0 {
+		o.HeadConfirm = DefaultHeadConfirm
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -213,6 +222,8 @@ func NewWriter(s store.Audit, opts *Options) *Writer {
 	}
 	if o.HeadPath != "" {
 		w.headFile = NewHeadFile(o.HeadPath)
+		w.heads = newHeadKeeper(w)
+		go w.heads.run()
 	}
 	if w.mirror == nil && o.MirrorPath != "" {
 		w.mirrorQ, w.mirrorDone = make(chan []store.AuditEntry, mirrorQueue), make(chan struct{})
@@ -482,11 +493,12 @@ func (w *Writer) commit(batch []*request) {
 	}
 	w.batches.Add(1)
 	w.records.Add(int64(len(live)))
-	// The head file moves, synced, before any caller hears that its record is durable, so
-	// that no acknowledged record can be cut from the store without the head file saying so.
-	// It costs one small sync per batch (docs/performance.md).
-	last := entries[len(entries)-1]
-	w.advanceHead(ctx, entries, Head{Seq: last.Seq, Hash: last.Hash})
+	// The head file takes this batch's head within HeadConfirm, from its own goroutine: no
+	// caller waits for its sync (docs/performance.md, "The audit head file").
+	if w.heads != nil {
+		last := entries[len(entries)-1]
+		w.heads.post(entries, Head{Seq: last.Seq, Hash: last.Hash})
+	}
 	for i, r := range live {
 		r.settle(result{seq: entries[i].Seq})
 	}
@@ -573,7 +585,9 @@ func (w *Writer) checkpoint() error {
 	}
 	w.cps.Add(1)
 	w.lastCP = w.head.seq
-	w.advanceHead(ctx, nil, Head{Seq: c.Seq, Hash: c.Head, Checkpoint: c})
+	if w.heads != nil {
+		w.heads.post(nil, Head{Seq: c.Seq, Hash: c.Head, Checkpoint: c})
+	}
 	if w.witnessQ != nil {
 		// Only the latest matters: replace one not yet taken.
 		select {
@@ -669,7 +683,8 @@ func (w *Writer) stop() {
 		close(w.witnessQ)
 		<-w.witnessDone
 	}
-	if w.headFile != nil {
+	if w.heads != nil {
+		w.heads.stop()
 		if err := w.headFile.Close(); err != nil {
 			w.log.Warn("audit: closing the head file", "err", err)
 		}

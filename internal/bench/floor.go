@@ -10,9 +10,11 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/capgate/capgate/client"
 	"github.com/capgate/capgate/internal/ipc"
 )
 
@@ -33,6 +35,25 @@ type Floors struct {
 
 // syncWriteRuns is how many synchronous writes the SyncWriteMS median is taken over.
 const syncWriteRuns = 200
+
+// Sequential is one client making one call at a time, measured in one loop that does, in
+// turn, an empty exchange, a real call through the gateway, and a synchronous 4 KiB append
+// in the data folder: the three medians come from the same minutes, so the ratio of the
+// call's added latency to the append holds whatever else the machine does.
+type Sequential struct {
+	Runs        int     `json:"runs"`
+	ExchangeUS  float64 `json:"exchange_us"`   // the empty exchange, median
+	CallUS      float64 `json:"call_us"`       // the real call, median
+	SyncWriteUS float64 `json:"sync_write_us"` // write and fsync of 4 KiB, median
+	// AddedUS is CallUS - ExchangeUS: what the gateway adds to the exchange.
+	AddedUS float64 `json:"added_us"`
+	// AddedPerSyncWrite is AddedUS / SyncWriteUS (goal: at most GoalSequential): a durable
+	// call cannot cost less than one fsync, and should cost little more.
+	AddedPerSyncWrite float64 `json:"added_per_sync_write"`
+}
+
+// sequentialRuns is how many turns of the sequential loop its medians are taken over.
+const sequentialRuns = 2000
 
 // The empty exchange's answer: a success envelope of the size of a real one, for the request
 // id the request names (as every gateway echoes it, and the client checks).
@@ -119,4 +140,65 @@ func syncWrite(dir string) (float64, error) {
 	}
 	slices.Sort(ds)
 	return float64(ds[len(ds)/2].Nanoseconds()) / 1e6, nil
+}
+
+// measureSequential runs the sequential loop: runs turns of one empty exchange (against a
+// floor server of its own), one call through the gateway at gatewayURL, and one synchronous
+// append in dir, each timed alone.
+func measureSequential(ctx context.Context, dir, gatewayURL, key, tok string, runs int) (Sequential, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return Sequential{}, fmt.Errorf("bench: sequential: %w", err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: gatewayCallTimeout, Handler: http.HandlerFunc(floorHandler)}
+	go srv.Serve(ln)
+	defer srv.Close()
+	tr := &http.Transport{MaxIdleConnsPerHost: 1, IdleConnTimeout: time.Minute, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr, Timeout: gatewayCallTimeout}
+	floorC, err := client.New(&client.Options{Server: "http://" + ln.Addr().String(), Key: key, HTTPClient: hc})
+	if err != nil {
+		return Sequential{}, fmt.Errorf("bench: sequential: %w", err)
+	}
+	gwC, err := client.New(&client.Options{Server: gatewayURL, Key: key, HTTPClient: hc})
+	if err != nil {
+		return Sequential{}, fmt.Errorf("bench: sequential: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "sequential-")
+	if err != nil {
+		return Sequential{}, fmt.Errorf("bench: sequential: %w", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	page := make([]byte, 4096)
+	ex, calls, syncs := make([]time.Duration, 0, runs), make([]time.Duration, 0, runs), make([]time.Duration, 0, runs)
+	for i := range runs {
+		call := getSetting("s-"+strconv.Itoa(i), tok)
+		t0 := time.Now()
+		if _, err := floorC.Query(ctx, call); err != nil {
+			return Sequential{}, fmt.Errorf("bench: sequential: the empty exchange: %w", err)
+		}
+		t1 := time.Now()
+		if _, err := gwC.Query(ctx, call); err != nil {
+			return Sequential{}, fmt.Errorf("bench: sequential: the call: %w", err)
+		}
+		t2 := time.Now()
+		page[0] = byte(i)
+		if _, err := f.Write(page); err != nil {
+			return Sequential{}, fmt.Errorf("bench: sequential: %w", err)
+		}
+		if err := f.Sync(); err != nil {
+			return Sequential{}, fmt.Errorf("bench: sequential: %w", err)
+		}
+		t3 := time.Now()
+		ex, calls, syncs = append(ex, t1.Sub(t0)), append(calls, t2.Sub(t1)), append(syncs, t3.Sub(t2))
+	}
+	us := func(ds []time.Duration) float64 {
+		slices.Sort(ds)
+		return float64(ds[len(ds)/2].Nanoseconds()) / 1e3
+	}
+	q := Sequential{Runs: runs, ExchangeUS: us(ex), CallUS: us(calls), SyncWriteUS: us(syncs)}
+	q.AddedUS = q.CallUS - q.ExchangeUS
+	q.AddedPerSyncWrite = q.AddedUS / q.SyncWriteUS
+	return q, nil
 }

@@ -109,6 +109,59 @@ type GatewayReport struct {
 	FirstError      string `json:"first_error,omitempty"`
 	// Floor is what the same machine does with nothing decided or recorded, when asked for.
 	Floor *Floors `json:"floor,omitempty"`
+	// Sequential is one client's call at a time beside the empty exchange and one fsync, in
+	// one loop, after the load phase; with Floor.
+	Sequential *Sequential `json:"sequential,omitempty"`
+	// Goals are the ratios to the floors and their goals; with Floor.
+	Goals []Goal `json:"goals,omitempty"`
+}
+
+// The goals of a gateway run, as ratios to floors measured in the same run.
+const (
+	// GoalThroughput: calls a second end to end, durable audit and all, at least this share
+	// of the empty exchange's with the same workers and client.
+	GoalThroughput = 0.6
+	// GoalP99: the p99 at most this many times the empty exchange's.
+	GoalP99 = 1.5
+	// GoalSequential: one client's added latency over the empty exchange at most this many
+	// synchronous 4 KiB appends.
+	GoalSequential = 1.3
+)
+
+// Goal is one ratio of a run to its floor, beside its goal.
+type Goal struct {
+	Name   string  `json:"name"`
+	Figure float64 `json:"figure"`
+	Floor  float64 `json:"floor"`
+	Unit   string  `json:"unit"`
+	Ratio  float64 `json:"ratio"`
+	// AtLeast says the ratio must be at least Goal (a rate); else at most (a time).
+	AtLeast bool    `json:"at_least"`
+	Goal    float64 `json:"goal"`
+	Met     bool    `json:"met"`
+}
+
+// goals compares r with its floors.
+func goals(r GatewayReport) []Goal {
+	if r.Floor == nil {
+		return nil
+	}
+	mk := func(name, unit string, figure, floor, ratio, goal float64, atLeast bool) Goal {
+		met := ratio <= goal
+		if atLeast {
+			met = ratio >= goal
+		}
+		return Goal{Name: name, Figure: figure, Floor: floor, Unit: unit, Ratio: ratio, AtLeast: atLeast, Goal: goal, Met: met}
+	}
+	f := r.Floor
+	gs := []Goal{
+		mk("calls/s against the empty exchange", "calls/s", r.CallsPerSec, f.CallsPerSec, r.CallsPerSec/f.CallsPerSec, GoalThroughput, true),
+		mk("p99 against the empty exchange's", "ms", r.P99MS, f.P99MS, r.P99MS/f.P99MS, GoalP99, false),
+	}
+	if q := r.Sequential; q != nil {
+		gs = append(gs, mk("one client: added latency against one 4 KiB fsync", "µs", q.AddedUS, q.SyncWriteUS, q.AddedPerSyncWrite, GoalSequential, false))
+	}
+	return gs
 }
 
 // Gateway opens a gateway in a temporary data folder, serves it on 127.0.0.1 (an ephemeral
@@ -235,6 +288,15 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 	if opts.Trace != "" {
 		trace.Stop()
 	}
+	var seq *Sequential
+	if err == nil && opts.Floor {
+		// One client at a time, on the gateway the load phase warmed.
+		q, serr := measureSequential(ctx, dir, urls[0], key, issued.Wire, sequentialRuns)
+		if serr != nil {
+			err = serr
+		}
+		seq = &q
+	}
 	stop()
 	for range gs {
 		if serr := <-served; err == nil && serr != nil {
@@ -244,7 +306,7 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 	if err != nil {
 		return GatewayReport{}, err
 	}
-	r.Store, r.Replicas, r.Floor = "sqlite", len(gs), floor
+	r.Store, r.Replicas, r.Floor, r.Sequential = "sqlite", len(gs), floor, seq
 	if kind == gateway.Postgres {
 		r.Store = "postgres"
 		r.RoundTripsPerCall = float64(rt) / float64(r.Calls)
@@ -274,6 +336,7 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 	}
 	r.DecisionUS, r.DecisionRuns = median(ds), len(ds)
 	r.DelayedCommitMS = g.Broker.Explain(ctx, caller, req).DelayedCommit.Milliseconds()
+	r.Goals = goals(r)
 	return r, nil
 }
 

@@ -1,0 +1,108 @@
+package audit
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/capgate/capgate/internal/store"
+)
+
+// headKeeper advances a writer's head file from a goroutine of its own, so that no Append
+// waits for the head file's sync: the writer posts each durable batch's head and each
+// checkpoint, and the keeper writes the latest of them at once when it has been idle, then at
+// most once every Options.HeadConfirm. What it writes is always durable in the store already,
+// so the head file is never ahead of it.
+type headKeeper struct {
+	w     *Writer
+	every time.Duration
+
+	mu      sync.Mutex
+	pending bool
+	next    Head               // the highest head and checkpoint posted and not yet written
+	entries []store.AuditEntry // the latest batch posted, for the link check of its head
+
+	wake  chan struct{} // cap 1: something was posted
+	quit  chan struct{} // closed by stop
+	ended chan struct{} // closed when run returns
+}
+
+func newHeadKeeper(w *Writer) *headKeeper {
+	return &headKeeper{w: w, every: w.o.HeadConfirm, wake: make(chan struct{}, 1), quit: make(chan struct{}), ended: make(chan struct{})}
+}
+
+// post hands the keeper a head made durable in the store: a batch's (with its entries) or a
+// checkpoint's (entries nil).
+func (k *headKeeper) post(entries []store.AuditEntry, h Head) {
+	k.mu.Lock()
+	if !k.pending {
+		k.next = Head{}
+	}
+	if h.Seq > k.next.Seq {
+		k.next.Seq, k.next.Hash = h.Seq, h.Hash
+	}
+	if h.Checkpoint.Seq > k.next.Checkpoint.Seq {
+		k.next.Checkpoint = h.Checkpoint
+	}
+	if entries != nil {
+		k.entries = entries
+	}
+	k.pending = true
+	k.mu.Unlock()
+	select {
+	case k.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns what was posted since the last take.
+func (k *headKeeper) take() (Head, []store.AuditEntry, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.pending {
+		return Head{}, nil, false
+	}
+	h, es := k.next, k.entries
+	k.pending, k.entries = false, nil
+	return h, es, true
+}
+
+// write advances the head file to what was posted, if anything was.
+func (k *headKeeper) write() {
+	h, es, ok := k.take()
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), k.w.o.WriteTimeout)
+	defer cancel()
+	k.w.advanceHead(ctx, es, h)
+}
+
+func (k *headKeeper) run() {
+	defer close(k.ended)
+	pause := time.NewTimer(k.every)
+	pause.Stop()
+	defer pause.Stop()
+	for {
+		select {
+		case <-k.wake:
+		case <-k.quit:
+			k.write()
+			return
+		}
+		k.write()
+		pause.Reset(k.every)
+		select {
+		case <-pause.C:
+		case <-k.quit:
+			k.write()
+			return
+		}
+	}
+}
+
+// stop writes what is still posted and ends the keeper.
+func (k *headKeeper) stop() {
+	close(k.quit)
+	<-k.ended
+}

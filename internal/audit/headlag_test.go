@@ -1,0 +1,133 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/capgate/capgate/internal/store"
+)
+
+// headSeq is the seq the head file at path holds, 0 when it holds none or is missing.
+func headSeq(t *testing.T, path string) int64 {
+	t.Helper()
+	c, err := ReadHeadFile(path)
+	if err != nil {
+		return 0
+	}
+	return c.Head.Seq
+}
+
+// No Append waits for the head file: it is advanced from a goroutine of its own, at once
+// when it was idle and then at most once every HeadConfirm, and at Close. A head file that
+// another process holds locked (a command line writing it) holds up no call.
+func TestHeadFileOffTheAppendPath(t *testing.T) {
+	dir := t.TempDir()
+	b := sqliteBackend(t, dir)
+	path := filepath.Join(dir, "audit.head")
+	w := NewWriter(b.st, &Options{HeadPath: path, HeadConfirm: time.Hour, Logger: quietLogger()})
+	defer w.Close()
+	if _, err := w.Append(t.Context(), sampleRecord(0)); err != nil {
+		t.Fatal(err)
+	}
+	waitHead(t, path, 1) // the first write is at once
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	unlock, err := lockFile(f, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < 5; i++ {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		_, err := w.Append(ctx, sampleRecord(i))
+		cancel()
+		if err != nil {
+			t.Fatalf("an Append while the head file is locked elsewhere: %v", err)
+		}
+	}
+	unlock()
+	if got := headSeq(t, path); got != 1 {
+		t.Fatalf("the head file is at %d within HeadConfirm of its last write, want 1", got)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := headSeq(t, path); got != 5 {
+		t.Fatalf("after Close the head file is at %d, want 5", got)
+	}
+}
+
+// At rest the head file reaches the last batch within HeadConfirm of its Append.
+func TestHeadFileConfirmedAtRest(t *testing.T) {
+	dir := t.TempDir()
+	b := sqliteBackend(t, dir)
+	path := filepath.Join(dir, "audit.head")
+	w := NewWriter(b.st, &Options{HeadPath: path, HeadConfirm: 5 * time.Millisecond, Logger: quietLogger()})
+	defer w.Close()
+	for i := range 3 {
+		seq, err := w.Append(t.Context(), sampleRecord(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitHead(t, path, seq)
+	}
+}
+
+// failingAudit is a real store whose appends fail while fail is set, as a full disk does.
+type failingAudit struct {
+	store.Audit
+	fail atomic.Bool
+}
+
+func (f *failingAudit) AppendAudit(ctx context.Context, entries []store.AuditEntry) error {
+	if f.fail.Load() {
+		return errors.New("disk full")
+	}
+	return f.Audit.AppendAudit(ctx, entries)
+}
+
+// The head file is never ahead of the store: a batch the store refused is not in it, and the
+// durable batch before it is, whatever came after.
+func TestHeadFileNeverAheadOfTheStore(t *testing.T) {
+	dir := t.TempDir()
+	b := sqliteBackend(t, dir)
+	st := &failingAudit{Audit: b.st}
+	path := filepath.Join(dir, "audit.head")
+	w := NewWriter(st, &Options{HeadPath: path, HeadConfirm: time.Millisecond, Logger: quietLogger()})
+	if _, err := w.Append(t.Context(), sampleRecord(0)); err != nil {
+		t.Fatal(err)
+	}
+	waitHead(t, path, 1)
+	st.fail.Store(true)
+	if _, err := w.Append(t.Context(), sampleRecord(1)); err == nil {
+		t.Fatal("an Append the store refused succeeded")
+	}
+	time.Sleep(50 * time.Millisecond) // many HeadConfirms: whatever was posted is written
+	if got := headSeq(t, path); got != 1 {
+		t.Fatalf("the head file is at %d, want 1: the durable batch, not the refused one", got)
+	}
+	st.fail.Store(false)
+	seq, err := w.Append(t.Context(), sampleRecord(2))
+	if err != nil || seq != 2 {
+		t.Fatalf("the Append after the failure: seq %d, %v; want 2", seq, err)
+	}
+	w.Close()
+	if got := headSeq(t, path); got != 2 {
+		t.Fatalf("after Close the head file is at %d, want 2", got)
+	}
+	e, err := b.st.AuditHead(t.Context())
+	if err != nil || e.Seq != 2 {
+		t.Fatalf("the store's head: %d %v", e.Seq, err)
+	}
+	rep, err := VerifyWith(t.Context(), b.st, pubOf(testKey()), &VerifyOptions{HeadFile: path})
+	if err != nil || !rep.OK() {
+		t.Fatalf("verify: %+v %v", rep.Problems, err)
+	}
+}
