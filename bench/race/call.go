@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
 
@@ -139,4 +140,24 @@ func serveToolServer() error {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + a.Text}}}, nil, nil
 		})
 	return s.Run(context.Background(), &mcp.StdioTransport{})
+}
+
+// syncWriteOp appends 4 KiB to a file in dir and waits for it to reach the disk (fsync), as a
+// durable commit does at the least: the floor of what a call with durable audit can add.
+func syncWriteOp(dir string) func() error {
+	page := make([]byte, 4096)
+	var f *os.File
+	return func() error {
+		if f == nil {
+			var err error
+			if f, err = os.CreateTemp(dir, "fsync-"); err != nil {
+				return err
+			}
+		}
+		page[0]++
+		if _, err := f.Write(page); err != nil {
+			return err
+		}
+		return f.Sync()
+	}
 }

@@ -26,6 +26,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -53,8 +55,26 @@ type Row struct {
 	NS         float64 `json:"ns_per_op,omitempty"`
 	BaselineNS float64 `json:"baseline_ns_per_op,omitempty"`
 	Ratio      float64 `json:"ratio,omitempty"`
-	Note       string  `json:"note,omitempty"`
+	// Goal, when set, is the issue's goal for Ratio (at most), and Met whether it was met.
+	Goal float64 `json:"goal,omitempty"`
+	Met  bool    `json:"met,omitempty"`
+	Note string  `json:"note,omitempty"`
+	// added is a row whose figure is Contender's median less Baseline's, compared with
+	// Floor's median plus Baseline's (the MCP goal: the latency capgate adds against one fsync
+	// and one MCP hop).
+	added bool
+	floor string
 }
+
+// The goals of the race's rows, as ratios (at most).
+const (
+	// goalDecision: a decision with a cached token within 1.0x cedar-go's IsAuthorized on the
+	// equivalent one-rule policy.
+	goalDecision = 1.0
+	// goalMCPAdded: what capgate adds to a tools/call at most 1.3x one 4 KiB fsync plus the
+	// call direct (one MCP hop of the SDK).
+	goalMCPAdded = 1.3
+)
 
 // report is a whole run, as --json prints it.
 type report struct {
@@ -81,8 +101,10 @@ func main() {
 	asJSON := flag.Bool("json", false, "print the result as JSON instead of a table")
 	chart := flag.String("chart", filepath.Join("docs", "race.png"), `where to write the chart ("" for none)`)
 	quiet := flag.Bool("quiet", false, "no progress on stderr")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	traceFile := flag.String("trace", "", "write an execution trace of the whole run to this file (go tool trace; -pprof=sync shows where calls wait)")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: go run ./bench [--rounds N] [--round D] [--json] [--chart PATH] [--quiet]")
+		fmt.Fprintln(os.Stderr, "usage: go run ./bench [--rounds N] [--round D] [--json] [--chart PATH] [--quiet] [--cpuprofile FILE] [--trace FILE]")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -95,7 +117,34 @@ func main() {
 			fmt.Fprintln(os.Stderr, "race:", s)
 		}
 	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "race:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "race:", err)
+			os.Exit(1)
+		}
+	}
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err == nil {
+			err = trace.Start(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "race:", err)
+			os.Exit(1)
+		}
+	}
 	rep, err := run(*rounds, *round, progress)
+	if *cpuprofile != "" {
+		pprof.StopCPUProfile()
+	}
+	if *traceFile != "" {
+		trace.Stop()
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "race:", err)
 		os.Exit(1)
@@ -167,6 +216,7 @@ func run(rounds int, round time.Duration, progress func(string)) (report, error)
 	}
 	add(opaEval, fn)
 	row("decision", capDecision, cedarIsAuth)
+	rows[len(rows)-1].Goal = goalDecision
 	row("decision", capDecision, opaEval)
 
 	const (
@@ -220,8 +270,11 @@ func run(rounds int, round time.Duration, progress func(string)) (report, error)
 	row("call", callVia, callDirect)
 
 	const (
-		mcpVia    = "MCP tools/call through capgate"
-		mcpDirect = "the same tools/call direct"
+		mcpVia        = "MCP tools/call through capgate"
+		mcpDirect     = "the same tools/call direct"
+		syncWrite     = "one 4 KiB write and fsync"
+		mcpAdded      = "MCP: what capgate adds"
+		mcpAddedFloor = "one 4 KiB fsync + the call direct"
 	)
 	if r.noToolServer != "" {
 		missing("mcp", mcpVia, mcpDirect, "not measured here: "+r.noToolServer)
@@ -233,7 +286,10 @@ func run(rounds int, round time.Duration, progress func(string)) (report, error)
 		defer closeMCP()
 		add(mcpVia, via)
 		add(mcpDirect, direct)
+		add(syncWrite, syncWriteOp(r.dir))
 		row("mcp", mcpVia, mcpDirect)
+		rows = append(rows, Row{Group: "mcp", Contender: mcpAdded, Baseline: mcpAddedFloor, Goal: goalMCPAdded,
+			added: true, floor: syncWrite})
 	}
 
 	// The order of the first round is the order of the rows: each contender beside what it
@@ -241,7 +297,7 @@ func run(rounds int, round time.Duration, progress func(string)) (report, error)
 	var order []*op
 	seen := map[string]bool{}
 	for _, rw := range rows {
-		for _, name := range []string{rw.Contender, rw.Baseline} {
+		for _, name := range []string{rw.Contender, rw.Baseline, rw.floor} {
 			if o, ok := ops[name]; ok && !seen[name] {
 				seen[name] = true
 				order = append(order, o)
@@ -254,14 +310,21 @@ func run(rounds int, round time.Duration, progress func(string)) (report, error)
 		return report{}, err
 	}
 	for i := range rows {
-		c, b := ops[rows[i].Contender], ops[rows[i].Baseline]
-		if rows[i].Note != "" || c == nil || b == nil {
-			continue
+		rw := &rows[i]
+		if rw.added {
+			via, direct, fsync := ops[mcpVia].median(), ops[mcpDirect].median(), ops[rw.floor].median()
+			rw.NS, rw.BaselineNS = via-direct, fsync+direct
+		} else {
+			c, b := ops[rw.Contender], ops[rw.Baseline]
+			if rw.Note != "" || c == nil || b == nil {
+				continue
+			}
+			rw.NS, rw.BaselineNS = c.median(), b.median()
 		}
-		rows[i].NS, rows[i].BaselineNS = c.median(), b.median()
-		if rows[i].BaselineNS > 0 {
-			rows[i].Ratio = rows[i].NS / rows[i].BaselineNS
+		if rw.BaselineNS > 0 {
+			rw.Ratio = rw.NS / rw.BaselineNS
 		}
+		rw.Met = rw.Goal > 0 && rw.Ratio <= rw.Goal
 	}
 	rep.Rows = rows
 	return rep, nil
@@ -289,13 +352,22 @@ func printTable(w io.Writer, rep report) {
 	// Names are left-aligned, figures right-aligned: tabwriter aligns every cell one way, so
 	// the figures are padded here.
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "contender\t    figure\tcompared with\t    figure\t   ratio")
+	fmt.Fprintln(tw, "contender\t    figure\tcompared with\t    figure\t   ratio\tgoal")
 	for _, r := range rep.Rows {
 		if r.Note != "" {
 			fmt.Fprintf(tw, "%s\t%10s\t%s\t%10s\t%s\n", r.Contender, "", r.Baseline, "", firstWords(r.Note))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%10s\t%s\t%10s\t%7.2fx\n", r.Contender, figure(r.NS), r.Baseline, figure(r.BaselineNS), r.Ratio)
+		goal := ""
+		if r.Goal > 0 {
+			goal = fmt.Sprintf("<= %.1fx ", r.Goal)
+			if r.Met {
+				goal += "met"
+			} else {
+				goal += "NOT met"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%10s\t%s\t%10s\t%7.2fx\t%s\n", r.Contender, figure(r.NS), r.Baseline, figure(r.BaselineNS), r.Ratio, goal)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)

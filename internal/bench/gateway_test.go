@@ -63,11 +63,24 @@ func TestGatewayFloor(t *testing.T) {
 	if r.Calls <= 0 || r.Errors != 0 {
 		t.Fatalf("calls = %d, errors = %d (first: %s)", r.Calls, r.Errors, r.FirstError)
 	}
+	q := r.Sequential
+	if q == nil || q.Runs != sequentialRuns || q.ExchangeUS <= 0 || q.CallUS <= 0 || q.SyncWriteUS <= 0 ||
+		q.AddedUS != q.CallUS-q.ExchangeUS || q.AddedPerSyncWrite != q.AddedUS/q.SyncWriteUS {
+		t.Errorf("sequential figures: %+v", q)
+	}
+	if len(r.Goals) != 3 {
+		t.Fatalf("goals: %+v", r.Goals)
+	}
+	for _, g := range r.Goals {
+		if g.Floor <= 0 || g.Ratio != g.Figure/g.Floor || g.Met != (g.AtLeast && g.Ratio >= g.Goal || !g.AtLeast && g.Ratio <= g.Goal) {
+			t.Errorf("goal %+v", g)
+		}
+	}
 	r, err = Gateway(GatewayOptions{Duration: 100 * time.Millisecond, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Floor != nil {
-		t.Errorf("a floor reported unasked: %+v", *r.Floor)
+	if r.Floor != nil || r.Sequential != nil || r.Goals != nil {
+		t.Errorf("a floor reported unasked: %+v %+v %+v", r.Floor, r.Sequential, r.Goals)
 	}
 }

@@ -38,6 +38,7 @@ type Handler struct {
 	bare      *mcpsdk.Server // answers the SDK's per-request protocol-version question
 	inner     http.Handler   // the handshake revisions, with sessions
 	stateless http.Handler   // 2026-07-28, without
+	warm      warmSessions   // 2026-07-28's servers, kept between requests
 }
 
 // Stateless is the sessionless MCP revision: no initialize handshake and no Mcp-Session-Id;
@@ -160,8 +161,14 @@ func (h *Handler) requestServer(r *http.Request) *mcpsdk.Server {
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
 	if sl.s == nil {
-		sl.s = newSession(h, caller, baseURL(r))
-		sl.s.req = r
+		if r.Header.Get("Mcp-Method") == "subscriptions/listen" {
+			// A stream that follows its client's tools for as long as it lasts: a session
+			// of its own (the SDK holds the header to the body's method).
+			sl.s = newSession(h, caller, baseURL(r))
+			sl.s.req = r
+		} else {
+			sl.s = h.warm.get(h, caller, baseURL(r))
+		}
 	}
 	return sl.s.srv
 }

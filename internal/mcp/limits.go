@@ -30,4 +30,10 @@ const (
 	DiscoverTTL = 10 * time.Minute
 	// MaxArgumentDepth bounds the nesting of a tool call's arguments.
 	MaxArgumentDepth = 32
+	// MaxWarmSessions bounds the 2026-07-28 servers kept built between requests, one per
+	// client and gateway URL (warm.go): enough for every agent of one gateway, few enough
+	// that the memory they hold stays small; the least recently used goes when it is full.
+	MaxWarmSessions = 1024
+	// WarmIdle drops a kept server its client has not used for this long.
+	WarmIdle = 10 * time.Minute
 )
