@@ -276,7 +276,7 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 	}
 	if req.Token != "" {
 		f.call.Token.Present = true
-		tok, err := b.o.Tokens.Verify(req.Token)
+		tok, wireHash, err := b.o.Tokens.VerifyHashed(req.Token)
 		switch {
 		case err != nil:
 			f.call.Token.InvalidReason = errText(err)
@@ -294,7 +294,7 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 				f.call.Token.Valid, f.call.Token.InvalidReason = false, "token unknown to this gateway"
 			case err != nil:
 				f.call.Token.Valid, f.call.Token.InvalidReason = false, "token state unavailable"
-			case subtle.ConstantTimeCompare([]byte(st.hash), []byte(token.WireHash(req.Token))) != 1:
+			case subtle.ConstantTimeCompare([]byte(st.hash), []byte(wireHash)) != 1:
 				// Signed with capgate's key and naming an issued token's id, but not the token
 				// issued under it: a key that leaked, or a store whose tokens were rewritten.
 				f.call.Token.Valid, f.call.Token.InvalidReason = false, "token is not the one issued under its id"

@@ -181,7 +181,7 @@ func Decide(c Call) Decision {
 	d := Decision{Outcome: Deny, Step: 7, Autonomy: a}
 	switch a {
 	case manifest.AutonomyAct:
-		d = allow(d, tok.Present, "allowed: "+id+" may act")
+		d = allow(d, tok.Present, allowedText(id))
 	case manifest.AutonomyActIfAgreed:
 		if agreed(c.Mandate) {
 			d = allow(d, tok.Present, "allowed: the person agreed to this earlier")

@@ -12,4 +12,8 @@ const (
 	// replaced by a placeholder. Paths are built from param names and indices, and a param name
 	// long enough to pass this bound is more likely data than a name.
 	MaxFieldPathBytes = 256
+
+	// maxAllowedTexts bounds the explanations of allowed calls kept per capability name
+	// (allowedText): more than any registry holds, few enough to stay small.
+	maxAllowedTexts = 1 << 14
 )

@@ -3,6 +3,8 @@ package policy
 import (
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/manifest"
@@ -109,3 +111,24 @@ func trustWord(a manifest.AuthLevel) string {
 	}
 	return "(an unknown level)"
 }
+
+// allowed holds "allowed: ID may act" per capability name, the explanation of every call
+// allowed at act: made once per capability rather than on every decision.
+var allowed sync.Map // string -> string
+
+// allowedText is the explanation of a call of the capability named id allowed at act.
+func allowedText(id string) string {
+	if v, ok := allowed.Load(id); ok {
+		return v.(string)
+	}
+	text := "allowed: " + id + " may act"
+	// The names are the registry's capabilities, and a few made up by callers of Decide; past
+	// the bound, a name's text is made each time instead of kept.
+	if allowedSize.Add(1) <= maxAllowedTexts {
+		allowed.Store(id, text)
+	}
+	return text
+}
+
+// allowedSize counts the texts allowed has stored (or tried to).
+var allowedSize atomic.Int64

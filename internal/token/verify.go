@@ -32,8 +32,9 @@ type Verifier struct {
 }
 
 type entry struct {
-	key string
-	tok Token
+	key  string
+	tok  Token
+	hash string // WireHash(key), computed once
 }
 
 // NewVerifier returns a Verifier for pub keeping up to cacheSize verified tokens; zero or less
@@ -56,39 +57,48 @@ func NewVerifier(pub ed25519.PublicKey, cacheSize int) *Verifier {
 // Errors wrap ErrMalformed or ErrBadSignature. The returned token shares nothing with the
 // cache; the caller may change it.
 func (v *Verifier) Verify(wire string) (Token, error) {
+	t, _, err := v.VerifyHashed(wire)
+	return t, err
+}
+
+// VerifyHashed is Verify that also returns the wire form's WireHash, computed once per token
+// the cache holds rather than on every call.
+func (v *Verifier) VerifyHashed(wire string) (Token, string, error) {
 	if len(wire) > MaxWireBytes {
-		return Token{}, malformed("longer than MaxWireBytes")
+		return Token{}, "", malformed("longer than MaxWireBytes")
 	}
 	key := wire
 	v.mu.Lock()
 	if el, ok := v.index[key]; ok {
 		v.order.MoveToFront(el)
-		t := el.Value.(*entry).tok.Clone()
+		e := el.Value.(*entry)
+		t, hash := e.tok.Clone(), e.hash
 		v.mu.Unlock()
-		return t, nil
+		return t, hash, nil
 	}
 	v.mu.Unlock()
 
 	t, msg, err := parse(wire)
 	if err != nil {
-		return Token{}, err
+		return Token{}, "", err
 	}
 	v.sigChecks.Add(1)
 	if !verifySignature(v.pub, t, msg) {
-		return Token{}, ErrBadSignature
+		return Token{}, "", ErrBadSignature
 	}
+	hash := WireHash(wire)
 
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if _, ok := v.index[key]; !ok {
-		v.index[key] = v.order.PushFront(&entry{key: key, tok: t.Clone()})
+		v.index[key] = v.order.PushFront(&entry{key: key, tok: t.Clone(), hash: hash})
 		for v.order.Len() > v.size {
 			last := v.order.Back()
 			v.order.Remove(last)
 			delete(v.index, last.Value.(*entry).key)
 		}
 	}
-	return t, nil
+	return t, hash, nil
 }
 
 // WireHash is the hash under which a token's wire form is known: "sha256:" and the lowercase
