@@ -579,3 +579,34 @@ func TestDecideIsExplainWithoutTrace(t *testing.T) {
 		t.Fatalf("the one use was spent by Decide: %+v", r)
 	}
 }
+
+// A token signed with capgate's own key and naming an issued token's id, but not the token
+// issued under it (a key that leaked, or a store whose tokens were rewritten), is refused, on
+// the first call and once the issued token is in every cache.
+func TestTokenNotTheOneIssued(t *testing.T) {
+	e := newEnv(t)
+	e.b.o.TokenKey = e.key
+	ctx := context.Background()
+	iss, err := e.b.RequestCapability(ctx, alice, CapabilityRequest{Capabilities: []string{"notes.org.example.notes.search"}, Duration: 60, Reason: "find milk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := token.Parse(iss.Wire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok.Capabilities = []string{"app.notes.*"} // the same id, a wider grant
+	forged, err := token.Sign(tok, e.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, wire := range []string{forged, iss.Wire, forged} {
+		r := e.b.Call(ctx, alice, call("search", `{"query":"milk"}`, wire))
+		if want := wire == iss.Wire; r.OK() != want {
+			t.Fatalf("call %d: %+v", i, r)
+		}
+		if wire == forged && r.Code != policy.CodeInvalidToken {
+			t.Fatalf("call %d with the forged token: %s, want %s", i, r.Code, policy.CodeInvalidToken)
+		}
+	}
+}

@@ -529,3 +529,28 @@ func TestCovers(t *testing.T) {
 		}
 	}
 }
+
+// VerifyHashed gives the wire form's WireHash, on a cache miss and on a hit alike, and
+// another token's wire form (even one naming the same id) another hash.
+func TestVerifyHashed(t *testing.T) {
+	key := testKey(1)
+	v := token.NewVerifier(key.Public().(ed25519.PublicKey), 4)
+	a := sign(t, fixedToken(), key)
+	other := fixedToken()
+	other.Capabilities = []string{"app.*"}
+	b := sign(t, other, key) // the same id, another body, signed with the same key
+	for range 2 {
+		for _, w := range []string{a, b} {
+			_, h, err := v.VerifyHashed(w)
+			if err != nil || h != token.WireHash(w) {
+				t.Fatalf("VerifyHashed: hash %q, %v; want %q", h, err, token.WireHash(w))
+			}
+		}
+	}
+	if token.WireHash(a) == token.WireHash(b) {
+		t.Fatal("two tokens under one id have one hash")
+	}
+	if _, h, err := v.VerifyHashed("cgt1.nope"); err == nil || h != "" {
+		t.Fatalf("a malformed token: hash %q, %v", h, err)
+	}
+}
