@@ -62,8 +62,10 @@
 //
 // A writer with Options.HeadPath keeps a head file beside the store (the gateway's
 // DATA/audit.head, [HeadFile]): the log's head (seq and hash, unsigned) and the latest
-// checkpoint, advanced after each batch is durable in the store and synced before any of the
-// batch's callers is told, so that every record a caller acted on is at or below it. It holds
+// checkpoint, advanced by a goroutine of the writer once batches are durable in the store, at
+// most every Options.HeadConfirm (20 ms), so that no caller waits for its sync: every record
+// a caller acted on is at or below it within that time of the answer, and at Close; it is
+// never ahead of the store, so a crash never makes it disagree. It holds
 // two slots of 512 bytes, one line each,
 //
 //	{"checkpoint":<checkpoint body>|null,"format":"capgate-audit-head-v1","hash":"sha256:…","seq":N}

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/capgate/capgate/internal/audit"
@@ -87,6 +88,8 @@ type Broker struct {
 	watch watches // tokens whose revocation handlers watch
 	// alsoNeeds is Options.AlsoNeeds parsed, by capability id.
 	alsoNeeds map[manifest.CapabilityID][]manifest.Permission
+	// storeChecks counts the checks at use that read the store (StoreChecksAtUse).
+	storeChecks atomic.Int64
 }
 
 // New returns a Broker.
@@ -641,7 +644,7 @@ func (b *Broker) call(ctx context.Context, caller Caller, req Request) Result {
 				b.tookUse(f.tok.ID, n)
 			}
 		} else {
-			err = b.checkAtUse(ctx, f.tok.ID, b.o.Now())
+			err = b.checkAtUse(ctx, f.tok, b.o.Now())
 		}
 		if err != nil {
 			b.forgetToken(f.tok.ID)

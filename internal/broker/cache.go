@@ -9,6 +9,7 @@ import (
 
 	"github.com/capgate/capgate/internal/revcache"
 	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/manifest"
 )
 
@@ -56,6 +57,7 @@ type cache struct {
 
 	tokens   revcache.Map[string, tokenState]
 	mandates revcache.Value[[]store.Mandate]
+	checked  checkedTokens
 }
 
 func newCache() *cache {
@@ -163,7 +165,10 @@ func (b *Broker) tookUse(id string, uses int64) {
 
 // forgetToken drops a token's cached state after the store refused it at use: the next
 // decision reads it again.
-func (b *Broker) forgetToken(id string) { b.cache.tokens.Delete(id) }
+func (b *Broker) forgetToken(id string) {
+	b.cache.tokens.Delete(id)
+	b.cache.forgetChecked(id)
+}
 
 // mandates returns the person's mandates, from the cache or the store.
 func (b *Broker) mandates(ctx context.Context) ([]store.Mandate, error) {
@@ -204,11 +209,64 @@ func (b *Broker) DeleteMandate(ctx context.Context, permission string) error {
 }
 
 // checkAtUse asks the store whether a root token without a use limit may still be used:
-// not revoked and not expired (store.Tokens.CheckToken: one small read).
-func (b *Broker) checkAtUse(ctx context.Context, id string, now time.Time) error {
-	err := b.o.Store.CheckToken(ctx, id, now)
-	if errors.Is(err, store.ErrRevoked) {
-		b.forgetToken(id)
+// not revoked, not expired, its client not disabled (store.Tokens.CheckToken: one small
+// read). A store whose processes share a change counter (store.ChangeCounter: SQLite) is
+// read only when the counter moved since the store last said yes for this token: until then
+// no process has committed a change that could make the answer no, and only the token's own
+// expiry can, which is checked here.
+func (b *Broker) checkAtUse(ctx context.Context, tok token.Token, now time.Time) error {
+	cc, counted := b.o.Store.(store.ChangeCounter)
+	var n uint64
+	if counted {
+		n, counted = cc.Changes()
+	}
+	if counted && b.cache.checkedAt(tok.ID) == n+1 {
+		if err := tok.CheckTime(now); err != nil {
+			return store.ErrExpired
+		}
+		return nil
+	}
+	b.storeChecks.Add(1)
+	// n was read before the store: a change committed after it moves the counter past it.
+	err := b.o.Store.CheckToken(ctx, tok.ID, now)
+	switch {
+	case err == nil && counted:
+		b.cache.setChecked(tok.ID, n+1)
+	case errors.Is(err, store.ErrRevoked):
+		b.forgetToken(tok.ID)
 	}
 	return err
+}
+
+// StoreChecksAtUse is how many times a check at use of a token without a use limit read the
+// store, for metrics and tests (the others were answered by the change counter).
+func (b *Broker) StoreChecksAtUse() int64 { return b.storeChecks.Load() }
+
+// checkedTokens holds, per root token without a use limit, one more than the change
+// counter's value at which the store last said it may be used (zero: never, or forgotten).
+// A full set is emptied.
+type checkedTokens struct {
+	mu sync.Mutex
+	m  map[string]uint64
+}
+
+func (c *cache) checkedAt(id string) uint64 {
+	c.checked.mu.Lock()
+	defer c.checked.mu.Unlock()
+	return c.checked.m[id]
+}
+
+func (c *cache) setChecked(id string, at uint64) {
+	c.checked.mu.Lock()
+	defer c.checked.mu.Unlock()
+	if c.checked.m == nil || len(c.checked.m) >= maxCachedTokens {
+		c.checked.m = map[string]uint64{}
+	}
+	c.checked.m[id] = at
+}
+
+func (c *cache) forgetChecked(id string) {
+	c.checked.mu.Lock()
+	defer c.checked.mu.Unlock()
+	delete(c.checked.m, id)
 }

@@ -351,3 +351,61 @@ func TestTier2ReadRunsFirstOnlyWhenTrusted(t *testing.T) {
 		t.Error("a Tier 1 read waited for its decision record")
 	}
 }
+
+// With SQLite the check at use of a token without a use limit reads the store only when the
+// change counter every process shares has moved since the store last said yes: calls in a
+// row read it once; another process's audit records, app state and uses of another token
+// (which no decision depends on) do not move it; a change that could (its client disabled by
+// another process) does, and the very next call reads the store and is refused. The token's
+// own expiry needs no read to be seen.
+func TestCheckAtUseReadsTheStoreOnlyAfterAChange(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	wire := e.issue(t, alice.ClientID, []string{"app.notes.write"}, 0, time.Hour, e.key)
+	req := call("write", `{"id":"9","text":"x"}`, wire)
+	for i := range 5 {
+		if r := e.b.Call(ctx, alice, req); !r.OK() {
+			t.Fatalf("call %d: %+v", i, r)
+		}
+	}
+	if n := e.b.StoreChecksAtUse(); n != 1 {
+		t.Fatalf("five calls with nothing changed read the store %d times at use, want 1", n)
+	}
+	other := otherProcess(t, e)
+	if err := other.PutState(ctx, "org.example.notes", "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	limited := e.issue(t, alice.ClientID, []string{"app.notes.write"}, 5, time.Hour, e.key) // issuing moves it
+	if r := e.b.Call(ctx, alice, req); !r.OK() {
+		t.Fatalf("after a token was issued: %+v", r)
+	}
+	before := e.b.StoreChecksAtUse()
+	if _, err := other.TakeUse(ctx, tokenID(t, limited), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	w := audit.NewWriter(other, nil)
+	if _, err := w.Append(ctx, audit.Record{Action: "query", App: "notes", Method: "search", Decision: "allow", Result: "success", ClientID: "cl_bob", Kind: "outcome"}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if r := e.b.Call(ctx, alice, req); !r.OK() {
+		t.Fatalf("after another process's quiet writes: %+v", r)
+	}
+	if n := e.b.StoreChecksAtUse(); n != before {
+		t.Fatalf("another process's state, use and audit record made the check read the store (%d reads, want %d)", n, before)
+	}
+	c, err := other.GetClient(ctx, alice.ClientID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Disabled = true
+	if err := other.UpdateClient(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.b.Call(ctx, alice, req); r.OK() {
+		t.Fatalf("a call after its client was disabled elsewhere: %+v", r)
+	}
+	if n := e.b.StoreChecksAtUse(); n != before+1 {
+		t.Fatalf("the call after a change read the store %d times, want 1", n-before)
+	}
+}

@@ -61,6 +61,17 @@ type Store interface {
 	Close() error
 }
 
+// ChangeCounter is implemented by a store whose processes all share, in memory, a counter
+// of the committed changes a cached decision may depend on: a token revoked, a client, a
+// mandate or an app changed, a consent answered, a token issued; never an audit record, an
+// app's own state or a use taken (the SQLite store, whose processes share one machine).
+// Changes returns it, and false when it is not available. A caller that read it before
+// reading the store, and reads the same value later, knows that no such change committed in
+// between: what it read then still holds.
+type ChangeCounter interface {
+	Changes() (uint64, bool)
+}
+
 // AuditSequencer is implemented by a store whose audit log several processes append to at
 // once (PostgreSQL replicas). Rather than race for the head and rebuild the batch on every
 // ErrConflict, which under steady load from several replicas is most batches, a writer takes

@@ -19,7 +19,7 @@ func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) err
 	if err := store.CheckAudit(entries, func(i int, at store.NullInt) { ats[i] = sql.NullInt64(at) }); err != nil {
 		return errs.Wrap("append audit", err)
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.writeQuiet(ctx, func(tx *sql.Tx) error {
 		var seq int64
 		var hash string
 		err := s.txRow(ctx, tx, `SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
@@ -68,7 +68,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, c store.Checkpoint) error {
 	if err != nil {
 		return errs.Wrap("put checkpoint", err)
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.writeQuiet(ctx, func(tx *sql.Tx) error {
 		_, err := s.txExec(ctx, tx, `INSERT INTO audit_checkpoints (`+store.CheckpointColumns+`) VALUES (?, ?, ?, ?)`,
 			r.Args(nulls{})...)
 		if isUnique(err) {

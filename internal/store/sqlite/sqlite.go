@@ -46,6 +46,7 @@ type Store struct {
 	writeSem chan struct{}
 	stmts    sync.Map // query text → *sql.Stmt
 	path     string   // the database file, absolute
+	changes  *changes // shared with every process on the file (changes.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -81,7 +82,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// Keep enough idle connections for a busy gateway's concurrent readers: opening a SQLite
 	// connection (and applying its pragmas) costs more than the reads it serves.
 	db.SetMaxIdleConns(maxIdleConns)
-	s := &Store{db: db, writeSem: make(chan struct{}, 1), path: abs}
+	// Without the change counter every check at use reads the store, as it did before it:
+	// slower, never wrong; the error is not the caller's to handle.
+	ch, _ := openChanges(abs + ".changes")
+	s := &Store{db: db, writeSem: make(chan struct{}, 1), path: abs, changes: ch}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -116,8 +120,26 @@ func (s *Store) Close() error {
 // maxIdleConns is how many open connections the pool keeps for reuse.
 const maxIdleConns = 32
 
-// write runs fn in one immediate transaction and commits it if fn returns nil.
+// Changes returns the counter of changes a cached decision may depend on, shared by every
+// process on this database file (see changes.go), and false when it is not available. A
+// caller that read it before reading the store, and reads the same value later, knows that no
+// such change was committed in between by any process that opened the file with this code.
+func (s *Store) Changes() (uint64, bool) { return s.changes.load() }
+
+// write runs fn in one immediate transaction and commits it if fn returns nil, then adds one
+// to the change counter.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if err := s.writeQuiet(ctx, fn); err != nil {
+		return err
+	}
+	s.changes.add()
+	return nil
+}
+
+// writeQuiet is write without the change counter: for the writes of the call path that change
+// nothing a cached decision depends on (audit records and checkpoints, the apps' own state, a
+// token's use taken).
+func (s *Store) writeQuiet(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	select {
 	case s.writeSem <- struct{}{}:
 	case <-ctx.Done():

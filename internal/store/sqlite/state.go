@@ -21,7 +21,7 @@ func (s *Store) GetState(ctx context.Context, appID, key string) ([]byte, error)
 // PutState sets the app's key to value; a nil value deletes the key (deleting a missing key
 // is not an error). An empty, non-nil value is a value.
 func (s *Store) PutState(ctx context.Context, appID, key string, value []byte) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.writeQuiet(ctx, func(tx *sql.Tx) error {
 		var err error
 		if value == nil {
 			_, err = s.txExec(ctx, tx, `DELETE FROM app_state WHERE app_id = ? AND key = ?`, appID, key)
@@ -38,7 +38,7 @@ func (s *Store) CreateState(ctx context.Context, appID, key string, value []byte
 	if err := store.CheckCreate(value); err != nil {
 		return errs.Wrap("create state", err)
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.writeQuiet(ctx, func(tx *sql.Tx) error {
 		res, err := s.txExec(ctx, tx, `INSERT INTO app_state (app_id, key, value) VALUES (?, ?, ?)
 			ON CONFLICT (app_id, key) DO NOTHING`, appID, key, value)
 		if err != nil {

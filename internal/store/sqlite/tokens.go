@@ -70,7 +70,9 @@ func (s *Store) TakeUse(ctx context.Context, id string, now time.Time) (int64, e
 		return 0, errs.Wrap("take use", err)
 	}
 	var uses int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	// A use taken changes no cached decision: a token with a use limit is checked by TakeUse
+	// itself at every use.
+	err := s.writeQuiet(ctx, func(tx *sql.Tx) error {
 		// The chain: the token, then each ancestor, as far as the root.
 		type link struct {
 			id            string
