@@ -337,6 +337,16 @@ func TestActivityDeletedTail(t *testing.T) {
 	if _, page := b.get("/ui/activity"); !strings.Contains(page, "intact: ") || strings.Contains(page, "NOT intact") {
 		t.Fatal("a fresh log is not intact")
 	}
+	// The writer advances the head file off the call path, within audit.DefaultHeadConfirm.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		c, err := audit.ReadHeadFile(filepath.Join(e.data, gateway.HeadFile))
+		if err == nil && c.Head.Seq >= head.Seq {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the head file did not reach seq %d: %+v %v", head.Seq, c.Head, err)
+		}
+	}
 	db, err := sql.Open("sqlite", filepath.Join(e.data, gateway.DBFile))
 	if err != nil {
 		t.Fatal(err)

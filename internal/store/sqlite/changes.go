@@ -22,6 +22,9 @@ import (
 type changes struct {
 	mem  []byte         // the mapped page; nil when the counter could not be mapped
 	word *atomic.Uint64 // its first eight bytes
+	// state is a second counter in the next eight bytes: the apps' own state, moved by every
+	// write of it (stateCache).
+	state *atomic.Uint64
 }
 
 // changesPageSize is the size of the counter's file: one page, of which eight bytes are used.
@@ -50,7 +53,7 @@ func openChanges(path string) (*changes, error) {
 	if err != nil {
 		return &changes{}, fmt.Errorf("sqlite: change counter: %w", err)
 	}
-	return &changes{mem: mem, word: (*atomic.Uint64)(unsafe.Pointer(&mem[0]))}, nil
+	return &changes{mem: mem, word: (*atomic.Uint64)(unsafe.Pointer(&mem[0])), state: (*atomic.Uint64)(unsafe.Pointer(&mem[8]))}, nil
 }
 
 // load returns the counter, and false when it is not available.
@@ -65,5 +68,20 @@ func (c *changes) load() (uint64, bool) {
 func (c *changes) add() {
 	if c.word != nil {
 		c.word.Add(1)
+	}
+}
+
+// loadState returns the state counter, and false when it is not available.
+func (c *changes) loadState() (uint64, bool) {
+	if c.state == nil {
+		return 0, false
+	}
+	return c.state.Load(), true
+}
+
+// addState tells every process sharing the counter that an app's state changed.
+func (c *changes) addState() {
+	if c.state != nil {
+		c.state.Add(1)
 	}
 }

@@ -1,6 +1,8 @@
 package sqlite_test
 
 import (
+	"database/sql"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,5 +88,73 @@ func TestChangesHelper(t *testing.T) {
 		must(t, w.Close())
 	case "revoke":
 		must(t, s.Revoke(t.Context(), helperToken, time.Now()))
+	}
+}
+
+// The apps' state is served from memory while no capgate process changed it: another
+// process's write (here a second store on the file, and a real child process) is read at the
+// very next get, a missing key created elsewhere appears, a value handed out is a copy, and a
+// change made to the file by other means (SQL straight at it) is seen within StateCacheTTL.
+func TestStateCache(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "capgate.db")
+	s, err := sqlite.Open(t.Context(), path)
+	must(t, err)
+	defer s.Close()
+	other, err := sqlite.Open(t.Context(), path)
+	must(t, err)
+	defer other.Close()
+	ctx := t.Context()
+	get := func(key string) string {
+		t.Helper()
+		v, err := s.GetState(ctx, "org.example.app", key)
+		if errors.Is(err, store.ErrNotFound) {
+			return "<missing>"
+		}
+		must(t, err)
+		return string(v)
+	}
+	must(t, s.PutState(ctx, "org.example.app", "k", []byte("one")))
+	if got := get("k"); got != "one" {
+		t.Fatalf("get = %q", got)
+	}
+	v, _ := s.GetState(ctx, "org.example.app", "k")
+	v[0] = 'X' // a copy: the kept value stays
+	if got := get("k"); got != "one" {
+		t.Fatalf("a change to a value handed out reached the cache: %q", got)
+	}
+	must(t, other.PutState(ctx, "org.example.app", "k", []byte("two")))
+	if got := get("k"); got != "two" {
+		t.Fatalf("after another store's write: %q, want two", got)
+	}
+	if got := get("new"); got != "<missing>" {
+		t.Fatalf("a missing key: %q", got)
+	}
+	must(t, other.CreateState(ctx, "org.example.app", "new", []byte("made")))
+	if got := get("new"); got != "made" {
+		t.Fatalf("a key created elsewhere: %q", got)
+	}
+	must(t, other.PutState(ctx, "org.example.app", "new", nil))
+	if got := get("new"); got != "<missing>" {
+		t.Fatalf("a key deleted elsewhere: %q", got)
+	}
+
+	// SQL straight at the file moves no counter: the kept value may be served until the TTL.
+	if got := get("k"); got != "two" {
+		t.Fatalf("get = %q", got)
+	}
+	kept := time.Now()
+	db, err := sql.Open("sqlite", path)
+	must(t, err)
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE app_state SET value = ? WHERE app_id = 'org.example.app' AND key = 'k'`, []byte("three")); err != nil {
+		t.Fatal(err)
+	}
+	// (On a machine too slow to get here well within the TTL, the kept value may be gone.)
+	if got := get("k"); got != "two" && time.Since(kept) < sqlite.StateCacheTTL/2 {
+		t.Fatalf("right after a change by other means: %q, want the kept two", got)
+	}
+	time.Sleep(sqlite.StateCacheTTL + 50*time.Millisecond)
+	if got := get("k"); got != "three" {
+		t.Fatalf("a change by other means after the TTL: %q, want three", got)
 	}
 }

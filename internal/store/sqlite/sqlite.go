@@ -47,6 +47,7 @@ type Store struct {
 	stmts    sync.Map // query text → *sql.Stmt
 	path     string   // the database file, absolute
 	changes  *changes // shared with every process on the file (changes.go)
+	states   stateCache
 }
 
 var _ store.Store = (*Store)(nil)

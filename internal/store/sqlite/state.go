@@ -3,15 +3,35 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"time"
 
 	"github.com/capgate/capgate/internal/store"
 )
 
-// GetState returns the value of the app's key; a missing key is ErrNotFound.
+// GetState returns the value of the app's key; a missing key is ErrNotFound. A value read
+// before is served from memory while the state counter every process on the file shares has
+// not moved (stateCache).
 func (s *Store) GetState(ctx context.Context, appID, key string) ([]byte, error) {
+	at, counted := s.changes.loadState()
+	now := time.Now()
+	if counted {
+		if v, ok := s.states.get(appID, key, at, now); ok {
+			if v == nil {
+				return nil, errs.Row("get state", "state key", sql.ErrNoRows)
+			}
+			return v, nil
+		}
+	}
 	var v []byte
 	err := s.queryRow(ctx, `SELECT value FROM app_state WHERE app_id = ? AND key = ?`,
 		appID, key).Scan(&v)
+	switch {
+	case errors.Is(err, sql.ErrNoRows) && counted:
+		s.states.put(appID, key, nil, at, now)
+	case err == nil && counted:
+		s.states.put(appID, key, store.StateValue(v), at, now)
+	}
 	if err != nil {
 		return nil, errs.Row("get state", "state key", err)
 	}
@@ -21,6 +41,7 @@ func (s *Store) GetState(ctx context.Context, appID, key string) ([]byte, error)
 // PutState sets the app's key to value; a nil value deletes the key (deleting a missing key
 // is not an error). An empty, non-nil value is a value.
 func (s *Store) PutState(ctx context.Context, appID, key string, value []byte) error {
+	defer s.changes.addState()
 	return s.writeQuiet(ctx, func(tx *sql.Tx) error {
 		var err error
 		if value == nil {
@@ -38,6 +59,7 @@ func (s *Store) CreateState(ctx context.Context, appID, key string, value []byte
 	if err := store.CheckCreate(value); err != nil {
 		return errs.Wrap("create state", err)
 	}
+	defer s.changes.addState()
 	return s.writeQuiet(ctx, func(tx *sql.Tx) error {
 		res, err := s.txExec(ctx, tx, `INSERT INTO app_state (app_id, key, value) VALUES (?, ?, ?)
 			ON CONFLICT (app_id, key) DO NOTHING`, appID, key, value)
