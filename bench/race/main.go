@@ -39,6 +39,8 @@ const toolServerArg = "serve-mcp-tool-server"
 
 // Limits of a run.
 const (
+	// scaleWorkers is the workers of each --scale run: the gateway section's usual load.
+	scaleWorkers = 16
 	maxRounds = 1000
 	maxRound  = 10 * time.Second
 	// runTimeout bounds the whole run, whatever it is asked.
@@ -102,13 +104,17 @@ func main() {
 	chart := flag.String("chart", filepath.Join("docs", "race.png"), `where to write the chart ("" for none)`)
 	quiet := flag.Bool("quiet", false, "no progress on stderr")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	scale := flag.Bool("scale", false, "instead of the race, run capgate bench gateway at growing scales (live tokens, audit records in the log) and chart them")
+	scaleFor := flag.Duration("scale-duration", 3*time.Second, "with --scale: each run's load phase (at most 1m)")
+	scaleChart := flag.String("scale-chart", filepath.Join("docs", "scale.png"), `with --scale: where to write its chart ("" for none)`)
 	traceFile := flag.String("trace", "", "write an execution trace of the whole run to this file (go tool trace; -pprof=sync shows where calls wait)")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: go run ./bench [--rounds N] [--round D] [--json] [--chart PATH] [--quiet] [--cpuprofile FILE] [--trace FILE]")
+		fmt.Fprintln(os.Stderr, "       go run ./bench --scale [--scale-duration D] [--scale-chart PATH] [--json] [--quiet]")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() > 0 || *rounds < 1 || *rounds > maxRounds || *round <= 0 || *round > maxRound {
+	if flag.NArg() > 0 || *rounds < 1 || *rounds > maxRounds || *round <= 0 || *round > maxRound || *scaleFor <= 0 || *scaleFor > time.Minute {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -116,6 +122,31 @@ func main() {
 		if !*quiet {
 			fmt.Fprintln(os.Stderr, "race:", s)
 		}
+	}
+	if *scale {
+		pts, err := runScale(*scaleFor, scaleWorkers, progress)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "race:", err)
+			os.Exit(1)
+		}
+		if *scaleChart != "" {
+			if _, err := os.Stat(filepath.Dir(*scaleChart)); err != nil {
+				progress(fmt.Sprintf("no folder %s here: the chart is not written (--scale-chart PATH)", filepath.Dir(*scaleChart)))
+			} else if err := writeScaleChart(pts, *scaleChart); err != nil {
+				fmt.Fprintln(os.Stderr, "race:", err)
+				os.Exit(1)
+			}
+		}
+		if *asJSON {
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(pts); err != nil {
+				os.Exit(1)
+			}
+			return
+		}
+		printScale(os.Stdout, pts)
+		return
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)

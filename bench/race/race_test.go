@@ -6,6 +6,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -123,5 +124,46 @@ func TestMeasure(t *testing.T) {
 	bad := &op{name: "wrong", fn: func() error { return errors.New("denied") }}
 	if err := measure([]*op{mk("a"), bad}, 1, time.Microsecond, func(string) {}); err == nil || !strings.Contains(err.Error(), "wrong") {
 		t.Errorf("a failing op: %v", err)
+	}
+}
+
+// The scale runs at two small points of each axis and charts them; it asserts no speed.
+func TestScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens gateways")
+	}
+	saved := scaleAxes
+	t.Cleanup(func() { scaleAxes = saved })
+	scaleAxes = slices.Clone(scaleAxes)
+	for i := range scaleAxes {
+		scaleAxes[i].ns = []int{1, 10}
+	}
+	pts, err := runScale(100*time.Millisecond, 2, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 4 {
+		t.Fatalf("points: %+v", pts)
+	}
+	for _, p := range pts {
+		if p.CallsPerSec <= 0 || p.P99MS <= 0 {
+			t.Errorf("point %+v", p)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "scale.png")
+	if err := writeScaleChart(pts, path); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := png.Decode(bytes.NewReader(data)); err != nil {
+		t.Fatalf("the chart is not a PNG: %v", err)
+	}
+	var table bytes.Buffer
+	printScale(&table, pts)
+	if !strings.Contains(table.String(), "10 audit records") || !strings.Contains(table.String(), "10 live tokens") {
+		t.Errorf("the table:\n%s", table.String())
 	}
 }

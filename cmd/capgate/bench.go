@@ -70,7 +70,7 @@ func newBenchGatewayCmd(g *globals) *cobra.Command {
 	var opts bench.GatewayOptions
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "gateway [--duration D] [--workers N] [--store URL] [--replicas N] [--json]",
+		Use:   "gateway [--duration D] [--workers N] [--store URL] [--replicas N] [--live-tokens N] [--audit-records N] [--json]",
 		Short: "Drive real calls through a gateway over loopback HTTP and time them",
 		Long: `Open a gateway in a temporary data folder, serve it on 127.0.0.1 (an ephemeral port), add a
 client, issue it a token for system.settings.read, and drive POST /v1/ipc get_setting calls
@@ -89,6 +89,10 @@ the goals as ratios to those floors: calls/s at least 0.6 of the empty exchange'
 decision against cedar-go and an MCP call against the same call direct are in the race, go run
 ./bench.
 
+--live-tokens N and --audit-records N make the run's scale before the load phase: N more live
+tokens in the store, or N audit records already in the log; go run ./bench --scale runs it at
+several scales and charts calls/s and p99 against each.
+
 With --store postgres://... the gateways keep their state in PostgreSQL, in a schema the run
 makes for itself and drops at the end, and --replicas N serves N gateways on it (in this one
 process, each on its own port), the workers spread over them. The run then also reports the
@@ -103,6 +107,12 @@ database round trips per call (goal: at most 2).`,
 			}
 			if opts.Replicas < 1 || opts.Replicas > bench.MaxGatewayReplicas {
 				return usageErr("--replicas: must be between 1 and %d", bench.MaxGatewayReplicas)
+			}
+			if opts.LiveTokens < 0 || opts.LiveTokens > bench.MaxLiveTokens {
+				return usageErr("--live-tokens: must be between 0 and %d", bench.MaxLiveTokens)
+			}
+			if opts.PriorRecords < 0 || opts.PriorRecords > bench.MaxPriorRecords {
+				return usageErr("--audit-records: must be between 0 and %d", bench.MaxPriorRecords)
 			}
 			l, err := g.load(hostFlags{})
 			if err != nil {
@@ -120,6 +130,9 @@ database round trips per call (goal: at most 2).`,
 			}
 			fmt.Fprintf(w, "settings get_setting with a token over loopback HTTP, %d workers, %.1f s, %s, %d replica(s)\n",
 				r.Workers, r.DurationS, r.Store, r.Replicas)
+			if r.LiveTokens > 0 || r.PriorRecords > 0 {
+				fmt.Fprintf(w, "with %d more live tokens and %d audit records before the load phase\n", r.LiveTokens, r.PriorRecords)
+			}
 			fmt.Fprintf(w, "%-32s %12d\n", "calls", r.Calls)
 			fmt.Fprintf(w, "%-32s %12d\n", "errors", r.Errors)
 			fmt.Fprintf(w, "%-32s %12.0f\n", "calls/s", r.CallsPerSec)
@@ -180,6 +193,8 @@ database round trips per call (goal: at most 2).`,
 		"also measure the floors on this machine (the empty HTTP exchange with the same workers; one client's calls beside one exchange and one synchronous 4 KiB write) and report the goals as ratios to them")
 	cmd.Flags().BoolVar(&opts.WithoutDelayedCommitUnsafe, "without-delayed-commit-unsafe", false,
 		"serve with a broker that gives no call a delayed-commit window (measures the rest of the path)")
+	cmd.Flags().IntVar(&opts.LiveTokens, "live-tokens", 0, "issue this many more live tokens, to another client, before the load phase (the scale of the tokens table)")
+	cmd.Flags().IntVar(&opts.PriorRecords, "audit-records", 0, "append this many audit records before the load phase (the scale of the log the calls' records join)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/capgate/capgate/client"
 	"github.com/capgate/capgate/internal/apps/settings"
+	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/ipc"
@@ -42,6 +43,13 @@ const (
 	MaxGatewayReplicas = 16
 	// decisionRuns is how many Broker.Explain calls the decision median is taken over.
 	decisionRuns = 5000
+	// MaxLiveTokens bounds GatewayOptions.LiveTokens, and MaxPriorRecords PriorRecords: each
+	// is made before the load phase, a token a store write, a record a share of a batch.
+	MaxLiveTokens   = 1_000_000
+	MaxPriorRecords = 10_000_000
+	// priorWriters is how many goroutines append the prior records, so that the audit
+	// writer's batches fill.
+	priorWriters = 256
 )
 
 // GatewayOptions configures Gateway. The zero value runs 32 workers for 5 seconds.
@@ -70,22 +78,31 @@ type GatewayOptions struct {
 	// HTTP exchange with the same workers for the same duration, before the load phase, and
 	// a synchronous 4 KiB write in the data folder.
 	Floor bool
+	// LiveTokens more live tokens are issued, to other clients, before the load phase: the
+	// scale of the tokens table and of what a revocation sync reads. At most MaxLiveTokens.
+	LiveTokens int
+	// PriorRecords audit records are appended before the load phase: the scale of the log a
+	// call's records join. At most MaxPriorRecords.
+	PriorRecords int
 }
 
 // GatewayReport is what a gateway run measured: real calls of the Settings app's get_setting
 // with a capability token, through the IPC API over loopback HTTP, each with its durable audit
 // records, and the decision alone (Broker.Explain with the token in the verifier's cache).
 type GatewayReport struct {
-	Store       string  `json:"store"` // "sqlite" or "postgres"
-	Replicas    int     `json:"replicas"`
-	Workers     int     `json:"workers"`
-	DurationS   float64 `json:"duration_s"` // the load phase as measured
-	Calls       int64   `json:"calls"`      // calls answered with success
-	Errors      int64   `json:"errors"`     // transport failures and error answers
-	CallsPerSec float64 `json:"calls_per_sec"`
-	P50MS       float64 `json:"p50_ms"`
-	P99MS       float64 `json:"p99_ms"`
-	MaxMS       float64 `json:"max_ms"`
+	Store    string `json:"store"` // "sqlite" or "postgres"
+	Replicas int    `json:"replicas"`
+	// LiveTokens and PriorRecords are the scale the run was asked for (GatewayOptions).
+	LiveTokens   int     `json:"live_tokens,omitempty"`
+	PriorRecords int     `json:"prior_records,omitempty"`
+	Workers      int     `json:"workers"`
+	DurationS    float64 `json:"duration_s"` // the load phase as measured
+	Calls        int64   `json:"calls"`      // calls answered with success
+	Errors       int64   `json:"errors"`     // transport failures and error answers
+	CallsPerSec  float64 `json:"calls_per_sec"`
+	P50MS        float64 `json:"p50_ms"`
+	P99MS        float64 `json:"p99_ms"`
+	MaxMS        float64 `json:"max_ms"`
 	// AuditRecords is how many audit records the gateway made durable in the run (two a call:
 	// the decision and the outcome, plus the token's issue); RecordsPerBatch is how many shared
 	// one store transaction (group commit).
@@ -195,8 +212,12 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 		return GatewayReport{}, err
 	}
 	defer os.RemoveAll(dir)
-	// The whole run is bounded: setup, the load phase, the decision runs and shutdown.
-	ctx, cancel := context.WithTimeout(context.Background(), opts.Duration+2*time.Minute)
+	opts.LiveTokens = min(max(opts.LiveTokens, 0), MaxLiveTokens)
+	opts.PriorRecords = min(max(opts.PriorRecords, 0), MaxPriorRecords)
+	// The whole run is bounded: setup (the scale it is asked for too), the load phase, the
+	// decision runs and shutdown.
+	ctx, cancel := context.WithTimeout(context.Background(), opts.Duration+2*time.Minute+
+		time.Duration(opts.LiveTokens)*time.Millisecond+time.Duration(opts.PriorRecords)*100*time.Microsecond)
 	defer cancel()
 	storeURL := opts.Store
 	if kind == gateway.Postgres {
@@ -235,6 +256,10 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 	})
 	if err != nil {
 		return GatewayReport{}, fmt.Errorf("bench: issue the token: %w", err)
+	}
+
+	if err := scaleUp(ctx, g, opts); err != nil {
+		return GatewayReport{}, err
 	}
 
 	serveCtx, stop := context.WithCancel(ctx)
@@ -307,6 +332,7 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 		return GatewayReport{}, err
 	}
 	r.Store, r.Replicas, r.Floor, r.Sequential = "sqlite", len(gs), floor, seq
+	r.LiveTokens, r.PriorRecords = opts.LiveTokens, opts.PriorRecords
 	if kind == gateway.Postgres {
 		r.Store = "postgres"
 		r.RoundTripsPerCall = float64(rt) / float64(r.Calls)
@@ -497,4 +523,49 @@ var getSettingParams = json.RawMessage(`{"category":"display","key":"brightness"
 // getSetting is the call of settings.get_setting under tok, as request requestID.
 func getSetting(requestID, tok string) client.Call {
 	return client.Call{App: "settings", Method: "get_setting", Params: getSettingParams, Token: tok, RequestID: requestID}
+}
+
+// scaleUp issues opts.LiveTokens live tokens to other clients and appends opts.PriorRecords
+// audit records, before the load phase.
+func scaleUp(ctx context.Context, g *gateway.Gateway, opts GatewayOptions) error {
+	if opts.LiveTokens > 0 {
+		now := time.Now()
+		if err := g.Store.PutClient(ctx, store.Client{ID: "cl_scale", Name: "scale", Trust: manifest.AuthUser, Created: now}); err != nil {
+			return fmt.Errorf("bench: live tokens: %w", err)
+		}
+		for i := range opts.LiveTokens {
+			t := store.Token{ID: token.NewID(), ClientID: "cl_scale", IssuedAt: now,
+				ExpiresAt: now.Add(time.Hour), Hash: token.WireHash(fmt.Sprintf("scale-%d", i))}
+			if err := g.Store.PutToken(ctx, t); err != nil {
+				return fmt.Errorf("bench: live tokens: %w", err)
+			}
+		}
+	}
+	if opts.PriorRecords > 0 {
+		var next atomic.Int64
+		errs := make(chan error, priorWriters)
+		var wg sync.WaitGroup
+		for range priorWriters {
+			wg.Go(func() {
+				for {
+					i := next.Add(1)
+					if i > int64(opts.PriorRecords) {
+						return
+					}
+					rec := audit.Record{Action: "query", App: "settings", Method: "get_setting", Decision: "allow",
+						Result: "success", ClientID: "cl_scale", Kind: "outcome", CallID: fmt.Sprintf("call_scale_%d", i)}
+					if _, err := g.Audit.Append(ctx, rec); err != nil {
+						errs <- fmt.Errorf("bench: prior records: %w", err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		if err := <-errs; err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -84,3 +84,22 @@ func TestGatewayFloor(t *testing.T) {
 		t.Errorf("a floor reported unasked: %+v %+v %+v", r.Floor, r.Sequential, r.Goals)
 	}
 }
+
+// TestGatewayScale runs with live tokens and prior audit records made before the load phase,
+// and reports the scale it ran at; it asserts no speed.
+func TestGatewayScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens a gateway and serves it on loopback")
+	}
+	r, err := Gateway(GatewayOptions{Duration: 200 * time.Millisecond, Workers: 2, LiveTokens: 50, PriorRecords: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.LiveTokens != 50 || r.PriorRecords != 1000 || r.Calls <= 0 || r.Errors != 0 {
+		t.Fatalf("report: %+v", r)
+	}
+	// The prior records are in the log with the calls' own.
+	if r.AuditRecords < 1000+2*r.Calls {
+		t.Errorf("audit records = %d, want at least %d", r.AuditRecords, 1000+2*r.Calls)
+	}
+}

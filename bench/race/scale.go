@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"text/tabwriter"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/capgate/capgate/internal/bench"
+)
+
+// scalePoint is one gateway run at one scale: calls/s and p99 with n tokens live or n audit
+// records already in the log.
+type scalePoint struct {
+	Axis        string  `json:"axis"` // "live tokens" or "audit records"
+	N           int     `json:"n"`
+	CallsPerSec float64 `json:"calls_per_sec"`
+	P99MS       float64 `json:"p99_ms"`
+}
+
+// scaleAxes are the scales `--scale` runs at, each axis from its smallest: what grows with
+// each is the question, so every figure is read against the axis's first.
+var scaleAxes = []struct {
+	name string
+	ns   []int
+	opts func(n int) bench.GatewayOptions
+}{
+	{"live tokens", []int{1, 1_000, 100_000}, func(n int) bench.GatewayOptions { return bench.GatewayOptions{LiveTokens: n} }},
+	{"audit records", []int{1_000, 100_000, 1_000_000}, func(n int) bench.GatewayOptions { return bench.GatewayOptions{PriorRecords: n} }},
+}
+
+// runScale runs bench.Gateway at every scale point, workers workers for d each.
+func runScale(d time.Duration, workers int, progress func(string)) ([]scalePoint, error) {
+	var pts []scalePoint
+	for _, ax := range scaleAxes {
+		for _, n := range ax.ns {
+			progress(fmt.Sprintf("scale: %d %s", n, ax.name))
+			o := ax.opts(n)
+			o.Duration, o.Workers = d, workers
+			r, err := bench.Gateway(o)
+			if err != nil {
+				return nil, fmt.Errorf("scale: %d %s: %w", n, ax.name, err)
+			}
+			pts = append(pts, scalePoint{Axis: ax.name, N: n, CallsPerSec: r.CallsPerSec, P99MS: r.P99MS})
+		}
+	}
+	return pts, nil
+}
+
+// printScale writes the points as a table, each beside its axis's first.
+func printScale(w io.Writer, pts []scalePoint) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scale\t   calls/s\t  of the first\t  p99 (ms)\t  of the first")
+	first := map[string]scalePoint{}
+	for _, p := range pts {
+		f, ok := first[p.Axis]
+		if !ok {
+			first[p.Axis], f = p, p
+		}
+		fmt.Fprintf(tw, "%d %s\t%10.0f\t%13.2fx\t%10.2f\t%13.2fx\n", p.N, p.Axis, p.CallsPerSec, p.CallsPerSec/f.CallsPerSec, p.P99MS, p.P99MS/f.P99MS)
+	}
+	tw.Flush()
+}
+
+// writeScaleChart draws calls/s and p99 of each axis against its scale (log), each as a ratio
+// to the axis's first point: flat lines at 1× are what "appends stay flat" looks like.
+func writeScaleChart(pts []scalePoint, path string) error {
+	p := plot.New()
+	p.Title.Text = "capgate bench gateway at scale: each figure against its axis's smallest scale"
+	p.X.Label.Text = "live tokens, or audit records already in the log (log scale)"
+	p.Y.Label.Text = "ratio to the smallest scale"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Add(plotter.NewGrid())
+	colors := []color.RGBA{{R: 0x3b, G: 0x6e, B: 0xa8, A: 0xff}, {R: 0xc0, G: 0x50, B: 0x30, A: 0xff}}
+	for i, ax := range scaleAxes {
+		var calls, p99 plotter.XYs
+		var f scalePoint
+		for _, pt := range pts {
+			if pt.Axis != ax.name {
+				continue
+			}
+			if len(calls) == 0 {
+				f = pt
+			}
+			calls = append(calls, plotter.XY{X: float64(pt.N), Y: pt.CallsPerSec / f.CallsPerSec})
+			p99 = append(p99, plotter.XY{X: float64(pt.N), Y: pt.P99MS / f.P99MS})
+		}
+		if len(calls) == 0 {
+			continue
+		}
+		for j, series := range []plotter.XYs{calls, p99} {
+			l, err := plotter.NewLine(series)
+			if err != nil {
+				return err
+			}
+			l.Color = colors[i%len(colors)]
+			l.Width = vg.Points(2)
+			what := "calls/s"
+			if j == 1 {
+				what = "p99"
+				l.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
+			}
+			p.Add(l)
+			p.Legend.Add(ax.name+": "+what, l)
+		}
+	}
+	p.Legend.Top = true
+	// From 0, and at least to 2×, so that a flat line reads as flat.
+	p.Y.Min, p.Y.Max = 0, math.Max(2, p.Y.Max*1.1)
+	return p.Save(9*vg.Inch, 5*vg.Inch, path)
+}
