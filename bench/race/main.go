@@ -41,8 +41,8 @@ const toolServerArg = "serve-mcp-tool-server"
 const (
 	// scaleWorkers is the workers of each --scale run: the gateway section's usual load.
 	scaleWorkers = 16
-	maxRounds = 1000
-	maxRound  = 10 * time.Second
+	maxRounds    = 1000
+	maxRound     = 10 * time.Second
 	// runTimeout bounds the whole run, whatever it is asked.
 	runTimeout = 30 * time.Minute
 )
