@@ -39,6 +39,7 @@ type Handler struct {
 	inner     http.Handler   // the handshake revisions, with sessions
 	stateless http.Handler   // 2026-07-28, without
 	warm      warmSessions   // 2026-07-28's servers, kept between requests
+	tools     toolCache      // the tool of each usable capability, built once
 }
 
 // Stateless is the sessionless MCP revision: no initialize handshake and no Mcp-Session-Id;

@@ -36,4 +36,7 @@ const (
 	MaxWarmSessions = 1024
 	// WarmIdle drops a kept server its client has not used for this long.
 	WarmIdle = 10 * time.Minute
+	// MaxCachedTools bounds the tools kept built (toolCache): a tool per capability and way
+	// a client may see it (its consent need), far more than a registry holds.
+	MaxCachedTools = 1 << 14
 )

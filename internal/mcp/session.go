@@ -63,7 +63,7 @@ func (s *session) sync(caller broker.Caller) {
 	defer s.mu.Unlock()
 	next := map[string]capTool{}
 	for _, u := range s.h.o.Broker.UsableBy(caller) {
-		ct := newCapTool(u)
+		ct := s.h.tools.get(u)
 		if reserved(ct.tool.Name) {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -144,5 +145,44 @@ func newCapTool(u broker.Usable) capTool {
 	def, _ := json.Marshal(t)
 	sum := sha256.Sum256(def)
 	ct.digest = hex.EncodeToString(sum[:])
+	return ct
+}
+
+// toolCache holds the tool built for each usable capability, so that a session brought up to
+// date before a request (session.sync, under 2026-07-28 before every one) does not build every
+// tool again: its description, annotations and digest, a JSON encoding and a SHA-256 each.
+// A capability's declaration is immutable (a registry change makes a new one), so an entry is
+// keyed by it and by everything else newCapTool reads. Each get hands out a tool of its own,
+// as newCapTool does. It is safe for concurrent use; a full cache is emptied.
+type toolCache struct {
+	mu sync.Mutex
+	m  map[toolKey]capTool
+}
+
+type toolKey struct {
+	cap                    *manifest.Capability
+	id, appID, alias, perm string
+	method                 string
+	tier                   manifest.Tier
+	needsConsent           bool
+}
+
+func (c *toolCache) get(u broker.Usable) capTool {
+	k := toolKey{cap: u.Cap, id: u.ID.String(), appID: u.App.ID.String(), alias: u.App.Alias, perm: u.Permission.String(),
+		method: u.Method, tier: u.App.Tier, needsConsent: u.NeedsConsent}
+	c.mu.Lock()
+	ct, ok := c.m[k]
+	c.mu.Unlock()
+	if !ok {
+		ct = newCapTool(u)
+		c.mu.Lock()
+		if c.m == nil || len(c.m) >= MaxCachedTools {
+			c.m = map[toolKey]capTool{}
+		}
+		c.m[k] = ct
+		c.mu.Unlock()
+	}
+	t := *ct.tool
+	ct.tool = &t
 	return ct
 }
