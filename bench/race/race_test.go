@@ -75,17 +75,7 @@ func TestRace(t *testing.T) {
 			}
 		}
 	}
-	path := filepath.Join(t.TempDir(), "race.png")
-	if err := writeChart(rep, path); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := png.Decode(bytes.NewReader(data)); err != nil {
-		t.Fatalf("the chart is not a PNG: %v", err)
-	}
+	wantPNG(t, func(path string) error { return writeChart(rep, path) })
 	var table bytes.Buffer
 	printTable(&table, rep)
 	for _, r := range rep.Rows {
@@ -150,8 +140,19 @@ func TestScale(t *testing.T) {
 			t.Errorf("point %+v", p)
 		}
 	}
-	path := filepath.Join(t.TempDir(), "scale.png")
-	if err := writeScaleChart(pts, path); err != nil {
+	wantPNG(t, func(path string) error { return writeScaleChart(pts, path) })
+	var table bytes.Buffer
+	printScale(&table, pts)
+	if !strings.Contains(table.String(), "10 audit records") || !strings.Contains(table.String(), "10 live tokens") {
+		t.Errorf("the table:\n%s", table.String())
+	}
+}
+
+// wantPNG has write draw a chart into a file and checks the file is a PNG.
+func wantPNG(t *testing.T, write func(path string) error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "chart.png")
+	if err := write(path); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(path)
@@ -160,10 +161,5 @@ func TestScale(t *testing.T) {
 	}
 	if _, err := png.Decode(bytes.NewReader(data)); err != nil {
 		t.Fatalf("the chart is not a PNG: %v", err)
-	}
-	var table bytes.Buffer
-	printScale(&table, pts)
-	if !strings.Contains(table.String(), "10 audit records") || !strings.Contains(table.String(), "10 live tokens") {
-		t.Errorf("the table:\n%s", table.String())
 	}
 }

@@ -23,7 +23,6 @@ import (
 // replica in turn, whatever came before (no stickiness, no session affinity). It records
 // which replica answered each JSON-RPC request.
 type roundRobin struct {
-	targets []*url.URL
 	proxies []*httputil.ReverseProxy
 
 	mu     sync.Mutex
@@ -47,7 +46,6 @@ func newRoundRobin(t *testing.T, rs []*replica) (*httptest.Server, *roundRobin) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		rr.targets = append(rr.targets, u)
 		// The Host header stays the balancer's: the replicas' links then point at it.
 		rr.proxies = append(rr.proxies, &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
@@ -82,7 +80,7 @@ func (rr *roundRobin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rr.mu.Lock()
 	i := rr.next
-	rr.next = (rr.next + 1) % len(rr.targets)
+	rr.next = (rr.next + 1) % len(rr.proxies)
 	rec.replica = i
 	if rec.method != "" {
 		rr.served = append(rr.served, rec)
@@ -212,12 +210,12 @@ func spans(rs []int) bool {
 	return false
 }
 
-// waitPendingKindEnv waits for a pending consent request of kind in the store env names and
-// returns its id.
-func waitPendingKindEnv(t *testing.T, env []string, kind string) string {
+// waitPendingKindEnv waits for a pending consent request of kind in the store env (and args)
+// names and returns its id.
+func waitPendingKindEnv(t *testing.T, env []string, kind string, args ...string) string {
 	t.Helper()
 	for range 300 {
-		l := capgate(t, "", env, "approvals", "list", "--json")
+		l := capgate(t, "", env, append([]string{"approvals", "list", "--json"}, args...)...)
 		var pending []struct{ ID, Kind string }
 		json.Unmarshal([]byte(l.stdout), &pending)
 		for _, p := range pending {

@@ -52,19 +52,7 @@ func npmPart(t *testing.T, rel string) (path, node string) {
 // "call", ...).
 func waitPendingKind(t *testing.T, data, kind string) string {
 	t.Helper()
-	for range 200 {
-		l := capgate(t, "", nil, "approvals", "list", "--json", "--data", data)
-		var pending []struct{ ID, Kind string }
-		json.Unmarshal([]byte(l.stdout), &pending)
-		for _, p := range pending {
-			if p.Kind == kind {
-				return p.ID
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("no pending %s request appeared", kind)
-	return ""
+	return waitPendingKindEnv(t, nil, kind, "--data", data)
 }
 
 // answered runs the command in the background, answers (approve or deny) the consent request
