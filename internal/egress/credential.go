@@ -155,7 +155,8 @@ var reservedHeaders = map[string]bool{
 
 // parseHeaderTemplate reads "Name: value" where value holds {secret} exactly once. The name is
 // an RFC 9110 token; the value, around the placeholder, is visible ASCII and spaces, with no
-// space at either end. It returns the canonical header name and the value around the secret.
+// space at either end, and no brace outside the placeholder. It returns the canonical header
+// name and the value around the secret.
 func parseHeaderTemplate(t string) (name, prefix, suffix string, err error) {
 	n, v, ok := strings.Cut(t, ":")
 	if !ok {
@@ -186,6 +187,10 @@ func parseHeaderTemplate(t string) (name, prefix, suffix string, err error) {
 		return "", "", "", fmt.Errorf("must hold %s exactly once in the value", secretPlaceholder)
 	}
 	prefix, suffix, _ = strings.Cut(v, secretPlaceholder)
+	if strings.ContainsAny(prefix+suffix, "{}") {
+		// Braces outside the placeholder would let the text around it spell another one.
+		return "", "", "", fmt.Errorf("must not hold { or } outside %s", secretPlaceholder)
+	}
 	return name, prefix, suffix, nil
 }
 

@@ -112,7 +112,7 @@ func TestHeaderTemplate(t *testing.T) {
 		"", "Authorization", ": {secret}", "Auth orization: {secret}", "Authorization: Bearer",
 		"Authorization: {secret} {secret}", "Authorization: {secret}\r\nX-Other: 1", "Authorization: {secret} ",
 		"Host: {secret}", "proxy-authorization: {secret}", "Capgate-Credential: {secret}", "Transfer-Encoding: {secret}",
-		"Authorization: é{secret}",
+		"Authorization: é{secret}", "e:{sec{secret}ret}", "X-Key: {{secret}}", "X-Key: {secret}}", "X-Key: {}{secret}",
 	} {
 		if _, _, _, err := parseHeaderTemplate(in); err == nil {
 			t.Errorf("%q accepted", in)
