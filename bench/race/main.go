@@ -104,13 +104,14 @@ func main() {
 	chart := flag.String("chart", filepath.Join("docs", "race.png"), `where to write the chart ("" for none)`)
 	quiet := flag.Bool("quiet", false, "no progress on stderr")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
-	scale := flag.Bool("scale", false, "instead of the race, run capgate bench gateway at growing scales (live tokens, audit records in the log) and chart them")
+	scale := flag.Bool("scale", false, "instead of the race, run capgate bench gateway at growing scales (live tokens, audit records in the log, capabilities, replicas) and chart them")
+	postgres := flag.String("postgres", os.Getenv("CAPGATE_TEST_POSTGRES"), "with --scale: the PostgreSQL database of the replicas axis, a postgres:// URL (the run makes a schema of its own and drops it); none leaves the axis out")
 	scaleFor := flag.Duration("scale-duration", 3*time.Second, "with --scale: each run's load phase (at most 1m)")
 	scaleChart := flag.String("scale-chart", filepath.Join("docs", "scale.png"), `with --scale: where to write its chart ("" for none)`)
 	traceFile := flag.String("trace", "", "write an execution trace of the whole run to this file (go tool trace; -pprof=sync shows where calls wait)")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: go run ./bench [--rounds N] [--round D] [--json] [--chart PATH] [--quiet] [--cpuprofile FILE] [--trace FILE]")
-		fmt.Fprintln(os.Stderr, "       go run ./bench --scale [--scale-duration D] [--scale-chart PATH] [--json] [--quiet]")
+		fmt.Fprintln(os.Stderr, "       go run ./bench --scale [--postgres URL] [--scale-duration D] [--scale-chart PATH] [--json] [--quiet]")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -124,7 +125,7 @@ func main() {
 		}
 	}
 	if *scale {
-		pts, err := runScale(*scaleFor, scaleWorkers, progress)
+		pts, err := runScale(*scaleFor, scaleWorkers, *postgres, progress)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "race:", err)
 			os.Exit(1)

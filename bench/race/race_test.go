@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/capgate/capgate/internal/store/postgres/pgtest"
 )
 
 // The test binary is the race's tool server too, as the race program is.
@@ -117,7 +119,8 @@ func TestMeasure(t *testing.T) {
 	}
 }
 
-// The scale runs at two small points of each axis and charts them; it asserts no speed.
+// The scale runs at two small points of each axis, replicas on the test's PostgreSQL, and
+// charts them; it asserts no speed.
 func TestScale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens gateways")
@@ -127,12 +130,15 @@ func TestScale(t *testing.T) {
 	scaleAxes = slices.Clone(scaleAxes)
 	for i := range scaleAxes {
 		scaleAxes[i].ns = []int{1, 10}
+		if scaleAxes[i].postgres {
+			scaleAxes[i].ns = []int{1, 2}
+		}
 	}
-	pts, err := runScale(100*time.Millisecond, 2, func(string) {})
+	pts, err := runScale(100*time.Millisecond, 2, pgtest.DSN(t), func(string) {})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pts) != 4 {
+	if len(pts) != 8 {
 		t.Fatalf("points: %+v", pts)
 	}
 	for _, p := range pts {
@@ -143,8 +149,16 @@ func TestScale(t *testing.T) {
 	wantPNG(t, func(path string) error { return writeScaleChart(pts, path) })
 	var table bytes.Buffer
 	printScale(&table, pts)
-	if !strings.Contains(table.String(), "10 audit records") || !strings.Contains(table.String(), "10 live tokens") {
-		t.Errorf("the table:\n%s", table.String())
+	for _, want := range []string{"10 audit records", "10 live tokens", "10 more capabilities", "2 replicas on PostgreSQL"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("no %q in the table:\n%s", want, table.String())
+		}
+	}
+	// Without a database the replicas are left out, saying so.
+	var said []string
+	pts, err = runScale(100*time.Millisecond, 2, "", func(s string) { said = append(said, s) })
+	if err != nil || len(pts) != 6 || !strings.Contains(strings.Join(said, "\n"), "replicas on PostgreSQL left out") {
+		t.Errorf("without PostgreSQL: %d points, %v, said %q", len(pts), err, said)
 	}
 }
 

@@ -15,34 +15,47 @@ import (
 	"github.com/capgate/capgate/internal/bench"
 )
 
-// scalePoint is one gateway run at one scale: calls/s and p99 with n tokens live or n audit
-// records already in the log.
+// scalePoint is one gateway run at one scale: calls/s and p99 with n tokens live, n audit
+// records already in the log, n more capabilities registered or n replicas on PostgreSQL.
 type scalePoint struct {
-	Axis        string  `json:"axis"` // "live tokens" or "audit records"
+	Axis        string  `json:"axis"` // one of scaleAxes' names
 	N           int     `json:"n"`
 	CallsPerSec float64 `json:"calls_per_sec"`
 	P99MS       float64 `json:"p99_ms"`
 }
 
 // scaleAxes are the scales `--scale` runs at, each axis from its smallest: what grows with
-// each is the question, so every figure is read against the axis's first.
+// each is the question, so every figure is read against the axis's first. An axis whose
+// postgres is set runs on PostgreSQL, and only when a database is given.
 var scaleAxes = []struct {
-	name string
-	ns   []int
-	opts func(n int) bench.GatewayOptions
+	name     string
+	ns       []int
+	postgres bool
+	opts     func(n int) bench.GatewayOptions
 }{
-	{"live tokens", []int{1, 1_000, 100_000}, func(n int) bench.GatewayOptions { return bench.GatewayOptions{LiveTokens: n} }},
-	{"audit records", []int{1_000, 100_000, 1_000_000}, func(n int) bench.GatewayOptions { return bench.GatewayOptions{PriorRecords: n} }},
+	{"live tokens", []int{1, 1_000, 100_000}, false, func(n int) bench.GatewayOptions { return bench.GatewayOptions{LiveTokens: n} }},
+	{"audit records", []int{1_000, 100_000, 1_000_000, 10_000_000}, false, func(n int) bench.GatewayOptions { return bench.GatewayOptions{PriorRecords: n} }},
+	{"more capabilities", []int{10, 1_000, 10_000}, false, func(n int) bench.GatewayOptions { return bench.GatewayOptions{Capabilities: n} }},
+	{"replicas on PostgreSQL", []int{1, 2, 3}, true, func(n int) bench.GatewayOptions { return bench.GatewayOptions{Replicas: n} }},
 }
 
-// runScale runs bench.Gateway at every scale point, workers workers for d each.
-func runScale(d time.Duration, workers int, progress func(string)) ([]scalePoint, error) {
+// runScale runs bench.Gateway at every scale point, workers workers for d each. pg is the
+// PostgreSQL database of the axes that need one (the run makes a schema of its own in it and
+// drops it); with none, those axes are left out, saying so.
+func runScale(d time.Duration, workers int, pg string, progress func(string)) ([]scalePoint, error) {
 	var pts []scalePoint
 	for _, ax := range scaleAxes {
+		if ax.postgres && pg == "" {
+			progress(fmt.Sprintf("scale: %s left out: no PostgreSQL given (--postgres URL)", ax.name))
+			continue
+		}
 		for _, n := range ax.ns {
 			progress(fmt.Sprintf("scale: %d %s", n, ax.name))
 			o := ax.opts(n)
 			o.Duration, o.Workers = d, workers
+			if ax.postgres {
+				o.Store = pg
+			}
 			r, err := bench.Gateway(o)
 			if err != nil {
 				return nil, fmt.Errorf("scale: %d %s: %w", n, ax.name, err)
@@ -73,12 +86,13 @@ func printScale(w io.Writer, pts []scalePoint) {
 func writeScaleChart(pts []scalePoint, path string) error {
 	p := plot.New()
 	p.Title.Text = "capgate bench gateway at scale: each figure against its axis's smallest scale"
-	p.X.Label.Text = "live tokens, or audit records already in the log (log scale)"
+	p.X.Label.Text = "live tokens, audit records already in the log, more capabilities, or replicas (log scale)"
 	p.Y.Label.Text = "ratio to the smallest scale"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Add(plotter.NewGrid())
-	colors := []color.RGBA{{R: 0x3b, G: 0x6e, B: 0xa8, A: 0xff}, {R: 0xc0, G: 0x50, B: 0x30, A: 0xff}}
+	colors := []color.RGBA{{R: 0x3b, G: 0x6e, B: 0xa8, A: 0xff}, {R: 0xc0, G: 0x50, B: 0x30, A: 0xff},
+		{R: 0x2e, G: 0x8b, B: 0x57, A: 0xff}, {R: 0x80, G: 0x50, B: 0xa0, A: 0xff}}
 	for i, ax := range scaleAxes {
 		var calls, p99 plotter.XYs
 		var f scalePoint

@@ -70,7 +70,7 @@ func newBenchGatewayCmd(g *globals) *cobra.Command {
 	var opts bench.GatewayOptions
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "gateway [--duration D] [--workers N] [--store URL] [--replicas N] [--live-tokens N] [--audit-records N] [--json]",
+		Use:   "gateway [--duration D] [--workers N] [--store URL] [--replicas N] [--live-tokens N] [--audit-records N] [--capabilities N] [--json]",
 		Short: "Drive real calls through a gateway over loopback HTTP and time them",
 		Long: `Open a gateway in a temporary data folder, serve it on 127.0.0.1 (an ephemeral port), add a
 client, issue it a token for system.settings.read, and drive POST /v1/ipc get_setting calls
@@ -89,9 +89,10 @@ the goals as ratios to those floors: calls/s at least 0.6 of the empty exchange'
 decision against cedar-go and an MCP call against the same call direct are in the race, go run
 ./bench.
 
---live-tokens N and --audit-records N make the run's scale before the load phase: N more live
-tokens in the store, or N audit records already in the log; go run ./bench --scale runs it at
-several scales and charts calls/s and p99 against each.
+--live-tokens N, --audit-records N and --capabilities N make the run's scale before the load
+phase: N more live tokens in the store, N audit records already in the log, or N more
+capabilities registered (in apps of 1,000); go run ./bench --scale runs it at several scales,
+and with replicas on PostgreSQL, and charts calls/s and p99 against each.
 
 With --store postgres://... the gateways keep their state in PostgreSQL, in a schema the run
 makes for itself and drops at the end, and --replicas N serves N gateways on it (in this one
@@ -114,6 +115,9 @@ database round trips per call (goal: at most 2).`,
 			if opts.PriorRecords < 0 || opts.PriorRecords > bench.MaxPriorRecords {
 				return usageErr("--audit-records: must be between 0 and %d", bench.MaxPriorRecords)
 			}
+			if opts.Capabilities < 0 || opts.Capabilities > bench.MaxCapabilities {
+				return usageErr("--capabilities: must be between 0 and %d", bench.MaxCapabilities)
+			}
 			l, err := g.load(hostFlags{})
 			if err != nil {
 				return err
@@ -130,8 +134,9 @@ database round trips per call (goal: at most 2).`,
 			}
 			fmt.Fprintf(w, "settings get_setting with a token over loopback HTTP, %d workers, %.1f s, %s, %d replica(s)\n",
 				r.Workers, r.DurationS, r.Store, r.Replicas)
-			if r.LiveTokens > 0 || r.PriorRecords > 0 {
-				fmt.Fprintf(w, "with %d more live tokens and %d audit records before the load phase\n", r.LiveTokens, r.PriorRecords)
+			if r.LiveTokens > 0 || r.PriorRecords > 0 || r.Capabilities > 0 {
+				fmt.Fprintf(w, "with %d more live tokens, %d audit records and %d more capabilities before the load phase\n",
+					r.LiveTokens, r.PriorRecords, r.Capabilities)
 			}
 			fmt.Fprintf(w, "%-32s %12d\n", "calls", r.Calls)
 			fmt.Fprintf(w, "%-32s %12d\n", "errors", r.Errors)
@@ -195,6 +200,7 @@ database round trips per call (goal: at most 2).`,
 		"serve with a broker that gives no call a delayed-commit window (measures the rest of the path)")
 	cmd.Flags().IntVar(&opts.LiveTokens, "live-tokens", 0, "issue this many more live tokens, to another client, before the load phase (the scale of the tokens table)")
 	cmd.Flags().IntVar(&opts.PriorRecords, "audit-records", 0, "append this many audit records before the load phase (the scale of the log the calls' records join)")
+	cmd.Flags().IntVar(&opts.Capabilities, "capabilities", 0, "register this many more capabilities, in apps of their own, before the load phase (the scale of the registry)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }

@@ -47,6 +47,10 @@ const (
 	// is made before the load phase, a token a store write, a record a share of a batch.
 	MaxLiveTokens   = 1_000_000
 	MaxPriorRecords = 10_000_000
+	// MaxCapabilities bounds GatewayOptions.Capabilities, registered as apps of at most
+	// capsPerApp capabilities each (a manifest holds at most manifest.MaxCapabilities).
+	MaxCapabilities = 100_000
+	capsPerApp      = 1000
 	// priorWriters is how many goroutines append the prior records, so that the audit
 	// writer's batches fill.
 	priorWriters = 256
@@ -84,6 +88,10 @@ type GatewayOptions struct {
 	// PriorRecords audit records are appended before the load phase: the scale of the log a
 	// call's records join. At most MaxPriorRecords.
 	PriorRecords int
+	// Capabilities more capabilities are registered before the load phase, in apps of their
+	// own (unsigned, so Tier 2): the scale of the registry a call's capability is found in.
+	// At most MaxCapabilities.
+	Capabilities int
 }
 
 // GatewayReport is what a gateway run measured: real calls of the Settings app's get_setting
@@ -95,6 +103,10 @@ type GatewayReport struct {
 	// LiveTokens and PriorRecords are the scale the run was asked for (GatewayOptions).
 	LiveTokens   int     `json:"live_tokens,omitempty"`
 	PriorRecords int     `json:"prior_records,omitempty"`
+	Capabilities int     `json:"capabilities,omitempty"`
+	// Registered is how many capabilities the registry held in the load phase, the built-in
+	// apps' with the Capabilities more.
+	Registered int `json:"registered_capabilities"`
 	Workers      int     `json:"workers"`
 	DurationS    float64 `json:"duration_s"` // the load phase as measured
 	Calls        int64   `json:"calls"`      // calls answered with success
@@ -214,10 +226,12 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 	defer os.RemoveAll(dir)
 	opts.LiveTokens = min(max(opts.LiveTokens, 0), MaxLiveTokens)
 	opts.PriorRecords = min(max(opts.PriorRecords, 0), MaxPriorRecords)
+	opts.Capabilities = min(max(opts.Capabilities, 0), MaxCapabilities)
 	// The whole run is bounded: setup (the scale it is asked for too), the load phase, the
 	// decision runs and shutdown.
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Duration+2*time.Minute+
-		time.Duration(opts.LiveTokens)*time.Millisecond+time.Duration(opts.PriorRecords)*100*time.Microsecond)
+		time.Duration(opts.LiveTokens)*time.Millisecond+time.Duration(opts.PriorRecords)*100*time.Microsecond+
+		time.Duration(opts.Capabilities)*time.Millisecond)
 	defer cancel()
 	storeURL := opts.Store
 	if kind == gateway.Postgres {
@@ -260,6 +274,10 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 
 	if err := scaleUp(ctx, g, opts); err != nil {
 		return GatewayReport{}, err
+	}
+	registered := 0
+	for _, a := range g.Registry.List() {
+		registered += len(a.Doc.Manifest().Capabilities)
 	}
 
 	serveCtx, stop := context.WithCancel(ctx)
@@ -332,7 +350,8 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 		return GatewayReport{}, err
 	}
 	r.Store, r.Replicas, r.Floor, r.Sequential = "sqlite", len(gs), floor, seq
-	r.LiveTokens, r.PriorRecords = opts.LiveTokens, opts.PriorRecords
+	r.LiveTokens, r.PriorRecords, r.Capabilities = opts.LiveTokens, opts.PriorRecords, opts.Capabilities
+	r.Registered = registered
 	if kind == gateway.Postgres {
 		r.Store = "postgres"
 		r.RoundTripsPerCall = float64(rt) / float64(r.Calls)
@@ -525,8 +544,8 @@ func getSetting(requestID, tok string) client.Call {
 	return client.Call{App: "settings", Method: "get_setting", Params: getSettingParams, Token: tok, RequestID: requestID}
 }
 
-// scaleUp issues opts.LiveTokens live tokens to other clients and appends opts.PriorRecords
-// audit records, before the load phase.
+// scaleUp issues opts.LiveTokens live tokens to other clients, appends opts.PriorRecords
+// audit records and registers opts.Capabilities capabilities, before the load phase.
 func scaleUp(ctx context.Context, g *gateway.Gateway, opts GatewayOptions) error {
 	if opts.LiveTokens > 0 {
 		now := time.Now()
@@ -565,6 +584,13 @@ func scaleUp(ctx context.Context, g *gateway.Gateway, opts GatewayOptions) error
 		close(errs)
 		if err := <-errs; err != nil {
 			return err
+		}
+	}
+	for app := 0; app*capsPerApp < opts.Capabilities; app++ {
+		n := min(capsPerApp, opts.Capabilities-app*capsPerApp)
+		id := fmt.Sprintf("org.example.scale%d", app)
+		if _, err := g.Registry.Register(ctx, generateApp(id, n), fmt.Sprintf("scale%d", app)); err != nil {
+			return fmt.Errorf("bench: capabilities: %w", err)
 		}
 	}
 	return nil

@@ -85,18 +85,22 @@ func TestGatewayFloor(t *testing.T) {
 	}
 }
 
-// TestGatewayScale runs with live tokens and prior audit records made before the load phase,
-// and reports the scale it ran at; it asserts no speed.
+// TestGatewayScale runs with live tokens, prior audit records and more capabilities made
+// before the load phase, and reports the scale it ran at; it asserts no speed.
 func TestGatewayScale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens a gateway and serves it on loopback")
 	}
-	r, err := Gateway(GatewayOptions{Duration: 200 * time.Millisecond, Workers: 2, LiveTokens: 50, PriorRecords: 1000})
+	r, err := Gateway(GatewayOptions{Duration: 200 * time.Millisecond, Workers: 2, LiveTokens: 50, PriorRecords: 1000, Capabilities: 1500})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.LiveTokens != 50 || r.PriorRecords != 1000 || r.Calls <= 0 || r.Errors != 0 {
+	if r.LiveTokens != 50 || r.PriorRecords != 1000 || r.Capabilities != 1500 || r.Calls <= 0 || r.Errors != 0 {
 		t.Fatalf("report: %+v", r)
+	}
+	// The more capabilities are in the registry (in two apps), beside the built-in apps'.
+	if r.Registered < 1500+1 {
+		t.Errorf("registered capabilities = %d, want more than 1500", r.Registered)
 	}
 	// The prior records are in the log with the calls' own.
 	if r.AuditRecords < 1000+2*r.Calls {

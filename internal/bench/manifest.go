@@ -167,16 +167,19 @@ func SignedManifest(n int, key ed25519.PrivateKey) ([]byte, error) {
 
 // GenerateManifest returns an unsigned manifest of n capabilities in the shape of the
 // manifest document, each different, so that nothing is cached across capabilities.
-func GenerateManifest(n int) []byte {
+func GenerateManifest(n int) []byte { return generateApp("org.example.bench", n) }
+
+// generateApp is GenerateManifest for the app appID, a reverse-DNS name of three labels.
+func generateApp(appID string, n int) []byte {
 	categories := manifest.Categories
 	effects := manifest.SideEffects
 	var b strings.Builder
-	b.WriteString(`{"app_id":"org.example.bench","version":"2.3.0","manifest_version":"1.0","capabilities":[`)
+	fmt.Fprintf(&b, `{"app_id":%q,"version":"2.3.0","manifest_version":"1.0","capabilities":[`, appID)
 	for i := 0; i < n; i++ {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, `{"id":"bench.org.example.bench.action_%d","name":"Action %d","description":"Performs action number %d on the document model and reports the state after it.",`, i, i, i)
+		fmt.Fprintf(&b, `{"id":"bench.%s.action_%d","name":"Action %d","description":"Performs action number %d on the document model and reports the state after it.",`, appID, i, i, i)
 		fmt.Fprintf(&b, `"category":%q,"side_effects":%q,"version":"1.%d","auth_level":"user",`, categories[i%len(categories)], effects[i%len(effects)], i%10)
 		fmt.Fprintf(&b, `"parameters":{"type":"object","required":["path_%d"],"properties":{"path_%d":{"type":"string","minLength":1,"maxLength":4096},"limit":{"type":"integer","minimum":1,"maximum":%d},"mode":{"type":"string","enum":["fast","safe"]}},"additionalProperties":false},`, i, i, 100+i)
 		fmt.Fprintf(&b, `"returns":{"type":"object","properties":{"items_%d":{"type":"array","items":{"type":"string"}},"count":{"type":"integer"}}}`, i)
