@@ -101,20 +101,20 @@ type GatewayReport struct {
 	Store    string `json:"store"` // "sqlite" or "postgres"
 	Replicas int    `json:"replicas"`
 	// LiveTokens and PriorRecords are the scale the run was asked for (GatewayOptions).
-	LiveTokens   int     `json:"live_tokens,omitempty"`
-	PriorRecords int     `json:"prior_records,omitempty"`
-	Capabilities int     `json:"capabilities,omitempty"`
+	LiveTokens   int `json:"live_tokens,omitempty"`
+	PriorRecords int `json:"prior_records,omitempty"`
+	Capabilities int `json:"capabilities,omitempty"`
 	// Registered is how many capabilities the registry held in the load phase, the built-in
 	// apps' with the Capabilities more.
-	Registered int `json:"registered_capabilities"`
-	Workers      int     `json:"workers"`
-	DurationS    float64 `json:"duration_s"` // the load phase as measured
-	Calls        int64   `json:"calls"`      // calls answered with success
-	Errors       int64   `json:"errors"`     // transport failures and error answers
-	CallsPerSec  float64 `json:"calls_per_sec"`
-	P50MS        float64 `json:"p50_ms"`
-	P99MS        float64 `json:"p99_ms"`
-	MaxMS        float64 `json:"max_ms"`
+	Registered  int     `json:"registered_capabilities"`
+	Workers     int     `json:"workers"`
+	DurationS   float64 `json:"duration_s"` // the load phase as measured
+	Calls       int64   `json:"calls"`      // calls answered with success
+	Errors      int64   `json:"errors"`     // transport failures and error answers
+	CallsPerSec float64 `json:"calls_per_sec"`
+	P50MS       float64 `json:"p50_ms"`
+	P99MS       float64 `json:"p99_ms"`
+	MaxMS       float64 `json:"max_ms"`
 	// AuditRecords is how many audit records the gateway made durable in the run (two a call:
 	// the decision and the outcome, plus the token's issue); RecordsPerBatch is how many shared
 	// one store transaction (group commit).
