@@ -31,6 +31,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/capgate/capgate/internal/gateway"
 )
 
 // toolServerArg, as the only argument, makes this program the race's MCP tool server
@@ -98,6 +100,9 @@ func main() {
 		}
 		return
 	}
+	// The gateway's garbage collector is tuned as capgate serve tunes it (GOGC=400 unless the
+	// environment says otherwise); every contender shares the process, and so the setting.
+	gateway.TuneRuntime()
 	rounds := flag.Int("rounds", 11, "measured rounds (at most 1000)")
 	round := flag.Duration("round", 20*time.Millisecond, "each contender's batch per round (at most 10s)")
 	asJSON := flag.Bool("json", false, "print the result as JSON instead of a table")

@@ -40,6 +40,7 @@ type Handler struct {
 	stateless http.Handler   // 2026-07-28, without
 	warm      warmSessions   // 2026-07-28's servers, kept between requests
 	tools     toolCache      // the tool of each usable capability, built once
+	held      heldCache      // each client's held tokens, while the store has not changed
 }
 
 // Stateless is the sessionless MCP revision: no initialize handshake and no Mcp-Session-Id;

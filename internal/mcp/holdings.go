@@ -75,7 +75,7 @@ func (h *Handler) drop(ctx context.Context, handle string) {
 // first: a grant naming the permission exactly before a wildcard, fewer grants before more,
 // a use limit before none, constrained before unconstrained, the sooner expiry first.
 func (h *Handler) covering(ctx context.Context, client, perm string) ([]store.Holding, error) {
-	all, err := h.o.Holdings.ListHoldings(ctx, client, time.Now())
+	all, err := h.held.list(ctx, h.o.Holdings, client, time.Now())
 	if err != nil {
 		return nil, err
 	}

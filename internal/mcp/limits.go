@@ -39,4 +39,7 @@ const (
 	// MaxCachedTools bounds the tools kept built (toolCache): a tool per capability and way
 	// a client may see it (its consent need), far more than a registry holds.
 	MaxCachedTools = 1 << 14
+	// MaxCachedHolders bounds the clients whose held tokens are kept in memory between
+	// calls (heldCache), on a store that counts its changes.
+	MaxCachedHolders = 4096
 )

@@ -63,8 +63,9 @@ type Store interface {
 
 // ChangeCounter is implemented by a store whose processes all share, in memory, a counter
 // of the committed changes a cached decision may depend on: a token revoked, a client, a
-// mandate or an app changed, a consent answered, a token issued; never an audit record, an
-// app's own state or a use taken (the SQLite store, whose processes share one machine).
+// mandate or an app changed, a consent answered, a token issued, a token held for an MCP
+// client or dropped; never an audit record, an app's own state or a use taken (the SQLite
+// store, whose processes share one machine).
 // Changes returns it, and false when it is not available. A caller that read it before
 // reading the store, and reads the same value later, knows that no such change committed in
 // between: what it read then still holds.
