@@ -554,3 +554,29 @@ func TestVerifyHashed(t *testing.T) {
 		t.Fatalf("a malformed token: hash %q, %v", h, err)
 	}
 }
+
+// Verify's token is the caller's own: changing its lists changes nothing the cache answers
+// later, by Verify or VerifyHashed.
+func TestVerifyReturnsACopy(t *testing.T) {
+	key := testKey(1)
+	v := token.NewVerifier(key.Public().(ed25519.PublicKey), 4)
+	w := sign(t, fixedToken(), key)
+	for range 2 { // the first verifies and caches, the second answers from the cache
+		got, err := v.Verify(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := got.Capabilities[0]
+		got.Capabilities[0] = "changed.by.the.caller"
+		if len(got.Constraints.AllowedPaths) > 0 {
+			got.Constraints.AllowedPaths[0] = "/changed"
+		}
+		again, _, err := v.VerifyHashed(w)
+		if err != nil || again.Capabilities[0] != want {
+			t.Fatalf("after the caller changed its copy: %v, %v", again.Capabilities, err)
+		}
+		if len(again.Constraints.AllowedPaths) > 0 && again.Constraints.AllowedPaths[0] == "/changed" {
+			t.Fatalf("after the caller changed its copy: %v", again.Constraints.AllowedPaths)
+		}
+	}
+}

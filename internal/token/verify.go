@@ -58,11 +58,13 @@ func NewVerifier(pub ed25519.PublicKey, cacheSize int) *Verifier {
 // cache; the caller may change it.
 func (v *Verifier) Verify(wire string) (Token, error) {
 	t, _, err := v.VerifyHashed(wire)
-	return t, err
+	return t.Clone(), err
 }
 
 // VerifyHashed is Verify that also returns the wire form's WireHash, computed once per token
-// the cache holds rather than on every call.
+// the cache holds rather than on every call. The token it returns shares its lists with the
+// cache's copy, which is never changed: the caller reads them and must not write to them
+// (Verify returns a copy of its own).
 func (v *Verifier) VerifyHashed(wire string) (Token, string, error) {
 	if len(wire) > MaxWireBytes {
 		return Token{}, "", malformed("longer than MaxWireBytes")
@@ -72,7 +74,7 @@ func (v *Verifier) VerifyHashed(wire string) (Token, string, error) {
 	if el, ok := v.index[key]; ok {
 		v.order.MoveToFront(el)
 		e := el.Value.(*entry)
-		t, hash := e.tok.Clone(), e.hash
+		t, hash := e.tok, e.hash
 		v.mu.Unlock()
 		return t, hash, nil
 	}
