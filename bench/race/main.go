@@ -112,6 +112,7 @@ func main() {
 	scale := flag.Bool("scale", false, "instead of the race, run capgate bench gateway at growing scales (live tokens, audit records in the log, capabilities, replicas) and chart them")
 	postgres := flag.String("postgres", os.Getenv("CAPGATE_TEST_POSTGRES"), "with --scale: the PostgreSQL database of the replicas axis, a postgres:// URL (the run makes a schema of its own and drops it); none leaves the axis out")
 	scaleFor := flag.Duration("scale-duration", 3*time.Second, "with --scale: each run's load phase (at most 1m)")
+	scaleFrom := flag.String("scale-from", "", "with --scale: draw the chart and table from this file of an earlier run's --json output instead of running")
 	scaleChart := flag.String("scale-chart", filepath.Join("docs", "scale.png"), `with --scale: where to write its chart ("" for none)`)
 	traceFile := flag.String("trace", "", "write an execution trace of the whole run to this file (go tool trace; -pprof=sync shows where calls wait)")
 	flag.Usage = func() {
@@ -130,7 +131,13 @@ func main() {
 		}
 	}
 	if *scale {
-		pts, err := runScale(*scaleFor, scaleWorkers, *postgres, progress)
+		var pts []scalePoint
+		var err error
+		if *scaleFrom != "" {
+			pts, err = readScale(*scaleFrom)
+		} else {
+			pts, err = runScale(*scaleFor, scaleWorkers, *postgres, progress)
+		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "race:", err)
 			os.Exit(1)

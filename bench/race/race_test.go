@@ -177,3 +177,31 @@ func wantPNG(t *testing.T, write func(path string) error) {
 		t.Fatalf("the chart is not a PNG: %v", err)
 	}
 }
+
+// An earlier run's points are read back as they were written, and anything else is refused.
+func TestReadScale(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.json", `[{"axis":"live tokens","n":1,"calls_per_sec":10,"p99_ms":1},{"axis":"replicas on PostgreSQL","n":2,"calls_per_sec":5,"p99_ms":2}]`)
+	pts, err := readScale(good)
+	if err != nil || len(pts) != 2 || pts[1].Axis != "replicas on PostgreSQL" || pts[1].CallsPerSec != 5 {
+		t.Fatalf("%+v %v", pts, err)
+	}
+	for name, body := range map[string]string{
+		"empty.json": `[]`, "text.json": `scale calls/s`, "axis.json": `[{"axis":"moons","n":1,"calls_per_sec":1,"p99_ms":1}]`,
+		"zero.json": `[{"axis":"live tokens","n":1,"calls_per_sec":0,"p99_ms":1}]`,
+	} {
+		if _, err := readScale(write(name, body)); err == nil {
+			t.Errorf("%s accepted", name)
+		}
+	}
+	if _, err := readScale(filepath.Join(dir, "missing.json")); err == nil {
+		t.Error("a missing file accepted")
+	}
+}

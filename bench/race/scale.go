@@ -1,16 +1,21 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"image/color"
 	"io"
 	"math"
+	"os"
+	"slices"
 	"text/tabwriter"
 	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/capgate/capgate/internal/bench"
 )
@@ -27,16 +32,18 @@ type scalePoint struct {
 // scaleAxes are the scales `--scale` runs at, each axis from its smallest: what grows with
 // each is the question, so every figure is read against the axis's first. An axis whose
 // postgres is set runs on PostgreSQL, and only when a database is given.
-var scaleAxes = []struct {
-	name     string
-	ns       []int
-	postgres bool
-	opts     func(n int) bench.GatewayOptions
-}{
+var scaleAxes = []scaleAxis{
 	{"live tokens", []int{1, 1_000, 100_000}, false, func(n int) bench.GatewayOptions { return bench.GatewayOptions{LiveTokens: n} }},
 	{"audit records", []int{1_000, 100_000, 1_000_000, 10_000_000}, false, func(n int) bench.GatewayOptions { return bench.GatewayOptions{PriorRecords: n} }},
 	{"more capabilities", []int{10, 1_000, 10_000}, false, func(n int) bench.GatewayOptions { return bench.GatewayOptions{Capabilities: n} }},
 	{"replicas on PostgreSQL", []int{1, 2, 3}, true, func(n int) bench.GatewayOptions { return bench.GatewayOptions{Replicas: n} }},
+}
+
+type scaleAxis struct {
+	name     string
+	ns       []int
+	postgres bool
+	opts     func(n int) bench.GatewayOptions
 }
 
 // runScale runs bench.Gateway at every scale point, workers workers for d each. pg is the
@@ -66,6 +73,27 @@ func runScale(d time.Duration, workers int, pg string, progress func(string)) ([
 	return pts, nil
 }
 
+// readScale reads the points of an earlier run's --scale --json output.
+func readScale(path string) ([]scalePoint, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var pts []scalePoint
+	if err := json.Unmarshal(data, &pts); err != nil {
+		return nil, fmt.Errorf("%s: not the JSON of --scale --json: %w", path, err)
+	}
+	if len(pts) == 0 {
+		return nil, fmt.Errorf("%s: no points", path)
+	}
+	for i, p := range pts {
+		if p.N <= 0 || p.CallsPerSec <= 0 || p.P99MS <= 0 || !slices.ContainsFunc(scaleAxes, func(a scaleAxis) bool { return a.name == p.Axis }) {
+			return nil, fmt.Errorf("%s: point %d: an axis of --scale and positive figures are needed", path, i)
+		}
+	}
+	return pts, nil
+}
+
 // printScale writes the points as a table, each beside its axis's first.
 func printScale(w io.Writer, pts []scalePoint) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -81,52 +109,91 @@ func printScale(w io.Writer, pts []scalePoint) {
 	tw.Flush()
 }
 
-// writeScaleChart draws calls/s and p99 of each axis against its scale (log), each as a ratio
-// to the axis's first point: flat lines at 1× are what "appends stay flat" looks like.
+// writeScaleChart draws calls/s and p99 of each axis against its scale, each as a ratio to
+// the axis's first point, in two panels: the store's scale (tokens, records, capabilities; a
+// log axis) and the replicas on PostgreSQL (a linear one). Flat lines at 1× are what "appends
+// stay flat" looks like.
 func writeScaleChart(pts []scalePoint, path string) error {
-	p := plot.New()
-	p.Title.Text = "capgate bench gateway at scale: each figure against its axis's smallest scale"
-	p.X.Label.Text = "live tokens, audit records already in the log, more capabilities, or replicas (log scale)"
-	p.Y.Label.Text = "ratio to the smallest scale"
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Add(plotter.NewGrid())
 	colors := []color.RGBA{{R: 0x3b, G: 0x6e, B: 0xa8, A: 0xff}, {R: 0xc0, G: 0x50, B: 0x30, A: 0xff},
 		{R: 0x2e, G: 0x8b, B: 0x57, A: 0xff}, {R: 0x80, G: 0x50, B: 0xa0, A: 0xff}}
-	for i, ax := range scaleAxes {
-		var calls, p99 plotter.XYs
-		var f scalePoint
-		for _, pt := range pts {
-			if pt.Axis != ax.name {
+	panel := func(title, xLabel string, logX bool, which func(postgres bool) bool) (*plot.Plot, error) {
+		p := plot.New()
+		p.Title.Text = title
+		p.X.Label.Text = xLabel
+		p.Y.Label.Text = "ratio to the axis's smallest scale"
+		if logX {
+			p.X.Scale = plot.LogScale{}
+			p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		}
+		p.Add(plotter.NewGrid())
+		for i, ax := range scaleAxes {
+			if !which(ax.postgres) {
 				continue
 			}
+			var calls, p99 plotter.XYs
+			var f scalePoint
+			for _, pt := range pts {
+				if pt.Axis != ax.name {
+					continue
+				}
+				if len(calls) == 0 {
+					f = pt
+				}
+				calls = append(calls, plotter.XY{X: float64(pt.N), Y: pt.CallsPerSec / f.CallsPerSec})
+				p99 = append(p99, plotter.XY{X: float64(pt.N), Y: pt.P99MS / f.P99MS})
+			}
 			if len(calls) == 0 {
-				f = pt
+				continue
 			}
-			calls = append(calls, plotter.XY{X: float64(pt.N), Y: pt.CallsPerSec / f.CallsPerSec})
-			p99 = append(p99, plotter.XY{X: float64(pt.N), Y: pt.P99MS / f.P99MS})
-		}
-		if len(calls) == 0 {
-			continue
-		}
-		for j, series := range []plotter.XYs{calls, p99} {
-			l, err := plotter.NewLine(series)
-			if err != nil {
-				return err
+			for j, series := range []plotter.XYs{calls, p99} {
+				l, pts, err := plotter.NewLinePoints(series)
+				if err != nil {
+					return nil, err
+				}
+				l.Color, pts.Color = colors[i%len(colors)], colors[i%len(colors)]
+				l.Width = vg.Points(2)
+				what := "calls/s"
+				if j == 1 {
+					what = "p99"
+					l.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
+				}
+				p.Add(l, pts)
+				p.Legend.Add(ax.name+": "+what, l)
 			}
-			l.Color = colors[i%len(colors)]
-			l.Width = vg.Points(2)
-			what := "calls/s"
-			if j == 1 {
-				what = "p99"
-				l.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
-			}
-			p.Add(l)
-			p.Legend.Add(ax.name+": "+what, l)
 		}
+		// The legend low on the left, where the lines near 1× leave room.
+		p.Legend.Top, p.Legend.Left = false, true
+		p.Legend.XOffs, p.Legend.YOffs = vg.Points(8), vg.Points(8)
+		// From 0, and at least to 2×, so that a flat line reads as flat.
+		p.Y.Min, p.Y.Max = 0, math.Max(2, p.Y.Max*1.1)
+		return p, nil
 	}
-	p.Legend.Top = true
-	// From 0, and at least to 2×, so that a flat line reads as flat.
-	p.Y.Min, p.Y.Max = 0, math.Max(2, p.Y.Max*1.1)
-	return p.Save(9*vg.Inch, 5*vg.Inch, path)
+	store, err := panel("calls/s and p99 as the store grows", "live tokens, audit records already in the log, more capabilities (log scale)", true,
+		func(pg bool) bool { return !pg })
+	if err != nil {
+		return err
+	}
+	replicas, err := panel("and with replicas on one PostgreSQL", "replicas (one process, one machine)", false,
+		func(pg bool) bool { return pg })
+	if err != nil {
+		return err
+	}
+	replicas.X.Min = 1
+	const w, h = 14 * vg.Inch, 5 * vg.Inch
+	img := vgimg.New(w, h)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Points(16), PadY: vg.Points(8), PadTop: vg.Points(4), PadBottom: vg.Points(4),
+		PadLeft: vg.Points(4), PadRight: vg.Points(12)}
+	canvases := plot.Align([][]*plot.Plot{{store, replicas}}, tiles, dc)
+	store.Draw(canvases[0][0])
+	replicas.Draw(canvases[0][1])
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
