@@ -26,7 +26,7 @@ func BenchmarkTakeUse(b *testing.B) {
 }
 
 func BenchmarkAppendAudit(b *testing.B) {
-	for _, batch := range []int{1, 64} {
+	for _, batch := range []int{1, 2, 64} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			s, _ := openTemp(b)
 			ctx := b.Context()

@@ -162,6 +162,28 @@ func (s *Store) writeQuiet(ctx context.Context, fn func(tx *sql.Tx) error) error
 	return nil
 }
 
+// execQuiet runs the one statement q as its own transaction under the store's write
+// semaphore, without the change counter (writeQuiet's rule), and returns the rows it changed.
+func (s *Store) execQuiet(ctx context.Context, q string, args ...any) (int64, error) {
+	select {
+	case s.writeSem <- struct{}{}:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	defer func() { <-s.writeSem }()
+	var res sql.Result
+	var err error
+	if st := s.stmt(ctx, q); st != nil {
+		res, err = st.ExecContext(ctx, args...)
+	} else {
+		res, err = s.db.ExecContext(ctx, q, args...)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
 // isUnique reports whether err is a UNIQUE or PRIMARY KEY constraint failure.
 func isUnique(err error) bool {
 	var se *sqlite.Error

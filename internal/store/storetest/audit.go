@@ -128,6 +128,7 @@ func testAudit(t *testing.T, open func(t *testing.T) store.Store) {
 		next = EntriesAfter(h, 3, "c")
 		next[2].Seq++
 		wantErr(t, "batch with a gap before the third entry", s.AppendAudit(ctx, next), store.ErrConflict)
+
 		if got := head(t, s); got.Seq != 3 {
 			t.Errorf("after refused batches the head is %d, want 3", got.Seq)
 		}
@@ -137,6 +138,19 @@ func testAudit(t *testing.T, open func(t *testing.T) store.Store) {
 		must(t, "AppendAudit 4..6", s.AppendAudit(ctx, EntriesAfter(h, 3, "c")))
 		if got := head(t, s); got.Seq != 6 {
 			t.Errorf("head %d, want 6", got.Seq)
+		}
+
+		// Batches of every size follow the same rules (a backend may write small ones in one
+		// statement and larger ones otherwise).
+		for _, n := range []int{2, 16, 17, 40} {
+			h := head(t, s)
+			stale := EntriesAfter(batch[0], n, "stale-many")
+			wantErr(t, fmt.Sprintf("stale batch of %d", n), s.AppendAudit(ctx, stale), store.ErrConflict)
+			fresh := EntriesAfter(store.AuditEntry{}, n, "fresh-many")
+			wantErr(t, fmt.Sprintf("batch of %d as the first", n), s.AppendAudit(ctx, fresh), store.ErrConflict)
+			many := EntriesAfter(h, n, "many")
+			must(t, fmt.Sprintf("AppendAudit of %d", n), s.AppendAudit(ctx, many))
+			same(t, fmt.Sprintf("AuditHead after %d", n), head(t, s), many[n-1], normAudit)
 		}
 	})
 
