@@ -3,8 +3,11 @@
 // same one-rule decision in capgate, cedar-go and OPA; token verification against
 // macaroons (and biscuit, where its module can be had); a manifest load and verify against
 // the naive floor; a call through capgate against the handler called directly; an MCP
-// tools/call through capgate against the same call made directly. It writes a PNG chart of
-// the ratios (docs/race.png from the repository's root).
+// tools/call through capgate against the same call made directly; then, alone, the gateway's
+// own goals (capgate bench gateway --floor: calls/s and p99 with 16 workers against the empty
+// exchange's, one client's added latency against one fsync), so that every goal of the
+// performance issue is in one table from one command. It writes a PNG chart of the ratios
+// (docs/race.png from the repository's root).
 //
 // It is a module of its own, so that cedar-go, OPA, macaroons and the plotting library never
 // enter capgate's dependencies; from the repository's root, `go run ./bench` builds and runs
@@ -32,6 +35,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/capgate/capgate/internal/bench"
 	"github.com/capgate/capgate/internal/gateway"
 )
 
@@ -51,7 +55,7 @@ const (
 
 // Row is one line of the race: a contender's figure beside what it is compared with.
 type Row struct {
-	Group     string `json:"group"`     // decision, token, manifest, call, mcp
+	Group     string `json:"group"`     // decision, token, manifest, call, mcp, gateway
 	Contender string `json:"contender"` // what is measured
 	Baseline  string `json:"baseline"`  // what it is compared with
 	// NS and BaselineNS are the medians of the rounds in ns/op; Ratio is NS / BaselineNS.
@@ -59,10 +63,14 @@ type Row struct {
 	NS         float64 `json:"ns_per_op,omitempty"`
 	BaselineNS float64 `json:"baseline_ns_per_op,omitempty"`
 	Ratio      float64 `json:"ratio,omitempty"`
-	// Goal, when set, is the issue's goal for Ratio (at most), and Met whether it was met.
-	Goal float64 `json:"goal,omitempty"`
-	Met  bool    `json:"met,omitempty"`
-	Note string  `json:"note,omitempty"`
+	// Goal, when set, is the issue's goal for Ratio (at most, or at least with AtLeast), and
+	// Met whether it was met.
+	Goal    float64 `json:"goal,omitempty"`
+	AtLeast bool    `json:"at_least,omitempty"`
+	Met     bool    `json:"met,omitempty"`
+	// Unit is the figures' unit when they are not ns/op: "calls/s" (the gateway's throughput).
+	Unit string `json:"unit,omitempty"`
+	Note string `json:"note,omitempty"`
 	// added is a row whose figure is Contender's median less Baseline's, compared with
 	// Floor's median plus Baseline's (the MCP goal: the latency capgate adds against one fsync
 	// and one MCP hop).
@@ -108,6 +116,7 @@ func main() {
 	asJSON := flag.Bool("json", false, "print the result as JSON instead of a table")
 	chart := flag.String("chart", filepath.Join("docs", "race.png"), `where to write the chart ("" for none)`)
 	quiet := flag.Bool("quiet", false, "no progress on stderr")
+	gatewayFor := flag.Duration("gateway-duration", 5*time.Second, "the gateway's goals after the rounds: capgate bench gateway --floor with 16 workers for this long (at most 1m; 0 leaves them out)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	scale := flag.Bool("scale", false, "instead of the race, run capgate bench gateway at growing scales (live tokens, audit records in the log, capabilities, replicas) and chart them")
 	postgres := flag.String("postgres", os.Getenv("CAPGATE_TEST_POSTGRES"), "with --scale: the PostgreSQL database of the replicas axis, a postgres:// URL (the run makes a schema of its own and drops it); none leaves the axis out")
@@ -121,7 +130,8 @@ func main() {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() > 0 || *rounds < 1 || *rounds > maxRounds || *round <= 0 || *round > maxRound || *scaleFor <= 0 || *scaleFor > time.Minute {
+	if flag.NArg() > 0 || *rounds < 1 || *rounds > maxRounds || *round <= 0 || *round > maxRound || *scaleFor <= 0 || *scaleFor > time.Minute ||
+		*gatewayFor < 0 || *gatewayFor > time.Minute {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -182,7 +192,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	rep, err := run(*rounds, *round, progress)
+	rep, err := run(*rounds, *round, *gatewayFor, progress)
 	if *cpuprofile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -215,7 +225,7 @@ func main() {
 }
 
 // run opens the gateway, prepares every contender, measures them and makes the rows.
-func run(rounds int, round time.Duration, progress func(string)) (report, error) {
+func run(rounds int, round, gatewayFor time.Duration, progress func(string)) (report, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	self, err := os.Executable()
@@ -370,8 +380,52 @@ func run(rounds int, round time.Duration, progress func(string)) (report, error)
 		}
 		rw.Met = rw.Goal > 0 && rw.Ratio <= rw.Goal
 	}
+	if gatewayFor > 0 {
+		// After the rounds, alone: the load phase needs both processors.
+		progress("the gateway's goals: capgate bench gateway --floor")
+		g, err := bench.Gateway(bench.GatewayOptions{Duration: gatewayFor, Workers: scaleWorkers, Floor: true})
+		if err != nil {
+			return report{}, fmt.Errorf("the gateway's goals: %w", err)
+		}
+		rows = append(rows, gatewayRows(g)...)
+	} else {
+		rows = append(rows, Row{Group: "gateway", Contender: "the gateway's goals", Baseline: "their floors",
+			Note: "left out: --gateway-duration 0"})
+	}
 	rep.Rows = rows
 	return rep, nil
+}
+
+// gatewayRows are the goals of a gateway run with its floors (bench.GatewayReport.Goals) as
+// rows of the race: calls/s and p99 with 16 workers against the empty exchange's, and one
+// client's added latency against one fsync in the same loop.
+func gatewayRows(g bench.GatewayReport) []Row {
+	var out []Row
+	for _, gl := range g.Goals {
+		rw := Row{Group: "gateway", Goal: gl.Goal, AtLeast: gl.AtLeast}
+		switch gl.Unit {
+		case "calls/s":
+			rw.Contender, rw.Baseline = fmt.Sprintf("calls/s through capgate, %d workers", g.Workers), "the empty HTTP exchange's"
+			rw.NS, rw.BaselineNS, rw.Unit = gl.Figure, gl.Floor, "calls/s"
+		case "ms":
+			rw.Contender, rw.Baseline = fmt.Sprintf("p99 through capgate, %d workers", g.Workers), "the empty HTTP exchange's"
+			rw.NS, rw.BaselineNS = gl.Figure*1e6, gl.Floor*1e6
+		case "µs":
+			rw.Contender, rw.Baseline = "one client: what capgate adds", "one 4 KiB fsync in the same loop"
+			rw.NS, rw.BaselineNS = gl.Figure*1e3, gl.Floor*1e3
+		default:
+			continue
+		}
+		if rw.BaselineNS > 0 {
+			rw.Ratio = rw.NS / rw.BaselineNS
+		}
+		rw.Met = rw.Ratio <= rw.Goal
+		if rw.AtLeast {
+			rw.Met = rw.Ratio >= rw.Goal
+		}
+		out = append(out, rw)
+	}
+	return out
 }
 
 // machine names this machine as docs/performance.md does: its processors and their model.
@@ -405,13 +459,20 @@ func printTable(w io.Writer, rep report) {
 		goal := ""
 		if r.Goal > 0 {
 			goal = fmt.Sprintf("<= %.1fx ", r.Goal)
+			if r.AtLeast {
+				goal = fmt.Sprintf(">= %.1fx ", r.Goal)
+			}
 			if r.Met {
 				goal += "met"
 			} else {
 				goal += "NOT met"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%10s\t%s\t%10s\t%7.2fx\t%s\n", r.Contender, figure(r.NS), r.Baseline, figure(r.BaselineNS), r.Ratio, goal)
+		fig, base := figure(r.NS), figure(r.BaselineNS)
+		if r.Unit == "calls/s" {
+			fig, base = fmt.Sprintf("%.0f/s", r.NS), fmt.Sprintf("%.0f/s", r.BaselineNS)
+		}
+		fmt.Fprintf(tw, "%s\t%10s\t%s\t%10s\t%7.2fx\t%s\n", r.Contender, fig, r.Baseline, base, r.Ratio, goal)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
