@@ -14,7 +14,7 @@ import (
 
 // writeChart draws the ratio of every measured row as a horizontal bar on a logarithmic
 // scale (a bar to the right of 1× is slower than what it is compared with, to the left
-// faster) and saves it as a PNG at path. Rows not measured here are left out.
+// faster; for a rate, calls/s, the other way round, which its label says) and saves it as a PNG at path. Rows not measured here are left out.
 func writeChart(rep report, path string) error {
 	var labels []string
 	var logs plotter.Values
@@ -22,7 +22,11 @@ func writeChart(rep report, path string) error {
 		if row.Ratio <= 0 {
 			continue
 		}
-		labels = append(labels, row.Contender+" / "+row.Baseline)
+		label := row.Contender + " / " + row.Baseline
+		if row.Unit == "calls/s" {
+			label += " (a rate: left is slower)"
+		}
+		labels = append(labels, label)
 		logs = append(logs, math.Log10(row.Ratio))
 	}
 	if len(logs) == 0 {
