@@ -30,9 +30,15 @@ func sqliteBackend(t *testing.T, dir string) backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
-	return backend{st: st, exec: func(t *testing.T, query string) {
+	sw := &swappable{Store: st}
+	t.Cleanup(func() { sw.Store.(*sqlite.Store).Close() })
+	return backend{st: sw, exec: func(t *testing.T, query string) {
 		t.Helper()
+		// Edited as by someone with the file while capgate is stopped: the store is closed
+		// (its audit journal then empty, every entry in audit_log), edited, and opened again.
+		if err := sw.Store.(*sqlite.Store).Close(); err != nil {
+			t.Fatal(err)
+		}
 		db, err := sql.Open("sqlite", path)
 		if err != nil {
 			t.Fatal(err)
@@ -41,8 +47,16 @@ func sqliteBackend(t *testing.T, dir string) backend {
 		if _, err := db.Exec(query); err != nil {
 			t.Fatal(err)
 		}
+		again, err := sqlite.Open(t.Context(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sw.Store = again
 	}}
 }
+
+// swappable is a store whose implementation a test replaces (opened again after an edit).
+type swappable struct{ store.Store }
 
 func postgresBackend(t *testing.T) backend {
 	t.Helper()

@@ -5,8 +5,9 @@
 // of the process or the machine, and with a busy timeout, so another process holding the
 // write lock makes a writer wait instead of fail. Every write runs in a BEGIN IMMEDIATE
 // transaction: it takes the write lock before reading, so the read-then-write methods
-// (TakeUse, AnswerConsent, AppendAudit) are atomic across processes and never deadlock into
-// SQLITE_BUSY by upgrading a read lock.
+// (TakeUse, AnswerConsent) are atomic across processes and never deadlock into SQLITE_BUSY by
+// upgrading a read lock. The audit chain is appended to a journal of its own, the audit_log
+// table an index of it (journal.go).
 //
 // Times are stored as Unix nanoseconds (INTEGER, UTC) and come back in UTC with full
 // nanosecond precision; the zero time is stored as NULL and comes back as the zero time. A
@@ -48,6 +49,7 @@ type Store struct {
 	path     string   // the database file, absolute
 	changes  *changes // shared with every process on the file (changes.go)
 	states   stateCache
+	journal  *journal // the audit chain's durable copy (journal.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -91,6 +93,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	if err := s.openJournal(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
 	return s, nil
 }
 
@@ -114,8 +120,9 @@ func (s *Store) Path() string { return s.path }
 
 // Close closes the database. Using the store afterwards returns an error.
 func (s *Store) Close() error {
+	jerr := s.journal.close()
 	s.stmts.Range(func(_, st any) bool { st.(*sql.Stmt).Close(); return true })
-	return s.db.Close()
+	return errors.Join(jerr, s.db.Close())
 }
 
 // maxIdleConns is how many open connections the pool keeps for reuse.
@@ -160,28 +167,6 @@ func (s *Store) writeQuiet(ctx context.Context, fn func(tx *sql.Tx) error) error
 		return errs.Wrap("commit", err)
 	}
 	return nil
-}
-
-// execQuiet runs the one statement q as its own transaction under the store's write
-// semaphore, without the change counter (writeQuiet's rule), and returns the rows it changed.
-func (s *Store) execQuiet(ctx context.Context, q string, args ...any) (int64, error) {
-	select {
-	case s.writeSem <- struct{}{}:
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-	defer func() { <-s.writeSem }()
-	var res sql.Result
-	var err error
-	if st := s.stmt(ctx, q); st != nil {
-		res, err = st.ExecContext(ctx, args...)
-	} else {
-		res, err = s.db.ExecContext(ctx, q, args...)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
 }
 
 // isUnique reports whether err is a UNIQUE or PRIMARY KEY constraint failure.

@@ -140,8 +140,7 @@ func testAudit(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Errorf("head %d, want 6", got.Seq)
 		}
 
-		// Batches of every size follow the same rules (a backend may write small ones in one
-		// statement and larger ones otherwise).
+		// Batches of every size follow the same rules.
 		for _, n := range []int{2, 16, 17, 40} {
 			h := head(t, s)
 			stale := EntriesAfter(batch[0], n, "stale-many")
