@@ -70,6 +70,9 @@ var (
 	// indexDelay is how long the indexer lets appends gather after the first before it
 	// indexes them, so that an index transaction holds many batches.
 	indexDelay = 5 * time.Millisecond
+	// maxPending bounds the entries kept in memory for the index; past it (an index that
+	// cannot be written for long), the rest are read from the journal again once it can.
+	maxPending = 1 << 16
 )
 
 // ErrJournalDamaged is the error of every append and read of a log whose journal holds a
@@ -90,10 +93,12 @@ type journal struct {
 	// last is the log's head: the journal's last entry, or the index's head when the journal
 	// holds none (Seq 0: an empty log).
 	last store.AuditEntry
-	// pending are the journal's entries with seq above indexed, in order.
-	pending []store.AuditEntry
-	indexed int64 // the highest seq this process knows the index holds
-	damaged error
+	// pending are the journal's entries with seq above indexed, in order; with overflow set,
+	// only the first of them (maxPending), the rest in the journal alone.
+	pending  []store.AuditEntry
+	overflow bool
+	indexed  int64 // the highest seq this process knows the index holds
+	damaged  error
 
 	indexMu  sync.Mutex // one index run at a time in this process
 	closed   bool       // under mu: every use after close is an error
@@ -253,7 +258,7 @@ func (j *journal) headFromIndex(ctx context.Context) (store.AuditEntry, error) {
 		return store.AuditEntry{}, errs.Wrap("audit journal: the index's head", err)
 	}
 	j.last, j.indexed = e, e.Seq
-	j.pending = j.pending[:0]
+	j.pending, j.overflow = j.pending[:0], false
 	return e, nil
 }
 
@@ -300,7 +305,7 @@ func (j *journal) read() error {
 		}
 		for _, e := range entries {
 			if e.Seq > j.indexed {
-				j.pending = append(j.pending, e)
+				j.keep(e)
 			}
 		}
 		j.last = entries[len(entries)-1]
@@ -397,9 +402,9 @@ func (j *journal) appendBatch(ctx context.Context, entries []store.AuditEntry) e
 	j.size += int64(len(frame))
 	for _, e := range entries {
 		e.At = atCol(e.At).Time() // as the index and a reading of the journal give it back
-		j.pending = append(j.pending, e)
+		j.keep(e)
+		j.last = e
 	}
-	j.last = j.pending[len(j.pending)-1]
 	select {
 	case j.kick <- struct{}{}:
 	default:
@@ -435,7 +440,7 @@ func (j *journal) index(ctx context.Context) error {
 	unlock()
 	todo := append([]store.AuditEntry(nil), j.pending...)
 	j.mu.Unlock()
-	if len(todo) > 0 {
+	for len(todo) > 0 {
 		if err := j.s.indexAudit(ctx, todo); err != nil {
 			return err
 		}
@@ -447,9 +452,59 @@ func (j *journal) index(ctx context.Context) error {
 			k++
 		}
 		j.pending = append(j.pending[:0], j.pending[k:]...)
+		todo = nil
+		if j.overflow && len(j.pending) == 0 {
+			// What did not fit in memory is in the journal: read it again, the next part.
+			if err := j.reread(ctx); err != nil {
+				j.mu.Unlock()
+				return err
+			}
+			todo = append(todo, j.pending...)
+		}
 		j.mu.Unlock()
 	}
 	return j.rotate(ctx, false)
+}
+
+// keep adds e, which follows the pending entries, to them, unless they are full: then it is
+// read from the journal again once they are indexed.
+func (j *journal) keep(e store.AuditEntry) {
+	if j.overflow || len(j.pending) >= maxPending {
+		j.overflow = true
+		return
+	}
+	j.pending = append(j.pending, e)
+}
+
+// reread fills the pending entries (empty, after an overflow) from the journal's frames with
+// seqs above what the index holds, up to maxPending. j.mu is held.
+func (j *journal) reread(ctx context.Context) error {
+	unlock, err := j.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if !j.overflow {
+		return nil // a file read anew by lock
+	}
+	data := make([]byte, j.size)
+	if _, err := j.f.ReadAt(data, 0); err != nil {
+		return fmt.Errorf("audit journal: read: %w", err)
+	}
+	j.overflow = false
+	for off := 0; off < len(data); {
+		entries, n, ok := decodeFrame(data[off:])
+		if !ok {
+			return fmt.Errorf("%w: %s: the frame at byte %d fails its checks", ErrJournalDamaged, j.path, off)
+		}
+		for _, e := range entries {
+			if e.Seq > j.indexed {
+				j.keep(e)
+			}
+		}
+		off += n
+	}
+	return nil
 }
 
 // rotate replaces the journal by an empty one when it is past journalRotateBytes (or, with
@@ -465,7 +520,7 @@ func (j *journal) rotate(ctx context.Context, always bool) error {
 		return err
 	}
 	defer unlock()
-	if j.size == 0 || len(j.pending) > 0 {
+	if j.size == 0 || len(j.pending) > 0 || j.overflow {
 		return nil // empty already, or another process appended what is not indexed yet
 	}
 	// The index's transactions were not synced: sync its write-ahead log, which holds them,

@@ -305,3 +305,45 @@ func FuzzDecodeFrame(f *testing.F) {
 		}
 	})
 }
+
+// An index that falls far behind keeps at most maxPending entries in memory; the rest are read
+// from the journal again, and every entry reaches the index.
+func TestJournalPendingBounded(t *testing.T) {
+	noIndexing(t)
+	saved := maxPending
+	maxPending = 3
+	t.Cleanup(func() { maxPending = saved })
+	path := filepath.Join(t.TempDir(), "capgate.db")
+	a := openAt(t, path)
+	var want []store.AuditEntry
+	for range 6 {
+		head := store.AuditEntry{}
+		if len(want) > 0 {
+			head = want[len(want)-1]
+		}
+		batch := storetest.EntriesAfter(head, 2, "p")
+		if err := a.AppendAudit(t.Context(), batch); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, batch...)
+		a.journal.mu.Lock()
+		n := len(a.journal.pending)
+		a.journal.mu.Unlock()
+		if n > maxPending {
+			t.Fatalf("%d entries kept in memory, at most %d", n, maxPending)
+		}
+	}
+	wantLog(t, a, want)
+	// And after a crash with an index behind, as at the next open.
+	more := storetest.EntriesAfter(want[len(want)-1], 8, "q")
+	if err := a.AppendAudit(t.Context(), more[:4]); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AppendAudit(t.Context(), more[4:]); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, more...)
+	crash(t, a)
+	b := openAt(t, path)
+	wantLog(t, b, want)
+}
