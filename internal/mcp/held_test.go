@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -108,7 +109,7 @@ func TestHeldCacheBounded(t *testing.T) {
 	defer s.Close()
 	var c heldCache
 	for i := range MaxCachedHolders + 10 {
-		if _, err := c.list(ctx, s, "cl_"+string(rune('a'+i%26))+time.Duration(i).String(), time.Now()); err != nil {
+		if _, err := c.list(ctx, s, fmt.Sprintf("cl_%d", i), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -584,8 +585,13 @@ func (s *Store) indexAudit(ctx context.Context, entries []store.AuditEntry) erro
 	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
 		return errs.Wrap("index audit", err)
 	}
-	// The connection goes back to the pool as every connection starts.
-	defer conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = FULL`)
+	// The connection goes back to the pool as every connection starts, or not at all: one
+	// left at NORMAL would commit other writes without their sync.
+	defer func() {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = FULL`); err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return errs.Wrap("index audit", err)
