@@ -249,18 +249,16 @@ type facts struct {
 	mandateErr error
 }
 
-func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
-	var f facts
+// gather fills f, which is zero, with the facts of the call.
+func (b *Broker) gather(ctx context.Context, caller Caller, req Request, f *facts) {
 	now := b.o.Now()
 	f.call.ClientTrust = caller.Trust
 	f.call.ClientNeverAsk = caller.NeverAsk
 	f.call.ClientRequiresToken = b.requiresToken(caller)
 	f.call.DelayedCommitDefault = b.o.DelayedCommit
-	if _, ok := b.o.Registry.App(req.App); ok {
-		f.call.AppFound = true
-	}
 	cap, ok := b.o.Registry.Method(req.App, req.Method)
 	if ok {
+		f.call.AppFound = true
 		f.cap = cap
 		// An app with no provider here is decided in full and answers APP_NOT_FOUND where
 		// it would run; one whose provider is down is not working (step 1).
@@ -270,24 +268,31 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 		}
 		f.call.CapabilityFound, f.call.Enabled, f.call.Pinned, f.call.Working = true, cap.App.Enabled, b.o.Registry.Pinned(cap.ID.String()), state != NotWorking
 		f.call.CapabilityID, f.call.Permission = cap.ID, cap.Permission
-		f.call.Capability = *cap.Cap
+		f.call.Capability = cap.Cap
 		f.call.Tier = int(cap.App.Tier)
 		f.perm = cap.Permission
 		f.call.AlsoNeeds = b.alsoNeeds[cap.ID]
-	} else if app, found := b.o.Registry.App(req.App); found && !app.Enabled {
-		f.call.CapabilityFound = true // disabled: step 1 refuses as METHOD_NOT_FOUND
+	} else if app, found := b.o.Registry.App(req.App); found {
+		f.call.AppFound = true
+		if !app.Enabled {
+			f.call.CapabilityFound = true // disabled: step 1 refuses as METHOD_NOT_FOUND
+		}
 	}
 	if req.Token != "" {
 		f.call.Token.Present = true
-		tok, wireHash, err := b.o.Tokens.VerifyHashed(req.Token)
+		// Into f.tok at once (a token is a few hundred bytes), which stays zero unless the
+		// token is valid and the caller's.
+		wireDigest, err := b.o.Tokens.VerifyHashed(req.Token, &f.tok)
+		tok := &f.tok
 		switch {
 		case err != nil:
 			f.call.Token.InvalidReason = errText(err)
 		case tok.CheckClient(caller.ClientID) != nil:
+			f.tok = token.Token{}
 			f.call.Token.InvalidReason = token.ErrWrongClient.Error()
 		default:
 			f.call.Token.Valid = true
-			f.tok, f.hasToken = tok, true
+			f.hasToken = true
 			f.call.Token.Grants = tok.Capabilities
 			f.call.Token.Constraints = tok.Constraints
 			f.call.Token.Expired = tok.CheckTime(now) != nil
@@ -297,7 +302,7 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 				f.call.Token.Valid, f.call.Token.InvalidReason = false, "token unknown to this gateway"
 			case err != nil:
 				f.call.Token.Valid, f.call.Token.InvalidReason = false, "token state unavailable"
-			case subtle.ConstantTimeCompare([]byte(st.hash), []byte(wireHash)) != 1:
+			case !st.hashOK || subtle.ConstantTimeCompare(st.digest[:], wireDigest[:]) != 1:
 				// Signed with capgate's key and naming an issued token's id, but not the token
 				// issued under it: a key that leaked, or a store whose tokens were rewritten.
 				f.call.Token.Valid, f.call.Token.InvalidReason = false, "token is not the one issued under its id"
@@ -344,7 +349,6 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request) facts {
 			f.call.Mandate = m
 		}
 	}
-	return f
 }
 
 // tokenRefused reports whether step 2 refuses the call's token.
@@ -460,8 +464,9 @@ func errText(err error) string {
 // Explain returns the decision a call would get and why, with no side effect: no use is
 // taken, no consent asked, nothing recorded, nothing run.
 func (b *Broker) Explain(ctx context.Context, caller Caller, req Request) policy.Decision {
-	f := b.gather(ctx, caller, req)
-	d := policy.Decide(f.call)
+	var f facts
+	b.gather(ctx, caller, req, &f)
+	d := policy.Decide(&f.call)
 	if f.mandateErr != nil && d.Outcome != policy.Deny {
 		return policy.Decision{Outcome: policy.Deny, Code: CodeExecutionFailed, Explanation: errMandates}
 	}
@@ -473,7 +478,8 @@ func (b *Broker) Explain(ctx context.Context, caller Caller, req Request) policy
 // for the benchmarks that race capgate's decision against other policy engines (the bench
 // module, bench/race); a front calls Call.
 func (b *Broker) Decide(ctx context.Context, caller Caller, req Request) policy.Decision {
-	f, d := b.decide(ctx, caller, req)
+	var f facts
+	d := b.decide(ctx, caller, req, &f)
 	if f.mandateErr != nil && d.Outcome != policy.Deny {
 		return policy.Decision{Outcome: policy.Deny, Code: CodeExecutionFailed, Explanation: errMandates}
 	}
@@ -500,11 +506,12 @@ func (b *Broker) validateParams(s *manifest.Schema, req Request) error {
 	return err
 }
 
-// decide is the decision of the call path: Explain's, without the step-by-step trace.
-func (b *Broker) decide(ctx context.Context, caller Caller, req Request) (facts, policy.Decision) {
-	f := b.gather(ctx, caller, req)
+// decide is the decision of the call path: Explain's, without the step-by-step trace. It
+// fills f, which is zero, with the facts it decided on.
+func (b *Broker) decide(ctx context.Context, caller Caller, req Request, f *facts) policy.Decision {
+	b.gather(ctx, caller, req, f)
 	f.call.NoTrace = true
-	return f, policy.Decide(f.call)
+	return policy.Decide(&f.call)
 }
 
 func newID(prefix string) string {
@@ -591,7 +598,8 @@ func (b *Broker) call(ctx context.Context, caller Caller, req Request) Result {
 		req.Params = json.RawMessage("{}")
 	}
 	callID := newID("call_")
-	f, d := b.decide(ctx, caller, req)
+	var f facts
+	d := b.decide(ctx, caller, req, &f)
 	res := Result{Decision: d, CallID: callID}
 	if req.DryRun && f.cap.Cap != nil && !f.cap.Cap.DryRun && d.Outcome != policy.Deny {
 		res.Decision.Outcome = policy.Deny
@@ -625,7 +633,7 @@ func (b *Broker) call(ctx context.Context, caller Caller, req Request) Result {
 			return b.refuse(ctx, f, caller, req, res, code, msg)
 		}
 		f.call.ConsentGranted, f.call.ConsentDenied = granted, denied
-		d = policy.Decide(f.call)
+		d = policy.Decide(&f.call)
 		res.Decision = d
 	}
 	if !d.Allowed() {
@@ -792,6 +800,9 @@ func denyDecision() policy.Decision { return policy.Decision{Outcome: policy.Den
 
 func (b *Broker) consentRequest(f facts, caller Caller, req Request, kind string) consent.Request {
 	c := f.call.Capability
+	if c == nil {
+		c = &manifest.Capability{}
+	}
 	// The request is a stored and shown payload: its ids are text, as the audit record's.
 	r := consent.Request{
 		ClientID: caller.ClientID, ClientName: caller.Name, Kind: kind, CapabilityID: f.cap.ID.String(), Permission: f.perm.String(),

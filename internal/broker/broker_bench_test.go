@@ -82,12 +82,12 @@ func BenchmarkDecisionCachedToken(b *testing.B) {
 	ctx := context.Background()
 	b.Run("same-params", func(b *testing.B) {
 		// An agent repeating a call: the params' schema check is remembered.
-		if _, d := br.decide(ctx, caller, req); !d.Allowed() { // warms the caches
+		if d := br.decide(ctx, caller, req, &facts{}); !d.Allowed() { // warms the caches
 			b.Fatalf("not allowed: %s %s", d.Code, d.Explanation)
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, d := br.decide(ctx, caller, req); !d.Allowed() {
+			if d := br.decide(ctx, caller, req, &facts{}); !d.Allowed() {
 				b.Fatalf("not allowed: %s %s", d.Code, d.Explanation)
 			}
 		}
@@ -107,7 +107,7 @@ func BenchmarkDecisionCachedToken(b *testing.B) {
 			br.cache.pmu.Lock()
 			clear(br.cache.passed)
 			br.cache.pmu.Unlock()
-			if _, d := br.decide(ctx, caller, reqs[i%n]); !d.Allowed() {
+			if d := br.decide(ctx, caller, reqs[i%n], &facts{}); !d.Allowed() {
 				b.Fatalf("not allowed: %s %s", d.Code, d.Explanation)
 			}
 			i++

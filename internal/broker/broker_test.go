@@ -610,3 +610,55 @@ func TestTokenNotTheOneIssued(t *testing.T) {
 		}
 	}
 }
+
+// A token signed with capgate's key and naming an issued token's id, but not the token issued
+// under it (a key that leaked, a store whose rows were rewritten), is refused; so is any token
+// whose stored hash is not one WireHash writes (uppercase, another algorithm, cut short).
+func TestTokenNotTheOneIssuedUnderItsID(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	now := time.Now()
+	issued := token.Token{ID: token.NewID(), IssuedAt: now.Unix() - 60, ExpiresAt: now.Add(time.Hour).Unix(),
+		Capabilities: []string{"notes.org.example.notes.search"}, ClientID: alice.ClientID, AuditTag: "test"}
+	good := gatewaytest.Mint(t, e.st, issued, e.key, now, now.Add(time.Hour))
+	if r := e.b.Call(ctx, alice, call("search", `{"query":"milk"}`, good)); !r.OK() {
+		t.Fatalf("the issued token: %s %s", r.Code, r.Message)
+	}
+	wider := issued
+	wider.Capabilities = []string{"notes.*"}
+	other, err := token.Sign(wider, e.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.b.Call(ctx, alice, call("search", `{"query":"milk"}`, other))
+	if r.OK() || r.Code != "INVALID_TOKEN" {
+		t.Fatalf("another body under the issued id: %s %q", r.Code, r.Decision.Explanation)
+	}
+
+	// The stored hash is the token's own, only spelled otherwise: still refused.
+	spellings := []func(h string) string{
+		strings.ToUpper,
+		func(h string) string { return "sha256:" + strings.ToUpper(strings.TrimPrefix(h, "sha256:")) },
+		func(h string) string { return strings.TrimPrefix(h, "sha256:") },
+		func(h string) string { return strings.Replace(h, "sha256:", "sha512:", 1) },
+		func(h string) string { return h[:len(h)-1] },
+		func(h string) string { return h + " " },
+		func(string) string { return "" },
+	}
+	for i, spell := range spellings {
+		tok := issued
+		tok.ID = token.NewID()
+		wire, err := token.Sign(tok, e.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored := spell(token.WireHash(wire))
+		if err := e.st.PutToken(ctx, store.Token{ID: tok.ID, ClientID: tok.ClientID, IssuedAt: now, ExpiresAt: now.Add(time.Hour),
+			AuditTag: tok.AuditTag, Hash: stored}); err != nil {
+			t.Fatal(err)
+		}
+		if r := e.b.Call(ctx, alice, call("search", `{"query":"milk"}`, wire)); r.OK() || r.Code != "INVALID_TOKEN" {
+			t.Errorf("spelling %d of the stored hash: %s %q", i, r.Code, r.Decision.Explanation)
+		}
+	}
+}

@@ -38,7 +38,8 @@ const maxCachedTokens = 1 << 16
 
 // tokenState is what the decision needs of a token's stored state.
 type tokenState struct {
-	hash      string // the issued token's WireHash: a token with its id but another body is not it
+	digest    token.Digest // the issued token's, from its WireHash: a token with its id but another body is not it
+	hashOK    bool         // the stored WireHash was one: a state without it matches no token
 	revoked   bool
 	expiresAt time.Time
 	maxUses   int64
@@ -145,7 +146,8 @@ func (b *Broker) tokenState(ctx context.Context, id, consentID string) (tokenSta
 	if err != nil {
 		return tokenState{}, err
 	}
-	ts := tokenState{hash: st.Hash, revoked: st.Revoked, expiresAt: st.ExpiresAt, maxUses: st.MaxUses, uses: st.Uses}
+	digest, hashOK := token.ParseWireHash(st.Hash)
+	ts := tokenState{digest: digest, hashOK: hashOK, revoked: st.Revoked, expiresAt: st.ExpiresAt, maxUses: st.MaxUses, uses: st.Uses}
 	if consentID != "" {
 		if c, err := b.o.Store.GetConsent(ctx, consentID); err == nil && c.State == store.ConsentApproved {
 			ts.consented = true // an approved request stays approved

@@ -42,8 +42,9 @@ type Call struct {
 	// system, auth level user, risk derived from side effects, autonomy ceiling act,
 	// reversibility irreversible unless an undo window makes it reversible), so a view with
 	// defaults already applied and one without decide alike. An enumerated value Decide does
-	// not know is read as its most cautious meaning.
-	Capability manifest.Capability
+	// not know is read as its most cautious meaning. Nil reads as a capability that declares
+	// none of them.
+	Capability *manifest.Capability
 	// Tier is 1 for a capability from a manifest whose signature verified against the app's
 	// trusted key, 2 for anything else. Any value other than 1 is read as 2.
 	Tier int

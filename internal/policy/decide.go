@@ -46,7 +46,7 @@ import (
 //     waits Call.DelayedCommitDefault before it runs (none when that is zero): a read has no
 //     effect to take back, so there is nothing to commit. An allowed call under a token takes one of its uses
 //     (Decision.UseToken).
-func Decide(c Call) Decision {
+func Decide(c *Call) Decision {
 	cp := withDefaults(c.Capability)
 	permission := c.Permission
 	if !permission.IsValid() {
@@ -100,21 +100,24 @@ func Decide(c Call) Decision {
 
 	// Step 4.
 	trust := clientTrust(c.ClientTrust)
-	if trust.Rank() < cp.AuthLevel.Rank() {
+	trustRank := trust.Rank()
+	if trustRank < cp.authRank {
 		return t.deny(4, CodePermissionDenied, fmt.Sprintf("%s needs a client trusted as %s, and this client is trusted as %s",
 			id, trustWord(cp.AuthLevel), trust))
 	}
-	t.note(4, "the client is trusted as ", string(trust), "; ", id, " needs ", trustWord(cp.AuthLevel))
+	if t.on() {
+		t.note(4, "the client is trusted as ", string(trust), "; ", id, " needs ", trustWord(cp.AuthLevel))
+	}
 
 	// Step 5.
 	noTokenAsks, consentToken := false, false
 	switch {
 	case tok.Present:
-		if !token.Covers(tok.Grants, permission.String()) {
+		if !token.CoversPermission(tok.Grants, permission) {
 			return t.deny(5, CodeCapabilityDenied, "no grant of the token covers the permission "+perm)
 		}
 		for _, p := range c.AlsoNeeds {
-			if !token.Covers(tok.Grants, p.String()) {
+			if !token.CoversPermission(tok.Grants, p) {
 				return t.deny(5, CodeCapabilityDenied, "the call also needs the permission "+permissionName(p)+", and no grant of the token covers it")
 			}
 		}
@@ -134,7 +137,9 @@ func Decide(c Call) Decision {
 		if consentToken {
 			consent = "issued with the person's recorded consent"
 		}
-		t.note(5, "the token covers ", perm, ", ", constraints, ", and was ", consent)
+		if t.on() {
+			t.note(5, "the token covers ", perm, ", ", constraints, ", and was ", consent)
+		}
 	case noTokenPublic(cp):
 		t.note(5, "no token: ", id, " is public and low-risk, so it needs none")
 	case noTokenRead(cp, c.Tier) && !c.ClientRequiresToken:
@@ -148,7 +153,9 @@ func Decide(c Call) Decision {
 
 	// Step 6.
 	a := autonomy(cp.AutonomyCeiling)
-	t.note(6, "the ceiling of ", id, " is ", string(a))
+	if t.on() {
+		t.note(6, "the ceiling of ", id, " is ", string(a))
+	}
 	if m := c.Mandate; m != nil && m.Autonomy != "" {
 		ma := autonomy(m.Autonomy)
 		if stricter(ma, a) {
@@ -170,10 +177,10 @@ func Decide(c Call) Decision {
 	if cp.ConfirmationRequired {
 		narrow(id + " requires confirmation on every call")
 	}
-	if cp.SideEffects.Rank() >= manifest.SideEffectNetwork.Rank() && trust.Rank() < manifest.AuthPrivileged.Rank() && !consentToken {
+	if cp.sideRank >= rankNetwork && trustRank < rankPrivileged && !consentToken {
 		narrow("its side effects are " + sideEffectWord(cp.SideEffects) + ", the client is below privileged, and no token issued with the person's consent covers it")
 	}
-	if c.Tier != 1 && cp.SideEffects.Rank() > manifest.SideEffectRead.Rank() {
+	if c.Tier != 1 && cp.sideRank > rankRead {
 		narrow("a Tier 2 capability whose side effects go above read")
 	}
 
@@ -181,10 +188,10 @@ func Decide(c Call) Decision {
 	d := Decision{Outcome: Deny, Step: 7, Autonomy: a}
 	switch a {
 	case manifest.AutonomyAct:
-		d = allow(d, tok.Present, allowedText(id))
+		allow(&d, tok.Present, allowedText(id))
 	case manifest.AutonomyActIfAgreed:
 		if agreed(c.Mandate) {
-			d = allow(d, tok.Present, "allowed: the person agreed to this earlier")
+			allow(&d, tok.Present, "allowed: the person agreed to this earlier")
 			break
 		}
 		t.note(7, "act_if_agreed, but no earlier agreement is recorded: ask")
@@ -202,7 +209,7 @@ func Decide(c Call) Decision {
 	}
 
 	// Step 8.
-	if cp.Reversibility == manifest.Irreversible && cp.SideEffects.Rank() > manifest.SideEffectRead.Rank() && c.DelayedCommitDefault > 0 {
+	if cp.Reversibility == manifest.Irreversible && cp.sideRank > rankRead && c.DelayedCommitDefault > 0 {
 		d.DelayedCommit = c.DelayedCommitDefault
 		d.Step = 8
 		wait := "it is irreversible, so it waits " + d.DelayedCommit.String() + ", in which the person can cancel it"
@@ -221,37 +228,36 @@ func Decide(c Call) Decision {
 // off. Defaults are read as Decide reads them: risk derived from side effects, side effects
 // system when absent.
 func RunsWithoutToken(c manifest.Capability, tier int, requireToken bool) bool {
-	cp := withDefaults(c)
+	cp := withDefaults(&c)
 	return noTokenPublic(cp) || (!requireToken && noTokenRead(cp, tier))
 }
 
 // noTokenPublic: a public, low-risk capability needs no token from any client.
-func noTokenPublic(cp manifest.Capability) bool {
+func noTokenPublic(cp traits) bool {
 	return cp.AuthLevel == manifest.AuthPublic && cp.Risk == manifest.RiskLow
 }
 
 // noTokenRead: a low-risk capability that changes nothing, on the word of a signed manifest
 // (Tier 1), needs no token from a client that does not require tokens. A Tier 2 app's word
 // is never enough, nor a low risk declared beside a write.
-func noTokenRead(cp manifest.Capability, tier int) bool {
+func noTokenRead(cp traits, tier int) bool {
 	return tier == 1 && cp.Risk == manifest.RiskLow &&
 		(cp.SideEffects == manifest.SideEffectNone || cp.SideEffects == manifest.SideEffectRead)
 }
 
 // allow makes d an allowed decision.
-func allow(d Decision, useToken bool, why string) Decision {
+func allow(d *Decision, useToken bool, why string) {
 	d.Outcome, d.Code, d.UseToken, d.Explanation = Allow, "", useToken, why
-	return d
 }
 
 // ask resolves an ask autonomy by the person's answer, if any, and the client's setting.
-func ask(d Decision, c Call, useToken bool) Decision {
+func ask(d Decision, c *Call, useToken bool) Decision {
 	switch {
 	case c.ConsentDenied:
 		d.Outcome, d.Code = Deny, CodeConsentDenied
 		d.Explanation = "the person refused this call"
 	case c.ConsentGranted:
-		d = allow(d, useToken, "allowed: the person approved this call")
+		allow(&d, useToken, "allowed: the person approved this call")
 	case c.ClientNeverAsk:
 		d.Outcome, d.Code = Deny, CodeConsentRequired
 		d.Explanation = "the call needs the person's approval, and the client is set never to ask"
@@ -303,30 +309,54 @@ func sideEffectWord(s manifest.SideEffect) string {
 	return "unknown (read as worse than system)"
 }
 
-// withDefaults fills in the manifest defaults of the fields Decide reads, as the manifest
-// decoder does (the permission's is Decide's own, on Call.Permission). Unknown values are
-// left as they are; each reader reads them cautiously.
-func withDefaults(c manifest.Capability) manifest.Capability {
-	if c.SideEffects == "" {
-		c.SideEffects = manifest.SideEffectSystem
+// traits are the fields of a capability Decide reads, with the manifest's defaults filled in.
+type traits struct {
+	SideEffects          manifest.SideEffect
+	AuthLevel            manifest.AuthLevel
+	Risk                 manifest.Risk
+	AutonomyCeiling      manifest.Autonomy
+	Reversibility        manifest.Reversibility
+	ConfirmationRequired bool
+	sideRank, authRank   int // SideEffects.Rank(), AuthLevel.Rank()
+}
+
+// The ranks Decide compares with, looked up once.
+var (
+	rankRead       = manifest.SideEffectRead.Rank()
+	rankNetwork    = manifest.SideEffectNetwork.Rank()
+	rankPrivileged = manifest.AuthPrivileged.Rank()
+)
+
+// withDefaults is c's traits with the manifest defaults of the fields Decide reads filled in,
+// as the manifest decoder fills them (the permission's is Decide's own, on Call.Permission).
+// Unknown values are left as they are; each reader reads them cautiously.
+func withDefaults(c *manifest.Capability) traits {
+	if c == nil {
+		c = &manifest.Capability{}
 	}
-	if c.AuthLevel == "" {
-		c.AuthLevel = manifest.AuthUser
+	t := traits{SideEffects: c.SideEffects, AuthLevel: c.AuthLevel, Risk: c.Risk, AutonomyCeiling: c.AutonomyCeiling,
+		Reversibility: c.Reversibility, ConfirmationRequired: c.ConfirmationRequired}
+	if t.SideEffects == "" {
+		t.SideEffects = manifest.SideEffectSystem
 	}
-	if c.Risk == "" {
-		c.Risk = manifest.RiskFor(c.SideEffects)
+	if t.AuthLevel == "" {
+		t.AuthLevel = manifest.AuthUser
 	}
-	if c.AutonomyCeiling == "" {
-		c.AutonomyCeiling = manifest.AutonomyAct
+	if t.Risk == "" {
+		t.Risk = manifest.RiskFor(t.SideEffects)
+	}
+	if t.AutonomyCeiling == "" {
+		t.AutonomyCeiling = manifest.AutonomyAct
 	}
 	switch {
-	case c.Reversibility == "" && c.UndoWindowMS != nil && *c.UndoWindowMS > 0:
-		c.Reversibility = manifest.Reversible
-	case !c.Reversibility.Valid():
+	case t.Reversibility == "" && c.UndoWindowMS != nil && *c.UndoWindowMS > 0:
+		t.Reversibility = manifest.Reversible
+	case !t.Reversibility.Valid():
 		// Undeclared or unknown reversibility is irreversible (the definitions document).
-		c.Reversibility = manifest.Irreversible
+		t.Reversibility = manifest.Irreversible
 	}
-	return c
+	t.sideRank, t.authRank = t.SideEffects.Rank(), t.AuthLevel.Rank()
+	return t
 }
 
 // tracer collects each step's finding.
@@ -335,12 +365,20 @@ type tracer struct {
 	lines []string
 }
 
+// on reports whether the trace is kept: a finding whose parts take work to make is made
+// only then.
+func (t *tracer) on() bool { return !t.off }
+
 // note records a finding of step n (1 to 8), given in parts so that nothing is joined when
 // the trace is off.
 func (t *tracer) note(n int, finding ...string) {
 	if t.off {
 		return
 	}
+	t.add(n, finding)
+}
+
+func (t *tracer) add(n int, finding []string) {
 	if t.lines == nil {
 		t.lines = make([]string, 0, 8)
 	}

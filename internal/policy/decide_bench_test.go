@@ -8,7 +8,7 @@ func BenchmarkDecide(b *testing.B) {
 	c := base()
 	b.ReportAllocs()
 	for b.Loop() {
-		if d := Decide(c); !d.Allowed() {
+		if d := Decide(&c); !d.Allowed() {
 			b.Fatalf("not allowed: %s %s", d.Code, d.Explanation)
 		}
 	}

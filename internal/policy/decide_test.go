@@ -24,7 +24,7 @@ var agreedAt = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 func base() Call {
 	c := Call{
 		AppFound: true, CapabilityFound: true, Enabled: true, Pinned: true, Working: true,
-		Capability: manifest.Capability{
+		Capability: &manifest.Capability{
 			SideEffects: manifest.SideEffectRead,
 			AuthLevel:   manifest.AuthUser, Risk: manifest.RiskLow,
 			AutonomyCeiling: manifest.AutonomyAct, Reversibility: manifest.Reversible,
@@ -359,7 +359,7 @@ func TestDecide(t *testing.T) {
 			for _, m := range tt.mods {
 				m(&c)
 			}
-			d := Decide(c)
+			d := Decide(&c)
 			w := tt.want
 			if d.Outcome != w.outcome || d.Code != w.code || d.Step != w.step {
 				t.Fatalf("Decide = %s %q at step %d (%s), want %s %q at step %d\ntrace:\n%s",
@@ -436,8 +436,8 @@ func TestZeroDecisionDenies(t *testing.T) {
 	if d.Allowed() {
 		t.Fatal("the zero Decision allows")
 	}
-	if got := Decide(Call{}); got.Allowed() || got.Code != CodeAppNotFound {
-		t.Fatalf("Decide(Call{}) = %s %q", got.Outcome, got.Code)
+	if got := Decide(&Call{}); got.Allowed() || got.Code != CodeAppNotFound {
+		t.Fatalf("Decide(&Call{}) = %s %q", got.Outcome, got.Code)
 	}
 }
 
@@ -455,7 +455,8 @@ func TestDecideDecodedManifest(t *testing.T) {
 	m := doc.Manifest()
 	call := func(id string, mods ...func(*Call)) Call {
 		c := base()
-		c.Capability = *m.Capability(id)
+		cp := *m.Capability(id)
+		c.Capability = &cp
 		c.CapabilityID, c.Permission = c.Capability.ParsedID(), c.Capability.ParsedPermission()
 		c.Token.Grants = []string{"notes.*"}
 		for _, f := range mods {
@@ -464,7 +465,8 @@ func TestDecideDecodedManifest(t *testing.T) {
 		return c
 	}
 	// search: public, read, derived low risk; runs without a token.
-	if d := Decide(call("notes.org.example.notes.search", noToken)); d.Outcome != Allow {
+	search := call("notes.org.example.notes.search", noToken)
+	if d := Decide(&search); d.Outcome != Allow {
 		t.Errorf("search without a token: %s %s", d.Outcome, d.Explanation)
 	}
 	// delete: destructive, confirmation_required, reversible by its undo window, so it asks
@@ -473,11 +475,11 @@ func TestDecideDecodedManifest(t *testing.T) {
 		ids(c, "notes.org.example.notes.delete", "notes.delete")
 		c.Token.ConsentRecorded = true
 	})
-	if d := Decide(del); d.Outcome != Ask {
+	if d := Decide(&del); d.Outcome != Ask {
 		t.Errorf("delete: %s %s", d.Outcome, d.Explanation)
 	}
 	del.ConsentGranted = true
-	if d := Decide(del); d.Outcome != Allow || d.DelayedCommit != 0 {
+	if d := Decide(&del); d.Outcome != Allow || d.DelayedCommit != 0 {
 		t.Errorf("approved delete: %s, waits %v", d.Outcome, d.DelayedCommit)
 	}
 	// Every capability decides the same with its declaration raw as with defaults applied.
@@ -491,8 +493,8 @@ func TestDecideDecodedManifest(t *testing.T) {
 		for _, mods := range [][]func(*Call){nil, {noToken}, {func(c *Call) { c.Tier = 2 }}} {
 			dc := call(rc.ID, mods...)
 			rcall := dc
-			rcall.Capability = rc
-			a, b := Decide(dc), Decide(rcall)
+			rcall.Capability = &rc
+			a, b := Decide(&dc), Decide(&rcall)
 			if a.Outcome != b.Outcome || a.Code != b.Code || a.DelayedCommit != b.DelayedCommit {
 				t.Errorf("%s: defaulted %s %q, raw %s %q", rc.ID, a.Outcome, a.Code, b.Outcome, b.Code)
 			}
@@ -544,7 +546,7 @@ func TestExplanationsKeepSecrets(t *testing.T) {
 			c := base()
 			mod(&c)
 			plant(&c)
-			d := Decide(c)
+			d := Decide(&c)
 			for _, s := range append([]string{d.Explanation, d.Code, string(d.Outcome), string(d.Autonomy), d.ConsentKind}, d.Trace...) {
 				if strings.Contains(s, "SECRET") || strings.Contains(s, "hunter2") {
 					t.Fatalf("%s (%s %s) repeats the marker: %q", name, d.Outcome, d.Code, s)
@@ -569,7 +571,7 @@ func TestAlsoNeeds(t *testing.T) {
 		c := base()
 		c.AlsoNeeds = permissions("fs.read")
 		c.Token.Grants = tc.grants
-		d := Decide(c)
+		d := Decide(&c)
 		if d.Allowed() != tc.ok || (!tc.ok && (d.Code != CodeCapabilityDenied || d.Step != 5)) {
 			t.Errorf("grants %v: %+v", tc.grants, d)
 		}
@@ -594,8 +596,8 @@ func TestRunsWithoutTokenAgreesWithDecide(t *testing.T) {
 						noToken(&c)
 						c.Tier, c.Capability.Risk, c.Capability.SideEffects, c.Capability.AuthLevel = tier, risk, se, auth
 						c.ClientTrust, c.ClientNeverAsk, c.ClientRequiresToken = manifest.AuthPrivileged, true, req
-						runs := RunsWithoutToken(c.Capability, tier, req)
-						d := Decide(c)
+						runs := RunsWithoutToken(*c.Capability, tier, req)
+						d := Decide(&c)
 						refused5 := d.Step == 5 && d.Code == CodeCapabilityDenied
 						if runs == refused5 {
 							t.Errorf("tier %d, risk %q, side effects %q, auth %q, require token %v: RunsWithoutToken %v, Decide %s %s at step %d",

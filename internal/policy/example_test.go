@@ -19,19 +19,19 @@ func ExampleDecide() {
 	call := policy.Call{
 		AppFound: true, CapabilityFound: true, Enabled: true, Pinned: true, Working: true,
 		CapabilityID: id, Permission: perm,
-		Capability:           manifest.Capability{SideEffects: manifest.SideEffectDestructive},
+		Capability:           &manifest.Capability{SideEffects: manifest.SideEffectDestructive},
 		Tier:                 1,
 		Token:                policy.TokenFacts{Present: true, Valid: true, Grants: []string{"fs.delete"}},
 		ClientTrust:          manifest.AuthUser,
 		ConstraintOK:         true,
 		DelayedCommitDefault: 5 * time.Second,
 	}
-	d := policy.Decide(call)
+	d := policy.Decide(&call)
 	fmt.Println(d.Outcome, d.Code, d.ConsentKind)
 	fmt.Println(strings.Join(d.Trace, "\n"))
 
 	call.ConsentGranted = true
-	d = policy.Decide(call)
+	d = policy.Decide(&call)
 	fmt.Println(d.Outcome, d.UseToken, d.DelayedCommit)
 	// Output:
 	// ask CONSENT_REQUIRED call

@@ -45,7 +45,7 @@ func callFrom(data []byte) Call {
 		Tier: int(r.byte() % 4),
 	}
 	ids(&c, []string{readID, writeID, "", "Bad.ID"}[r.byte()%4], fuzzPermissions[r.byte()%byte(len(fuzzPermissions))])
-	c.Capability = manifest.Capability{
+	c.Capability = &manifest.Capability{
 		SideEffects:          pick(r, manifest.SideEffects, "explosive"),
 		AuthLevel:            pick(r, manifest.AuthLevels, "admin"),
 		Risk:                 pick(r, manifest.Risks, "extreme"),
@@ -124,7 +124,7 @@ func FuzzDecide(f *testing.F) {
 	f.Add([]byte{1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 1, 1, 1, 3})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := callFrom(data)
-		d := Decide(c)
+		d := Decide(&c)
 		checkShape(t, c, d)
 		if d.Allowed() && refusedBefore6(c) {
 			t.Fatalf("allowed although a step before 6 refuses: %+v\n%q", c, d.Trace)
@@ -149,7 +149,7 @@ func FuzzDecide(f *testing.F) {
 			t.Fatalf("CONSENT_DENIED although the person refused nothing")
 		}
 		// Decide is a function: the same facts give the same decision.
-		if again := Decide(c); again.Outcome != d.Outcome || again.Code != d.Code || again.Explanation != d.Explanation {
+		if again := Decide(&c); again.Outcome != d.Outcome || again.Code != d.Code || again.Explanation != d.Explanation {
 			t.Fatalf("Decide is not deterministic")
 		}
 	})

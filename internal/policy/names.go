@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -113,22 +114,53 @@ func trustWord(a manifest.AuthLevel) string {
 }
 
 // allowed holds "allowed: ID may act" per capability name, the explanation of every call
-// allowed at act: made once per capability rather than on every decision.
-var allowed sync.Map // string -> string
+// allowed at act: made once per capability rather than on every decision. A decision reads
+// the published map with no lock (a read lock's atomic adds, or sync.Map's hashing of the
+// name as an interface, cost more than the lookup); a new name goes into dirty, under mu,
+// and dirty is merged into a new published map once it holds an eighth as many as that one,
+// so that each name is copied a few times at most.
+var allowed struct {
+	read  atomic.Pointer[map[string]string]
+	mu    sync.Mutex
+	dirty map[string]string // names not yet in read
+}
 
 // allowedText is the explanation of a call of the capability named id allowed at act.
 func allowedText(id string) string {
-	if v, ok := allowed.Load(id); ok {
-		return v.(string)
+	read := allowed.read.Load()
+	if read != nil {
+		if text, ok := (*read)[id]; ok {
+			return text
+		}
+	}
+	allowed.mu.Lock()
+	defer allowed.mu.Unlock()
+	var published map[string]string
+	if read = allowed.read.Load(); read != nil {
+		published = *read // merged since the look above, perhaps
+	}
+	if text, ok := published[id]; ok {
+		return text
+	}
+	if text, ok := allowed.dirty[id]; ok {
+		return text
 	}
 	text := "allowed: " + id + " may act"
 	// The names are the registry's capabilities, and a few made up by callers of Decide; past
 	// the bound, a name's text is made each time instead of kept.
-	if allowedSize.Add(1) <= maxAllowedTexts {
-		allowed.Store(id, text)
+	if len(published)+len(allowed.dirty) >= maxAllowedTexts {
+		return text
+	}
+	if allowed.dirty == nil {
+		allowed.dirty = map[string]string{}
+	}
+	allowed.dirty[id] = text
+	if len(allowed.dirty) > len(published)/8 {
+		merged := make(map[string]string, len(published)+len(allowed.dirty))
+		maps.Copy(merged, published)
+		maps.Copy(merged, allowed.dirty)
+		allowed.read.Store(&merged)
+		allowed.dirty = nil
 	}
 	return text
 }
-
-// allowedSize counts the texts allowed has stored (or tried to).
-var allowedSize atomic.Int64

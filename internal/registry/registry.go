@@ -28,7 +28,8 @@ type Registry struct {
 	// stopped holds the ids of capabilities whose provider's definition no longer matches
 	// its pin (SetPinned): this process's view of its own connections, never stored, and
 	// kept across reloads.
-	stopped sync.Map // capability id → struct{}
+	stopped  sync.Map     // capability id → struct{}
+	nstopped atomic.Int64 // how many ids stopped holds: Pinned looks only when some are
 }
 
 // New returns a registry of every app in s, each manifest parsed and verified again against
@@ -246,15 +247,20 @@ func storeError(op string, err error) error {
 // connections) and survives Reload.
 func (r *Registry) SetPinned(capabilityID string, pinned bool) {
 	if pinned {
-		r.stopped.Delete(capabilityID)
-	} else {
-		r.stopped.Store(capabilityID, struct{}{})
+		if _, was := r.stopped.LoadAndDelete(capabilityID); was {
+			r.nstopped.Add(-1)
+		}
+	} else if _, was := r.stopped.LoadOrStore(capabilityID, struct{}{}); !was {
+		r.nstopped.Add(1)
 	}
 }
 
 // Pinned reports whether a capability is not stopped by SetPinned(id, false). The broker
 // refuses a capability that is not pinned (METHOD_NOT_FOUND), and the fronts do not list it.
 func (r *Registry) Pinned(capabilityID string) bool {
+	if r.nstopped.Load() == 0 { // none stopped, the usual case: no lookup
+		return true
+	}
 	_, stopped := r.stopped.Load(capabilityID)
 	return !stopped
 }

@@ -2,8 +2,10 @@ package registry_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/capgate/capgate/internal/registry"
@@ -677,5 +679,56 @@ func TestStoreFailureLeavesTheSnapshot(t *testing.T) {
 	}
 	if _, ok := r.Method("files", "delete"); !ok {
 		t.Error("capability lost")
+	}
+}
+
+// Pinned follows SetPinned for each id alone, whatever the order of the calls, repeats
+// included, and from many goroutines at once: an id set false is stopped until it is set
+// true, and none other is.
+func TestPinned(t *testing.T) {
+	r, _ := newRegistry(t, &trust{})
+	const a, b = "tool.mcp.srv.a", "tool.mcp.srv.b"
+	if !r.Pinned(a) || !r.Pinned(b) {
+		t.Fatal("an id never set is not pinned")
+	}
+	r.SetPinned(a, false)
+	r.SetPinned(a, false)
+	if r.Pinned(a) || !r.Pinned(b) {
+		t.Fatalf("after a stopped twice: a %v, b %v", r.Pinned(a), r.Pinned(b))
+	}
+	r.SetPinned(b, true) // never stopped: nothing to undo
+	r.SetPinned(a, true)
+	if !r.Pinned(a) || !r.Pinned(b) {
+		t.Fatalf("after a pinned again: a %v, b %v", r.Pinned(a), r.Pinned(b))
+	}
+	r.SetPinned(b, false)
+	if !r.Pinned(a) || r.Pinned(b) {
+		t.Fatalf("after b stopped: a %v, b %v", r.Pinned(a), r.Pinned(b))
+	}
+	// Goroutines flip ids of their own and end on a known state; the count under Pinned's
+	// fast path must come out right.
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			id := fmt.Sprintf("tool.mcp.srv.g%d", g)
+			for i := range 1000 {
+				r.SetPinned(id, i%3 == 0)
+				_ = r.Pinned(id)
+			}
+			r.SetPinned(id, g%2 == 0)
+		})
+	}
+	wg.Wait()
+	for g := range 8 {
+		if id := fmt.Sprintf("tool.mcp.srv.g%d", g); r.Pinned(id) != (g%2 == 0) {
+			t.Errorf("%s: pinned %v, want %v", id, r.Pinned(id), g%2 == 0)
+		}
+	}
+	r.SetPinned(b, true)
+	for g := range 8 {
+		r.SetPinned(fmt.Sprintf("tool.mcp.srv.g%d", g), true)
+	}
+	if n := registry.Stopped(r); n != 0 {
+		t.Fatalf("none stopped, yet the count is %d", n)
 	}
 }

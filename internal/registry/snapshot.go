@@ -21,8 +21,14 @@ type snapshot struct {
 	// methods maps an app id and an action to the index in caps of the one capability of that
 	// app with that action, or ambiguous when more than one has it.
 	methods map[string]map[string]int
+	// route maps an app's id or alias and an action to what methods gives for the app's id,
+	// so that resolving a call's address is one lookup.
+	route   map[routeKey]int
 	skipped []Skipped // ordered by AppID
 }
+
+// routeKey is an IPC address without dots in its method: an app's id or alias, and an action.
+type routeKey struct{ app, action string }
 
 const ambiguous = -1
 
@@ -35,6 +41,7 @@ func build(apps map[string]*App, skipped []Skipped) *snapshot {
 		byID:    map[string]int{},
 		byPerm:  map[string][]int{},
 		methods: make(map[string]map[string]int, len(apps)),
+		route:   map[routeKey]int{},
 		skipped: skipped,
 	}
 	for _, a := range apps {
@@ -78,6 +85,15 @@ func build(apps map[string]*App, skipped []Skipped) *snapshot {
 			acts[act] = ambiguous
 		} else {
 			acts[act] = i
+		}
+	}
+	for appID, acts := range s.methods {
+		alias := apps[appID].Alias
+		for act, i := range acts {
+			s.route[routeKey{appID, act}] = i
+			if alias != "" {
+				s.route[routeKey{alias, act}] = i
+			}
 		}
 	}
 	return s
@@ -134,6 +150,13 @@ func (r *Registry) Capability(id string) (Capability, bool) {
 // action never picks one, and the caller must name the full id.
 func (r *Registry) Method(app, method string) (Capability, bool) {
 	s := r.snap.Load()
+	if !strings.Contains(method, ".") {
+		i, ok := s.route[routeKey{app, method}]
+		if !ok || i == ambiguous || !s.caps[i].App.Enabled {
+			return Capability{}, false
+		}
+		return s.caps[i], true
+	}
 	a, ok := s.apps[app]
 	if !ok {
 		a, ok = s.aliases[app]
@@ -141,15 +164,8 @@ func (r *Registry) Method(app, method string) (Capability, bool) {
 	if !ok || !a.Enabled {
 		return Capability{}, false
 	}
-	if strings.Contains(method, ".") {
-		i, ok := s.byID[method]
-		if !ok || s.caps[i].App != a {
-			return Capability{}, false
-		}
-		return s.caps[i], true
-	}
-	i, ok := s.methods[a.ID.String()][method]
-	if !ok || i == ambiguous {
+	i, ok := s.byID[method]
+	if !ok || s.caps[i].App != a {
 		return Capability{}, false
 	}
 	return s.caps[i], true

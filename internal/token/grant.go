@@ -24,6 +24,21 @@ func Covers(grants []string, permission string) bool {
 	return false
 }
 
+// CoversPermission is Covers for a permission already parsed: grants cover p when one is
+// p or a pattern whose prefix p continues with a dot. The zero Permission is never covered.
+func CoversPermission(grants []string, p manifest.Permission) bool {
+	if !p.IsValid() {
+		return false
+	}
+	ps := p.String()
+	for _, g := range grants {
+		if coversOne(g, ps) {
+			return true
+		}
+	}
+	return false
+}
+
 // coversOne reports whether grant g covers the valid permission p.
 func coversOne(g, p string) bool {
 	if prefix, ok := strings.CutSuffix(g, ".*"); ok {

@@ -541,7 +541,9 @@ func TestVerifyHashed(t *testing.T) {
 	b := sign(t, other, key) // the same id, another body, signed with the same key
 	for range 2 {
 		for _, w := range []string{a, b} {
-			_, h, err := v.VerifyHashed(w)
+			var tok token.Token
+			d, err := v.VerifyHashed(w, &tok)
+			h := d.String()
 			if err != nil || h != token.WireHash(w) {
 				t.Fatalf("VerifyHashed: hash %q, %v; want %q", h, err, token.WireHash(w))
 			}
@@ -550,8 +552,28 @@ func TestVerifyHashed(t *testing.T) {
 	if token.WireHash(a) == token.WireHash(b) {
 		t.Fatal("two tokens under one id have one hash")
 	}
-	if _, h, err := v.VerifyHashed("cgt1.nope"); err == nil || h != "" {
+	bad := fixedToken()
+	if h, err := v.VerifyHashed("cgt1.nope", &bad); err == nil || h != (token.Digest{}) || bad.ID != "" {
 		t.Fatalf("a malformed token: hash %q, %v", h, err)
+	}
+}
+
+// ParseWireHash reads back exactly what WireHash writes, and nothing else: no other prefix,
+// no uppercase hex, no hash cut short or run long.
+func TestParseWireHash(t *testing.T) {
+	w := sign(t, fixedToken(), testKey(1))
+	h := token.WireHash(w)
+	if d, ok := token.ParseWireHash(h); !ok || d != token.WireDigest(w) || d.String() != h {
+		t.Fatalf("ParseWireHash(WireHash) = %x, %v", d, ok)
+	}
+	hexPart := strings.TrimPrefix(h, "sha256:")
+	for _, bad := range []string{
+		"", "sha256:", hexPart, "SHA256:" + hexPart, "sha512:" + hexPart, "sha256:" + strings.ToUpper(hexPart),
+		h[:len(h)-1], h + "0", h[:len(h)-2] + "zz", " " + h, h + "\n", "sha256:" + hexPart[:32],
+	} {
+		if d, ok := token.ParseWireHash(bad); ok || d != (token.Digest{}) {
+			t.Errorf("ParseWireHash(%q) = %x, true", bad, d)
+		}
 	}
 }
 
@@ -571,7 +593,8 @@ func TestVerifyReturnsACopy(t *testing.T) {
 		if len(got.Constraints.AllowedPaths) > 0 {
 			got.Constraints.AllowedPaths[0] = "/changed"
 		}
-		again, _, err := v.VerifyHashed(w)
+		var again token.Token
+		_, err = v.VerifyHashed(w, &again)
 		if err != nil || again.Capabilities[0] != want {
 			t.Fatalf("after the caller changed its copy: %v, %v", again.Capabilities, err)
 		}

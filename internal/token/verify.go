@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -32,9 +33,9 @@ type Verifier struct {
 }
 
 type entry struct {
-	key  string
-	tok  Token
-	hash string // WireHash(key), computed once
+	key string
+	tok Token
+	sum Digest // WireDigest(key), computed once
 }
 
 // NewVerifier returns a Verifier for pub keeping up to cacheSize verified tokens; zero or less
@@ -57,55 +58,83 @@ func NewVerifier(pub ed25519.PublicKey, cacheSize int) *Verifier {
 // Errors wrap ErrMalformed or ErrBadSignature. The returned token shares nothing with the
 // cache; the caller may change it.
 func (v *Verifier) Verify(wire string) (Token, error) {
-	t, _, err := v.VerifyHashed(wire)
+	var t Token
+	_, err := v.VerifyHashed(wire, &t)
 	return t.Clone(), err
 }
 
-// VerifyHashed is Verify that also returns the wire form's WireHash, computed once per token
-// the cache holds rather than on every call. The token it returns shares its lists with the
-// cache's copy, which is never changed: the caller reads them and must not write to them
-// (Verify returns a copy of its own).
-func (v *Verifier) VerifyHashed(wire string) (Token, string, error) {
+// VerifyHashed is Verify that also returns the wire form's WireDigest, computed once per
+// token the cache holds rather than on every call, and that writes the token into *t rather
+// than returning it (a token is a few hundred bytes, and this is every call's path). The
+// token it writes shares its lists with the cache's copy, which is never changed: the caller
+// reads them and must not write to them (Verify returns a copy of its own). On an error *t is
+// the zero Token.
+func (v *Verifier) VerifyHashed(wire string, t *Token) (Digest, error) {
+	*t = Token{}
 	if len(wire) > MaxWireBytes {
-		return Token{}, "", malformed("longer than MaxWireBytes")
+		return Digest{}, malformed("longer than MaxWireBytes")
 	}
 	key := wire
 	v.mu.Lock()
 	if el, ok := v.index[key]; ok {
 		v.order.MoveToFront(el)
 		e := el.Value.(*entry)
-		t, hash := e.tok, e.hash
+		*t = e.tok
+		sum := e.sum
 		v.mu.Unlock()
-		return t, hash, nil
+		return sum, nil
 	}
 	v.mu.Unlock()
 
-	t, msg, err := parse(wire)
+	parsed, msg, err := parse(wire)
 	if err != nil {
-		return Token{}, "", err
+		return Digest{}, err
 	}
 	v.sigChecks.Add(1)
-	if !verifySignature(v.pub, t, msg) {
-		return Token{}, "", ErrBadSignature
+	if !verifySignature(v.pub, parsed, msg) {
+		return Digest{}, ErrBadSignature
 	}
-	hash := WireHash(wire)
+	sum := WireDigest(wire)
 
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if _, ok := v.index[key]; !ok {
-		v.index[key] = v.order.PushFront(&entry{key: key, tok: t.Clone(), hash: hash})
+		v.index[key] = v.order.PushFront(&entry{key: key, tok: parsed.Clone(), sum: sum})
 		for v.order.Len() > v.size {
 			last := v.order.Back()
 			v.order.Remove(last)
 			delete(v.index, last.Value.(*entry).key)
 		}
 	}
-	return t, hash, nil
+	*t = parsed
+	return sum, nil
 }
+
+// Digest is the SHA-256 of a token's wire form.
+type Digest [sha256.Size]byte
+
+// WireDigest is the SHA-256 of a token's wire form: WireHash's, as bytes.
+func WireDigest(wire string) Digest { return sha256.Sum256([]byte(wire)) }
+
+// String is the digest as WireHash writes it.
+func (d Digest) String() string { return wireHashPrefix + hex.EncodeToString(d[:]) }
+
+// ParseWireHash reads a WireHash back into its digest; it reports false for any other text
+// (another algorithm, uppercase or short hex).
+func ParseWireHash(h string) (Digest, bool) {
+	var d Digest
+	hexPart, ok := strings.CutPrefix(h, wireHashPrefix)
+	if !ok || len(hexPart) != 2*len(d) {
+		return Digest{}, false
+	}
+	if _, err := hex.Decode(d[:], []byte(hexPart)); err != nil || d.String() != h {
+		return Digest{}, false
+	}
+	return d, true
+}
+
+const wireHashPrefix = "sha256:"
 
 // WireHash is the hash under which a token's wire form is known: "sha256:" and the lowercase
 // hex of its SHA-256. The store keeps it, never the token.
-func WireHash(wire string) string {
-	sum := sha256.Sum256([]byte(wire))
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+func WireHash(wire string) string { return WireDigest(wire).String() }
