@@ -356,3 +356,50 @@ func TestMandatesThatCannotBeReadRefuse(t *testing.T) {
 		t.Fatalf("with the mandate read: %+v", r)
 	}
 }
+
+// UsableStamp moves with everything UsableBy reads, and only then: a provider's state, the
+// registry (an app disabled, a pin lost), the caller's trust and its need for tokens.
+func TestUsableStamp(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	gatewaytest.Register(t, e.b.o.Registry, "", e.appKey, strings.ReplaceAll(notesManifest, notesID, "org.example.memo"), "memo")
+	p := &switchable{appID: "org.example.memo", h: &notes{}}
+	p.state.Store(uint32(Working))
+	o := e.b.o
+	o.Providers = p
+	b, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stamp := b.UsableStamp(alice)
+	if again := b.UsableStamp(alice); again != stamp {
+		t.Fatal("the stamp moved with nothing changed")
+	}
+	moved := func(what string, change, undo func()) {
+		t.Helper()
+		change()
+		if b.UsableStamp(alice) == stamp {
+			t.Errorf("%s: the stamp did not move", what)
+		}
+		undo()
+		stamp = b.UsableStamp(alice)
+	}
+	moved("the provider down", func() { p.state.Store(uint32(NotWorking)) }, func() { p.state.Store(uint32(Working)) })
+	moved("no provider", func() { p.state.Store(uint32(NoProvider)) }, func() { p.state.Store(uint32(Working)) })
+	moved("a pin lost", func() { b.o.Registry.SetPinned("notes.org.example.memo.search", false) },
+		func() { b.o.Registry.SetPinned("notes.org.example.memo.search", true) })
+	moved("an app disabled", func() {
+		if err := b.o.Registry.SetEnabled(ctx, "org.example.memo", false); err != nil {
+			t.Fatal(err)
+		}
+	}, func() {
+		if err := b.o.Registry.SetEnabled(ctx, "org.example.memo", true); err != nil {
+			t.Fatal(err)
+		}
+	})
+	trusted, tokens := alice, alice
+	trusted.Trust, tokens.RequireToken = manifest.AuthPrivileged, true
+	if b.UsableStamp(trusted) == stamp || b.UsableStamp(tokens) == stamp {
+		t.Error("the stamp is the same for another trust, or for a client that must hold tokens")
+	}
+}

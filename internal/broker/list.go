@@ -67,3 +67,32 @@ func (b *Broker) UsableBy(caller Caller) []Usable {
 	}
 	return out
 }
+
+// UsableStamp is what UsableBy's answer for a caller depends on, as one comparable value:
+// the registry's version, the caller's trust and whether it must hold tokens, and the state
+// of every enabled app's provider. A front that read a stamp before a listing and reads an
+// equal one later may keep the listing (MCP's per-request tool sync does); a listing is never
+// what decides a call, which is decided afresh every time.
+type UsableStamp struct {
+	registry     uint64
+	trust        manifest.AuthLevel
+	requireToken bool
+	providers    uint64 // FNV-1a of each enabled app's provider state, in the registry's order
+}
+
+// UsableStamp returns the stamp of UsableBy(caller) as of now. Read it before the listing it
+// stands for: a change between the two moves the next stamp.
+func (b *Broker) UsableStamp(caller Caller) UsableStamp {
+	st := UsableStamp{registry: b.o.Registry.Version(), trust: caller.Trust, requireToken: b.requiresToken(caller)}
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for _, app := range b.o.Registry.List() {
+		if !app.Enabled {
+			continue
+		}
+		_, state := b.provider(app.ID)
+		h = (h ^ uint64(state)) * prime
+	}
+	st.providers = h
+	return st
+}

@@ -22,6 +22,10 @@ type session struct {
 	mu      sync.Mutex
 	byName  map[string]capTool
 	digests map[string]string
+	// stamp is the broker's UsableStamp read before the last sync's listing; a sync that
+	// finds it unchanged has nothing to do.
+	stamp  broker.UsableStamp
+	synced bool
 }
 
 func newSession(h *Handler, caller broker.Caller, base string) *session {
@@ -57,10 +61,17 @@ func newSession(h *Handler, caller broker.Caller, base string) *session {
 	return s
 }
 
-// sync makes the session's capability tools those the caller may use now.
+// sync makes the session's capability tools those the caller may use now. It lists them
+// again only when the broker's UsableStamp moved since the last listing: a 2026-07-28
+// request syncs before it is served, and the listing was most of that request's own cost.
 func (s *session) sync(caller broker.Caller) {
+	stamp := s.h.o.Broker.UsableStamp(caller)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.synced && stamp == s.stamp {
+		return
+	}
+	s.stamp, s.synced = stamp, true
 	next := map[string]capTool{}
 	for _, u := range s.h.o.Broker.UsableBy(caller) {
 		ct := s.h.tools.get(u)

@@ -67,4 +67,28 @@ func TestWarmSessionFollowsChanges(t *testing.T) {
 	if strings.Contains(listed(kiosk), "calc__compute") {
 		t.Fatalf("after its trust fell the client is still offered calc")
 	}
+
+	// The registry moving (a pin lost, an app disabled) reaches the kept server at its
+	// next request too, though nothing of the client changed.
+	const calcID = "calc.org.capgate.calc.compute"
+	e.g.Registry.SetPinned(calcID, false)
+	if strings.Contains(listed(alice), "calc__compute") || calls(alice) {
+		t.Fatalf("a capability no longer pinned is still offered, or called")
+	}
+	e.g.Registry.SetPinned(calcID, true)
+	if !strings.Contains(listed(alice), "calc__compute") || !calls(alice) {
+		t.Fatalf("a capability pinned again is not offered, or not called")
+	}
+	if err := e.g.Registry.SetEnabled(e.ctx, "org.capgate.calc", false); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(listed(alice), "calc__compute") || calls(alice) {
+		t.Fatalf("a disabled app's capability is still offered, or called")
+	}
+	if err := e.g.Registry.SetEnabled(e.ctx, "org.capgate.calc", true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(listed(alice), "calc__compute") || !calls(alice) {
+		t.Fatalf("an app enabled again is not offered, or not called")
+	}
 }

@@ -30,7 +30,20 @@ type Registry struct {
 	// kept across reloads.
 	stopped  sync.Map     // capability id → struct{}
 	nstopped atomic.Int64 // how many ids stopped holds: Pinned looks only when some are
+	version  atomic.Uint64
 }
+
+// publish makes s the registry's state and moves Version.
+func (r *Registry) publish(s *snapshot) {
+	r.snap.Store(s)
+	r.version.Add(1)
+}
+
+// Version moves whenever what the registry answers may change: an app registered, changed,
+// enabled, disabled or removed, a reload, a capability's pin set either way. It moves after
+// the change is visible, so that a reader who reads Version, then the registry, and later
+// finds Version unchanged, read what is still current.
+func (r *Registry) Version() uint64 { return r.version.Load() }
 
 // New returns a registry of every app in s, each manifest parsed and verified again against
 // keys: one that no longer verifies (its key is no longer trusted, say) comes back at Tier 2
@@ -42,7 +55,7 @@ func New(ctx context.Context, s store.Apps, keys manifest.KeySource) (*Registry,
 		return nil, errors.New("registry: nil store")
 	}
 	r := &Registry{store: s, keys: keys, now: time.Now}
-	r.snap.Store(build(map[string]*App{}, nil))
+	r.publish(build(map[string]*App{}, nil))
 	if err := r.Reload(ctx); err != nil {
 		return nil, err
 	}
@@ -70,7 +83,7 @@ func (r *Registry) Reload(ctx context.Context) error {
 		apps[a.ID.String()] = a
 	}
 	slices.SortFunc(skipped, func(a, b Skipped) int { return strings.Compare(a.AppID, b.AppID) })
-	r.snap.Store(build(apps, skipped))
+	r.publish(build(apps, skipped))
 	return nil
 }
 
@@ -180,7 +193,7 @@ func (r *Registry) Register(ctx context.Context, data []byte, alias string) (App
 	if err != nil {
 		return App{}, fmt.Errorf("registry: register: %w", err)
 	}
-	r.snap.Store(old.with(key, func(apps map[string]*App) { apps[key] = a }))
+	r.publish(old.with(key, func(apps map[string]*App) { apps[key] = a }))
 	return *a, nil
 }
 
@@ -216,7 +229,7 @@ func (r *Registry) SetEnabled(ctx context.Context, appID string, enabled bool) e
 	}
 	next := *cur
 	next.Enabled = enabled
-	r.snap.Store(old.with(appID, func(apps map[string]*App) { apps[appID] = &next }))
+	r.publish(old.with(appID, func(apps map[string]*App) { apps[appID] = &next }))
 	return nil
 }
 
@@ -229,7 +242,7 @@ func (r *Registry) Remove(ctx context.Context, appID string) error {
 		return storeError("remove", err)
 	}
 	old := r.snap.Load()
-	r.snap.Store(old.with(appID, func(apps map[string]*App) { delete(apps, appID) }))
+	r.publish(old.with(appID, func(apps map[string]*App) { delete(apps, appID) }))
 	return nil
 }
 
@@ -249,9 +262,11 @@ func (r *Registry) SetPinned(capabilityID string, pinned bool) {
 	if pinned {
 		if _, was := r.stopped.LoadAndDelete(capabilityID); was {
 			r.nstopped.Add(-1)
+			r.version.Add(1)
 		}
 	} else if _, was := r.stopped.LoadOrStore(capabilityID, struct{}{}); !was {
 		r.nstopped.Add(1)
+		r.version.Add(1)
 	}
 }
 
