@@ -13,7 +13,9 @@ import (
 // same new app at the same moment, the alias index reports the other's row, the same app, as a
 // taken alias. Once that insert commits, the statement run again finds the app and replaces
 // it, so a unique violation is tried again, up to putAppAttempts times, before it is taken to
-// mean another app's alias.
+// mean another app's alias. Two such inserts can also each wait on the other's speculative
+// row in the two unique indexes, and PostgreSQL then ends one of them as a deadlock: that
+// statement, which changed nothing, is tried again too.
 func (s *Store) PutApp(ctx context.Context, a store.App) error {
 	r, err := store.AppRowOf(a)
 	if err != nil {
@@ -25,7 +27,7 @@ func (s *Store) PutApp(ctx context.Context, a store.App) error {
 				reason = excluded.reason, manifest = excluded.manifest,
 				enabled = excluded.enabled, updated = excluded.updated`,
 			r.Args(nulls{})...)
-		if !isUnique(err) || attempt == putAppAttempts {
+		if (!isUnique(err) && !isDeadlock(err)) || attempt == putAppAttempts {
 			break
 		}
 	}

@@ -104,6 +104,13 @@ func isUnique(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
+// isDeadlock reports whether PostgreSQL ended the statement to break a deadlock (40P01): it
+// was rolled back and may be run again.
+func isDeadlock(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "40P01"
+}
+
 // errs makes this store's errors: "postgres: ...".
 var errs = store.Errors{Name: "postgres", NoRows: pgx.ErrNoRows}
 

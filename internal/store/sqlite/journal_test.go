@@ -39,9 +39,9 @@ func crash(t *testing.T, s *Store) {
 // noIndexing keeps the indexer from running during a test: entries reach the index only
 // when the log is read.
 func noIndexing(t *testing.T) {
-	saved := indexDelay
-	indexDelay = time.Hour
-	t.Cleanup(func() { indexDelay = saved })
+	savedDelay, savedBatch := indexDelay, indexBatch
+	indexDelay, indexBatch = time.Hour, 1<<30
+	t.Cleanup(func() { indexDelay, indexBatch = savedDelay, savedBatch })
 }
 
 func openAt(t *testing.T, path string) *Store {
@@ -98,6 +98,56 @@ func wantLog(t *testing.T, s *Store, want []store.AuditEntry) {
 		if g.Seq != w.Seq || g.Hash != w.Hash || g.PrevHash != w.PrevHash || !bytes.Equal(g.Body, w.Body) || !g.At.Equal(w.At) {
 			t.Fatalf("entry %d: %+v, want %+v", i, g, w)
 		}
+	}
+}
+
+// The indexer runs indexDelay after an append, or as soon as indexBatch entries wait,
+// whichever comes first.
+func TestIndexerRunsAfterItsDelayOrAFullBatch(t *testing.T) {
+	savedDelay, savedBatch := indexDelay, indexBatch
+	t.Cleanup(func() { indexDelay, indexBatch = savedDelay, savedBatch })
+	indexed := func(s *Store, want int) bool {
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			if indexRows(t, s) == want {
+				return true
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return false
+	}
+
+	// Appends without a read of the log, which would index first.
+	var head store.AuditEntry
+	appendTwo := func(s *Store) {
+		t.Helper()
+		batch := storetest.EntriesAfter(head, 2, "j")
+		if err := s.AppendAudit(t.Context(), batch); err != nil {
+			t.Fatal(err)
+		}
+		head = batch[len(batch)-1]
+	}
+
+	// A batch: four waiting entries start the run long before the hour is up.
+	indexDelay, indexBatch = time.Hour, 4
+	s := openAt(t, filepath.Join(t.TempDir(), "capgate.db"))
+	appendTwo(s)
+	time.Sleep(50 * time.Millisecond)
+	if n := indexRows(t, s); n != 0 {
+		t.Fatalf("%d rows indexed with fewer than indexBatch entries waiting", n)
+	}
+	appendTwo(s)
+	if !indexed(s, 4) {
+		t.Fatalf("a full batch was not indexed: %d rows", indexRows(t, s))
+	}
+
+	// The delay: two entries, far fewer than a batch, are indexed once it is up.
+	indexDelay, indexBatch = 20*time.Millisecond, 1<<30
+	s = openAt(t, filepath.Join(t.TempDir(), "capgate.db"))
+	head = store.AuditEntry{}
+	appendTwo(s)
+	if !indexed(s, 2) {
+		t.Fatalf("entries were not indexed after the delay: %d rows", indexRows(t, s))
 	}
 }
 
