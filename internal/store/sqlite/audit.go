@@ -26,6 +26,11 @@ func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) err
 
 // AuditHead returns the last entry, or ErrNotFound for an empty log.
 func (s *Store) AuditHead(ctx context.Context) (store.AuditEntry, error) {
+	if e, ok, err := s.journal.head(ctx); err != nil {
+		return store.AuditEntry{}, errs.Wrap("audit head", err)
+	} else if ok {
+		return e, nil
+	}
 	if err := s.journal.index(ctx); err != nil {
 		return store.AuditEntry{}, errs.Wrap("audit head", err)
 	}
@@ -39,6 +44,11 @@ func (s *Store) AuditHead(ctx context.Context) (store.AuditEntry, error) {
 func (s *Store) AuditRange(ctx context.Context, from, to int64, limit int) ([]store.AuditEntry, error) {
 	if err := store.CheckLimit(limit); err != nil {
 		return nil, errs.Wrap("audit range", err)
+	}
+	if es, ok, err := s.journal.recent(ctx, from, to, limit); err != nil {
+		return nil, errs.Wrap("audit range", err)
+	} else if ok {
+		return es, nil
 	}
 	if err := s.journal.index(ctx); err != nil {
 		return nil, errs.Wrap("audit range", err)

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -540,8 +541,18 @@ func (j *journal) rotate(ctx context.Context, always bool) error {
 		return err
 	}
 	defer unlock()
-	if j.size == 0 || len(j.pending) > 0 || j.overflow {
-		return nil // empty already, or another process appended what is not indexed yet
+	if j.size == 0 || j.overflow {
+		return nil // empty already, or more waits for the index than memory holds
+	}
+	if len(j.pending) > 0 {
+		// Appended since the last index run, by this process or another: indexed here, with
+		// every appender held off by the lock, so that a journal under a steady load, which
+		// always has a few entries waiting, is still replaced.
+		if err := j.s.indexAudit(ctx, j.pending); err != nil {
+			return err
+		}
+		j.indexed = max(j.indexed, j.pending[len(j.pending)-1].Seq)
+		j.pending = j.pending[:0]
 	}
 	// The index's transactions were not synced: sync its write-ahead log, which holds them,
 	// before the journal that also does goes.
@@ -722,4 +733,54 @@ func decodeFrame(b []byte) ([]store.AuditEntry, int, bool) {
 		return nil, 0, false
 	}
 	return entries, int(n) + 8, true
+}
+
+// recent answers a read of the log from memory when it can, so that a reader of the newest
+// entries (the audit writer's head file, checking that the store still holds the head it
+// wrote last) does not index on every read: the entries above what the index holds are the
+// journal's, which is the log. It reports false when the answer needs the index: entries it
+// holds (from at or below what this process knows is indexed), or pending entries that did
+// not all fit in memory. The journal is read anew under its lock first, so that what other
+// processes appended is seen.
+func (j *journal) recent(ctx context.Context, from, to int64, limit int) ([]store.AuditEntry, bool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	unlock, err := j.lock(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	unlock()
+	if j.overflow || from <= j.indexed || (len(j.pending) > 0 && from < j.pending[0].Seq) {
+		return nil, false, nil
+	}
+	var out []store.AuditEntry
+	for _, e := range j.pending {
+		if e.Seq < from {
+			continue
+		}
+		if (to != 0 && e.Seq > to) || (limit > 0 && len(out) == limit) {
+			break
+		}
+		e.Body = bytes.Clone(e.Body)
+		out = append(out, e)
+	}
+	return out, true, nil
+}
+
+// head is the log's head from memory (the journal read anew under its lock), and false when
+// the log is empty: the index then answers.
+func (j *journal) head(ctx context.Context) (store.AuditEntry, bool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	unlock, err := j.lock(ctx)
+	if err != nil {
+		return store.AuditEntry{}, false, err
+	}
+	unlock()
+	if j.last.Seq == 0 {
+		return store.AuditEntry{}, false, nil
+	}
+	e := j.last
+	e.Body = bytes.Clone(e.Body)
+	return e, true, nil
 }

@@ -272,9 +272,10 @@ func TestJournalDamagedFrame(t *testing.T) {
 // Two stores on one file (two processes) append in turn while the journal is replaced again
 // and again: one chain, every entry in it, each replacement seen by the other store.
 func TestJournalRotatesUnderTwoAppenders(t *testing.T) {
-	saved := journalRotateBytes
-	journalRotateBytes = 2048
-	t.Cleanup(func() { journalRotateBytes = saved })
+	saved, savedDelay := journalRotateBytes, indexDelay
+	// The index, after which a full journal is replaced, runs at once after each append.
+	journalRotateBytes, indexDelay = 2048, time.Millisecond
+	t.Cleanup(func() { journalRotateBytes, indexDelay = saved, savedDelay })
 	path := filepath.Join(t.TempDir(), "capgate.db")
 	a, b := openAt(t, path), openAt(t, path)
 	inodes := map[uint64]bool{}
@@ -396,4 +397,70 @@ func TestJournalPendingBounded(t *testing.T) {
 	crash(t, a)
 	b := openAt(t, path)
 	wantLog(t, b, want)
+}
+
+// A read of the newest entries and of the head is answered from the journal, without an
+// index run, and gives what the index gives once it has them; what another store on the file
+// appended is seen at once. A read of entries the index holds goes to the index.
+func TestRecentEntriesFromTheJournal(t *testing.T) {
+	noIndexing(t)
+	path := filepath.Join(t.TempDir(), "capgate.db")
+	a, b := openAt(t, path), openAt(t, path)
+	var head store.AuditEntry
+	var all []store.AuditEntry
+	for i := range 4 {
+		s := []*Store{a, b}[i%2] // the two stores take turns
+		batch := storetest.EntriesAfter(head, 2, "r")
+		if err := s.AppendAudit(t.Context(), batch); err != nil {
+			t.Fatal(err)
+		}
+		head, all = batch[len(batch)-1], append(all, batch...)
+	}
+	for _, s := range []*Store{a, b} {
+		h, err := s.AuditHead(t.Context())
+		if err != nil || h.Seq != head.Seq || h.Hash != head.Hash {
+			t.Fatalf("head %d %v, want %d", h.Seq, err, head.Seq)
+		}
+		for _, r := range []struct {
+			from, to int64
+			limit    int
+		}{{3, 0, 0}, {3, 5, 0}, {8, 8, 1}, {2, 0, 3}, {9, 0, 0}} {
+			got, err := s.AuditRange(t.Context(), r.from, r.to, r.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []store.AuditEntry
+			for _, e := range all {
+				if e.Seq >= r.from && (r.to == 0 || e.Seq <= r.to) && (r.limit == 0 || len(want) < r.limit) {
+					want = append(want, e)
+				}
+			}
+			if len(got) != len(want) {
+				t.Fatalf("range %+v: %d entries, want %d", r, len(got), len(want))
+			}
+			for i := range want {
+				if got[i].Seq != want[i].Seq || got[i].Hash != want[i].Hash || !bytes.Equal(got[i].Body, want[i].Body) {
+					t.Fatalf("range %+v: entry %d is %d, want %d", r, i, got[i].Seq, want[i].Seq)
+				}
+			}
+			if len(got) > 0 {
+				got[0].Body[0] = 'X' // the caller's copy: the journal's is untouched
+			}
+		}
+	}
+	if n := indexRows(t, a); n != 0 {
+		t.Fatalf("%d rows indexed by reads of the newest entries", n)
+	}
+	wantLog(t, a, all)
+	// Once indexed, the same reads come from the index, and give the same.
+	if err := a.journal.index(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := indexRows(t, a); n != len(all) {
+		t.Fatalf("%d rows indexed, want %d", n, len(all))
+	}
+	if _, fromJournal, err := a.journal.recent(t.Context(), 1, 0, 0); err != nil || fromJournal {
+		t.Fatalf("a read of indexed entries is answered from the journal (%v)", err)
+	}
+	wantLog(t, a, all)
 }
