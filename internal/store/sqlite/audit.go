@@ -45,13 +45,16 @@ func (s *Store) AuditRange(ctx context.Context, from, to int64, limit int) ([]st
 	if err := store.CheckLimit(limit); err != nil {
 		return nil, errs.Wrap("audit range", err)
 	}
-	if es, ok, err := s.journal.recent(ctx, from, to, limit); err != nil {
+	es, where, err := s.journal.recent(ctx, from, to, limit)
+	switch {
+	case err != nil:
 		return nil, errs.Wrap("audit range", err)
-	} else if ok {
+	case where == readJournal:
 		return es, nil
-	}
-	if err := s.journal.index(ctx); err != nil {
-		return nil, errs.Wrap("audit range", err)
+	case where == readIndexAfterRun:
+		if err := s.journal.index(ctx); err != nil {
+			return nil, errs.Wrap("audit range", err)
+		}
 	}
 	lim := int64(limit)
 	if limit == 0 {

@@ -735,23 +735,38 @@ func decodeFrame(b []byte) ([]store.AuditEntry, int, bool) {
 	return entries, int(n) + 8, true
 }
 
+// Where recent finds the entries a read asks for.
+const (
+	readIndexAfterRun = iota // the index, once what waits is indexed
+	readIndexNow             // the index already holds them all: no run
+	readJournal              // the journal's entries in memory: the answer is recent's
+)
+
 // recent answers a read of the log from memory when it can, so that a reader of the newest
 // entries (the audit writer's head file, checking that the store still holds the head it
 // wrote last) does not index on every read: the entries above what the index holds are the
-// journal's, which is the log. It reports false when the answer needs the index: entries it
-// holds (from at or below what this process knows is indexed), or pending entries that did
-// not all fit in memory. The journal is read anew under its lock first, so that what other
-// processes appended is seen.
-func (j *journal) recent(ctx context.Context, from, to int64, limit int) ([]store.AuditEntry, bool, error) {
+// journal's, which is the log. It also says when the index already holds every entry the
+// read asks for (to, or from+limit-1, at most what this process knows is indexed; seqs have
+// no gaps), so that the read needs no index run; otherwise the index is brought up to date
+// first. The journal is read anew under its lock, so that what other processes appended is
+// seen.
+func (j *journal) recent(ctx context.Context, from, to int64, limit int) ([]store.AuditEntry, int, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	unlock, err := j.lock(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, readIndexAfterRun, err
 	}
 	unlock()
+	last := to
+	if limit > 0 && (last == 0 || from+int64(limit)-1 < last) {
+		last = from + int64(limit) - 1
+	}
+	if last != 0 && last <= j.indexed {
+		return nil, readIndexNow, nil
+	}
 	if j.overflow || from <= j.indexed || (len(j.pending) > 0 && from < j.pending[0].Seq) {
-		return nil, false, nil
+		return nil, readIndexAfterRun, nil
 	}
 	var out []store.AuditEntry
 	for _, e := range j.pending {
@@ -764,7 +779,7 @@ func (j *journal) recent(ctx context.Context, from, to int64, limit int) ([]stor
 		e.Body = bytes.Clone(e.Body)
 		out = append(out, e)
 	}
-	return out, true, nil
+	return out, readJournal, nil
 }
 
 // head is the log's head from memory (the journal read anew under its lock), and false when

@@ -459,8 +459,28 @@ func TestRecentEntriesFromTheJournal(t *testing.T) {
 	if n := indexRows(t, a); n != len(all) {
 		t.Fatalf("%d rows indexed, want %d", n, len(all))
 	}
-	if _, fromJournal, err := a.journal.recent(t.Context(), 1, 0, 0); err != nil || fromJournal {
+	if _, where, err := a.journal.recent(t.Context(), 1, 0, 0); err != nil || where == readJournal {
 		t.Fatalf("a read of indexed entries is answered from the journal (%v)", err)
 	}
 	wantLog(t, a, all)
+	// A read of indexed entries needs no index run, though more wait: a new append stays
+	// out of the index.
+	more := storetest.EntriesAfter(head, 2, "r")
+	if err := a.AppendAudit(t.Context(), more); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range [][3]int64{{2, 2, 0}, {1, 8, 0}, {1, 0, 8}, {5, 0, 4}} {
+		if _, where, err := a.journal.recent(t.Context(), r[0], r[1], int(r[2])); err != nil || where != readIndexNow {
+			t.Fatalf("range %v: answered %d (%v), want from the index with no run", r, where, err)
+		}
+		if es, err := a.AuditRange(t.Context(), r[0], r[1], int(r[2])); err != nil || len(es) == 0 || es[len(es)-1].Seq > 8 {
+			t.Fatalf("range %v: %d entries, %v", r, len(es), err)
+		}
+	}
+	if n := indexRows(t, a); n != len(all) {
+		t.Fatalf("%d rows indexed after reads of indexed entries, want %d", n, len(all))
+	}
+	if _, where, _ := a.journal.recent(t.Context(), 1, 9, 0); where != readIndexAfterRun {
+		t.Fatalf("a range across the index and the journal is answered %d", where)
+	}
 }
