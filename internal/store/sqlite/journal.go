@@ -21,16 +21,18 @@ import (
 
 // The audit journal is the audit chain's durable copy: AppendAudit writes each batch to it as
 // one frame and syncs it, and that is the append; the audit_log table is an index filled from
-// the journal off the call path (a batch a transaction, without a sync of its own) and before
-// every read of the log, by whichever process reads. So an append costs one write and one
-// sync, not a SQLite transaction's work beside its sync.
+// the journal off the call path (many batches a transaction, without a sync of its own,
+// indexDelay after an append or once indexBatch entries wait) and before any read of entries
+// it lacks, by whichever process reads; a read of entries above what the index holds is
+// answered from the journal's entries in memory (recent). So an append costs one write and
+// one sync, not a SQLite transaction's work beside its sync.
 //
 // The journal is the file beside the database named by its path and journalSuffix (mode
 // 0600). Every process on the database appends to it under an exclusive lock of the file
 // (flock), taking the log's head from the journal (and, when it is empty, from the index),
 // so the chain stays single across processes; a frame is a whole batch, so a batch is in
-// the log whole or not at all. Once the index holds every frame and has been synced, the
-// journal is replaced by an empty one (when it grows past journalRotateBytes, and at Close),
+// the log whole or not at all. Once the index holds every frame (what still waits is indexed
+// under the lock) and has been synced, the journal is replaced by an empty one (when it grows past journalRotateBytes, and at Close),
 // under the lock of the file it replaces: a process that then takes that lock sees that the
 // path names another file and opens it.
 //
