@@ -247,6 +247,20 @@ type facts struct {
 	// mandateErr is why the person's mandates could not be read: the call is refused
 	// rather than decided without them (a mandate only narrows).
 	mandateErr error
+	// paramsHash, once hashed is set, is the params' audit.ParamsHash ("" when they have
+	// none), made once for every record of the call.
+	paramsHash string
+	hashed     bool
+}
+
+// paramsHash is the audit records' hash of the call's params, "" for params that cannot
+// be hashed.
+func paramsHash(req Request) string {
+	ph, err := audit.ParamsHash(req.Params)
+	if err != nil {
+		return ""
+	}
+	return ph
 }
 
 // gather fills f, which is zero, with the facts of the call.
@@ -524,9 +538,9 @@ func newID(prefix string) string {
 
 // auditRecord is the audit record of one step of a call.
 func (b *Broker) auditRecord(f facts, caller Caller, req Request, callID, kind, decision, code, expl, result, consentID string, dur time.Duration) audit.Record {
-	ph, err := audit.ParamsHash(req.Params)
-	if err != nil {
-		ph = ""
+	ph := f.paramsHash
+	if !f.hashed {
+		ph = paramsHash(req)
 	}
 	rec := audit.Record{
 		TokenID: f.tok.ID, Action: req.Action, App: req.App, Method: req.Method, ParamsHash: ph,
@@ -600,6 +614,7 @@ func (b *Broker) call(ctx context.Context, caller Caller, req Request) Result {
 	callID := newID("call_")
 	var f facts
 	d := b.decide(ctx, caller, req, &f)
+	f.paramsHash, f.hashed = paramsHash(req), true // every record of the call names them
 	res := Result{Decision: d, CallID: callID}
 	if req.DryRun && f.cap.Cap != nil && !f.cap.Cap.DryRun && d.Outcome != policy.Deny {
 		res.Decision.Outcome = policy.Deny
