@@ -20,7 +20,11 @@ type headKeeper struct {
 	mu      sync.Mutex
 	pending bool
 	next    Head               // the highest head and checkpoint posted and not yet written
-	entries []store.AuditEntry // the latest batch posted, for the link check of its head
+	// entries are the batches posted since the last write, in order and without a gap (a
+	// batch that does not follow them, another process's appends between, starts them
+	// again), at most headKeptEntries of the newest: the link check finds the head the file
+	// holds among them, or right before them, without reading the store.
+	entries []store.AuditEntry
 
 	wake  chan struct{} // cap 1: something was posted
 	quit  chan struct{} // closed by stop
@@ -44,8 +48,15 @@ func (k *headKeeper) post(entries []store.AuditEntry, h Head) {
 	if h.Checkpoint.Seq > k.next.Checkpoint.Seq {
 		k.next.Checkpoint = h.Checkpoint
 	}
-	if entries != nil {
-		k.entries = entries
+	if len(entries) > 0 {
+		if n := len(k.entries); n > 0 && k.entries[n-1].Seq+1 == entries[0].Seq {
+			k.entries = append(k.entries, entries...)
+		} else {
+			k.entries = append(k.entries[:0:0], entries...)
+		}
+		if over := len(k.entries) - headKeptEntries; over > 0 {
+			k.entries = append(k.entries[:0:0], k.entries[over:]...)
+		}
 	}
 	k.pending = true
 	k.mu.Unlock()

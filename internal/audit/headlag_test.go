@@ -131,3 +131,42 @@ func TestHeadFileNeverAheadOfTheStore(t *testing.T) {
 		t.Fatalf("verify: %+v %v", rep.Problems, err)
 	}
 }
+
+// rangeCounting is a store that counts its AuditRange reads.
+type rangeCounting struct {
+	store.Audit
+	reads atomic.Int64
+}
+
+func (r *rangeCounting) AuditRange(ctx context.Context, from, to int64, limit int) ([]store.AuditEntry, error) {
+	r.reads.Add(1)
+	return r.Audit.AuditRange(ctx, from, to, limit)
+}
+
+// Between two writes of the head file the keeper holds every batch committed since the last,
+// so that the check linking the head it wrote last to the new one reads nothing from the
+// store, however many batches came between.
+func TestHeadFileLinksWithoutReadingTheStore(t *testing.T) {
+	dir := t.TempDir()
+	st := &rangeCounting{Audit: sqliteBackend(t, dir).st}
+	path := filepath.Join(dir, "audit.head")
+	w := NewWriter(st, &Options{HeadPath: path, HeadConfirm: 100 * time.Millisecond, Logger: quietLogger()})
+	defer w.Close()
+	if _, err := w.Append(t.Context(), sampleRecord(0)); err != nil {
+		t.Fatal(err)
+	}
+	waitHead(t, path, 1)
+	before := st.reads.Load()
+	for i := 1; i <= 40; i++ { // many batches within one HeadConfirm
+		if _, err := w.Append(t.Context(), sampleRecord(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitHead(t, path, 41)
+	if n := st.reads.Load() - before; n != 0 {
+		t.Fatalf("the head file's link check read the store %d times", n)
+	}
+	if s := w.Stats(); s.HeadErrors != 0 {
+		t.Fatalf("head file errors: %+v", s)
+	}
+}

@@ -77,4 +77,9 @@ const (
 	// handing them (the goroutine then reads what it lacks from the store): enough to ride
 	// out a slow disk, bounded so that a stuck mirror never holds the log in memory.
 	mirrorQueue = 256
+
+	// headKeptEntries bounds the entries the head file's keeper holds between two writes for
+	// the check that links the head it wrote last to the new one: the newest of them are
+	// kept, and a head older than all of them is read from the store instead.
+	headKeptEntries = 4096
 )

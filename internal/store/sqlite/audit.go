@@ -26,11 +26,6 @@ func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) err
 
 // AuditHead returns the last entry, or ErrNotFound for an empty log.
 func (s *Store) AuditHead(ctx context.Context) (store.AuditEntry, error) {
-	if e, ok, err := s.journal.head(ctx); err != nil {
-		return store.AuditEntry{}, errs.Wrap("audit head", err)
-	} else if ok {
-		return e, nil
-	}
 	if err := s.journal.index(ctx); err != nil {
 		return store.AuditEntry{}, errs.Wrap("audit head", err)
 	}
@@ -45,13 +40,11 @@ func (s *Store) AuditRange(ctx context.Context, from, to int64, limit int) ([]st
 	if err := store.CheckLimit(limit); err != nil {
 		return nil, errs.Wrap("audit range", err)
 	}
-	es, where, err := s.journal.recent(ctx, from, to, limit)
-	switch {
-	case err != nil:
+	held, err := s.journal.indexHolds(ctx, from, to, limit)
+	if err != nil {
 		return nil, errs.Wrap("audit range", err)
-	case where == readJournal:
-		return es, nil
-	case where == readIndexAfterRun:
+	}
+	if !held {
 		if err := s.journal.index(ctx); err != nil {
 			return nil, errs.Wrap("audit range", err)
 		}

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -23,9 +22,8 @@ import (
 // one frame and syncs it, and that is the append; the audit_log table is an index filled from
 // the journal off the call path (many batches a transaction, without a sync of its own,
 // indexDelay after an append or once indexBatch entries wait) and before any read of entries
-// it lacks, by whichever process reads; a read of entries above what the index holds is
-// answered from the journal's entries in memory (recent). So an append costs one write and
-// one sync, not a SQLite transaction's work beside its sync.
+// it lacks, by whichever process reads (a read of entries the index holds needs no run). So
+// an append costs one write and one sync, not a SQLite transaction's work beside its sync.
 //
 // The journal is the file beside the database named by its path and journalSuffix (mode
 // 0600). Every process on the database appends to it under an exclusive lock of the file
@@ -737,67 +735,23 @@ func decodeFrame(b []byte) ([]store.AuditEntry, int, bool) {
 	return entries, int(n) + 8, true
 }
 
-// Where recent finds the entries a read asks for.
-const (
-	readIndexAfterRun = iota // the index, once what waits is indexed
-	readIndexNow             // the index already holds them all: no run
-	readJournal              // the journal's entries in memory: the answer is recent's
-)
-
-// recent answers a read of the log from memory when it can, so that a reader of the newest
-// entries (the audit writer's head file, checking that the store still holds the head it
-// wrote last) does not index on every read: the entries above what the index holds are the
-// journal's, which is the log. It also says when the index already holds every entry the
-// read asks for (to, or from+limit-1, at most what this process knows is indexed; seqs have
-// no gaps), so that the read needs no index run; otherwise the index is brought up to date
-// first. The journal is read anew under its lock, so that what other processes appended is
-// seen.
-func (j *journal) recent(ctx context.Context, from, to int64, limit int) ([]store.AuditEntry, int, error) {
+// indexHolds reports whether the index already holds every entry a read of from..to (to 0:
+// to the end), at most limit of them, asks for: the last seq it asks for (to, or
+// from+limit-1) is at most what this process knows is indexed (seqs have no gaps). Such a
+// read needs no index run first (the audit writer's head file checks, every 20 ms, that the
+// store still holds the head it wrote last: that read ran the index each time). The journal
+// is read anew under its lock first.
+func (j *journal) indexHolds(ctx context.Context, from, to int64, limit int) (bool, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	unlock, err := j.lock(ctx)
 	if err != nil {
-		return nil, readIndexAfterRun, err
+		return false, err
 	}
 	unlock()
 	last := to
 	if limit > 0 && (last == 0 || from+int64(limit)-1 < last) {
 		last = from + int64(limit) - 1
 	}
-	if last != 0 && last <= j.indexed {
-		return nil, readIndexNow, nil
-	}
-	if j.overflow || from <= j.indexed || (len(j.pending) > 0 && from < j.pending[0].Seq) {
-		return nil, readIndexAfterRun, nil
-	}
-	var out []store.AuditEntry
-	for _, e := range j.pending {
-		if e.Seq < from {
-			continue
-		}
-		if (to != 0 && e.Seq > to) || (limit > 0 && len(out) == limit) {
-			break
-		}
-		e.Body = bytes.Clone(e.Body)
-		out = append(out, e)
-	}
-	return out, readJournal, nil
-}
-
-// head is the log's head from memory (the journal read anew under its lock), and false when
-// the log is empty: the index then answers.
-func (j *journal) head(ctx context.Context) (store.AuditEntry, bool, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	unlock, err := j.lock(ctx)
-	if err != nil {
-		return store.AuditEntry{}, false, err
-	}
-	unlock()
-	if j.last.Seq == 0 {
-		return store.AuditEntry{}, false, nil
-	}
-	e := j.last
-	e.Body = bytes.Clone(e.Body)
-	return e, true, nil
+	return last > 0 && last <= j.indexed, nil
 }

@@ -399,88 +399,53 @@ func TestJournalPendingBounded(t *testing.T) {
 	wantLog(t, b, want)
 }
 
-// A read of the newest entries and of the head is answered from the journal, without an
-// index run, and gives what the index gives once it has them; what another store on the file
-// appended is seen at once. A read of entries the index holds goes to the index.
-func TestRecentEntriesFromTheJournal(t *testing.T) {
+// A read of entries the index already holds needs no index run, though more wait in the
+// journal; a read that reaches past them runs the index first, so that every read of the log
+// is a read of the stored index (what verify checks, and what an edit of the database shows).
+func TestReadOfIndexedEntriesRunsNoIndex(t *testing.T) {
 	noIndexing(t)
 	path := filepath.Join(t.TempDir(), "capgate.db")
 	a, b := openAt(t, path), openAt(t, path)
 	var head store.AuditEntry
 	var all []store.AuditEntry
-	for i := range 4 {
-		s := []*Store{a, b}[i%2] // the two stores take turns
+	appendTwo := func(s *Store) {
+		t.Helper()
 		batch := storetest.EntriesAfter(head, 2, "r")
 		if err := s.AppendAudit(t.Context(), batch); err != nil {
 			t.Fatal(err)
 		}
 		head, all = batch[len(batch)-1], append(all, batch...)
 	}
-	for _, s := range []*Store{a, b} {
-		h, err := s.AuditHead(t.Context())
-		if err != nil || h.Seq != head.Seq || h.Hash != head.Hash {
-			t.Fatalf("head %d %v, want %d", h.Seq, err, head.Seq)
-		}
-		for _, r := range []struct {
-			from, to int64
-			limit    int
-		}{{3, 0, 0}, {3, 5, 0}, {8, 8, 1}, {2, 0, 3}, {9, 0, 0}} {
-			got, err := s.AuditRange(t.Context(), r.from, r.to, r.limit)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want []store.AuditEntry
-			for _, e := range all {
-				if e.Seq >= r.from && (r.to == 0 || e.Seq <= r.to) && (r.limit == 0 || len(want) < r.limit) {
-					want = append(want, e)
-				}
-			}
-			if len(got) != len(want) {
-				t.Fatalf("range %+v: %d entries, want %d", r, len(got), len(want))
-			}
-			for i := range want {
-				if got[i].Seq != want[i].Seq || got[i].Hash != want[i].Hash || !bytes.Equal(got[i].Body, want[i].Body) {
-					t.Fatalf("range %+v: entry %d is %d, want %d", r, i, got[i].Seq, want[i].Seq)
-				}
-			}
-			if len(got) > 0 {
-				got[0].Body[0] = 'X' // the caller's copy: the journal's is untouched
-			}
-		}
+	for i := range 4 {
+		appendTwo([]*Store{a, b}[i%2]) // the two stores take turns
 	}
 	if n := indexRows(t, a); n != 0 {
-		t.Fatalf("%d rows indexed by reads of the newest entries", n)
+		t.Fatalf("%d rows indexed with the indexer held off", n)
 	}
-	wantLog(t, a, all)
-	// Once indexed, the same reads come from the index, and give the same.
-	if err := a.journal.index(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	wantLog(t, a, all) // past the index: it runs first
 	if n := indexRows(t, a); n != len(all) {
-		t.Fatalf("%d rows indexed, want %d", n, len(all))
+		t.Fatalf("%d rows indexed after a read of the log, want %d", n, len(all))
 	}
-	if _, where, err := a.journal.recent(t.Context(), 1, 0, 0); err != nil || where == readJournal {
-		t.Fatalf("a read of indexed entries is answered from the journal (%v)", err)
-	}
-	wantLog(t, a, all)
-	// A read of indexed entries needs no index run, though more wait: a new append stays
-	// out of the index.
-	more := storetest.EntriesAfter(head, 2, "r")
-	if err := a.AppendAudit(t.Context(), more); err != nil {
-		t.Fatal(err)
-	}
+	appendTwo(b) // seqs 9 and 10, in the journal alone
 	for _, r := range [][3]int64{{2, 2, 0}, {1, 8, 0}, {1, 0, 8}, {5, 0, 4}} {
-		if _, where, err := a.journal.recent(t.Context(), r[0], r[1], int(r[2])); err != nil || where != readIndexNow {
-			t.Fatalf("range %v: answered %d (%v), want from the index with no run", r, where, err)
+		if held, err := a.journal.indexHolds(t.Context(), r[0], r[1], int(r[2])); err != nil || !held {
+			t.Fatalf("range %v: the index holds it, yet an index run is asked for (%v)", r, err)
 		}
-		if es, err := a.AuditRange(t.Context(), r[0], r[1], int(r[2])); err != nil || len(es) == 0 || es[len(es)-1].Seq > 8 {
+		es, err := a.AuditRange(t.Context(), r[0], r[1], int(r[2]))
+		if err != nil || len(es) == 0 || es[0].Seq != r[0] || es[len(es)-1].Seq > 8 {
 			t.Fatalf("range %v: %d entries, %v", r, len(es), err)
 		}
 	}
-	if n := indexRows(t, a); n != len(all) {
-		t.Fatalf("%d rows indexed after reads of indexed entries, want %d", n, len(all))
+	if n := indexRows(t, a); n != 8 {
+		t.Fatalf("%d rows indexed after reads of indexed entries, want 8", n)
 	}
-	if _, where, _ := a.journal.recent(t.Context(), 1, 9, 0); where != readIndexAfterRun {
-		t.Fatalf("a range across the index and the journal is answered %d", where)
+	for _, r := range [][3]int64{{1, 0, 0}, {1, 9, 0}, {9, 9, 1}, {1, 0, 9}, {11, 0, 0}} {
+		if held, _ := a.journal.indexHolds(t.Context(), r[0], r[1], int(r[2])); held {
+			t.Fatalf("range %v reaches past the index, yet needs no run", r)
+		}
+	}
+	wantLog(t, a, all)
+	if n := indexRows(t, a); n != len(all) {
+		t.Fatalf("%d rows indexed, want %d", n, len(all))
 	}
 }
