@@ -19,7 +19,7 @@ type headKeeper struct {
 
 	mu      sync.Mutex
 	pending bool
-	next    Head               // the highest head and checkpoint posted and not yet written
+	next    Head // the highest head and checkpoint posted and not yet written
 	// entries are the batches posted since the last write, in order and without a gap (a
 	// batch that does not follow them, another process's appends between, starts them
 	// again), at most headKeptEntries of the newest: the link check finds the head the file
