@@ -161,3 +161,27 @@ func FuzzCommandRules(f *testing.F) {
 		}
 	})
 }
+
+// ParseWireHash takes exactly what WireHash writes: whatever it accepts prints back as the
+// same text, and every digest's text is accepted as that digest.
+func FuzzParseWireHash(f *testing.F) {
+	f.Add(token.WireHash("cgt1.x"))
+	f.Add("sha256:" + strings.Repeat("A", 64))
+	f.Add("sha256:" + strings.Repeat("0", 63))
+	f.Add("")
+	f.Fuzz(func(t *testing.T, s string) {
+		d, ok := token.ParseWireHash(s)
+		if !ok {
+			if d != (token.Digest{}) {
+				t.Fatalf("refused %q, yet gave a digest", s)
+			}
+			return
+		}
+		if d.String() != s {
+			t.Fatalf("accepted %q, which prints back as %q", s, d.String())
+		}
+		if again, ok := token.ParseWireHash(token.WireDigest(s).String()); !ok || again != token.WireDigest(s) {
+			t.Fatalf("a digest's own text is refused")
+		}
+	})
+}
