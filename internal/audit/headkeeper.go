@@ -22,8 +22,9 @@ type headKeeper struct {
 	next    Head // the highest head and checkpoint posted and not yet written
 	// entries are the batches posted since the last write, in order and without a gap (a
 	// batch that does not follow them, another process's appends between, starts them
-	// again), at most headKeptEntries of the newest: the link check finds the head the file
-	// holds among them, or right before them, without reading the store.
+	// again, and so does one that would pass headKeptEntries): the link check finds the head
+	// the file holds among them, or right before them, without reading the store, and reads
+	// it from the store otherwise.
 	entries []store.AuditEntry
 
 	wake  chan struct{} // cap 1: something was posted
@@ -49,13 +50,14 @@ func (k *headKeeper) post(entries []store.AuditEntry, h Head) {
 		k.next.Checkpoint = h.Checkpoint
 	}
 	if len(entries) > 0 {
-		if n := len(k.entries); n > 0 && k.entries[n-1].Seq+1 == entries[0].Seq {
+		n := len(k.entries)
+		if n > 0 && k.entries[n-1].Seq+1 == entries[0].Seq && n+len(entries) <= headKeptEntries {
 			k.entries = append(k.entries, entries...)
 		} else {
-			k.entries = append(k.entries[:0:0], entries...)
-		}
-		if over := len(k.entries) - headKeptEntries; over > 0 {
-			k.entries = append(k.entries[:0:0], k.entries[over:]...)
+			// Not following them, or past the bound (a head file that cannot be written for
+			// a while): start again from this batch, its newest headKeptEntries, so that no
+			// commit copies more than its own batch.
+			k.entries = append(k.entries[:0:0], entries[max(0, len(entries)-headKeptEntries):]...)
 		}
 	}
 	k.pending = true

@@ -170,3 +170,56 @@ func TestHeadFileLinksWithoutReadingTheStore(t *testing.T) {
 		t.Fatalf("head file errors: %+v", s)
 	}
 }
+
+// The keeper holds the batches posted since its last write without a gap and within
+// headKeptEntries: a batch that does not follow, or one that would pass the bound, starts
+// them again from itself, so that a head file that cannot be written for long costs no
+// commit more than its own batch, and what is held always ends at the newest entry.
+func TestHeadKeeperHoldsBoundedBatches(t *testing.T) {
+	k := newHeadKeeper(&Writer{o: Options{HeadConfirm: time.Hour}})
+	batch := func(first, n int64) []store.AuditEntry {
+		es := make([]store.AuditEntry, n)
+		for i := range es {
+			es[i].Seq = first + int64(i)
+		}
+		return es
+	}
+	held := func() (int64, int64, int) {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		for i := 1; i < len(k.entries); i++ {
+			if k.entries[i].Seq != k.entries[i-1].Seq+1 {
+				t.Fatalf("a gap after seq %d", k.entries[i-1].Seq)
+			}
+		}
+		return k.entries[0].Seq, k.entries[len(k.entries)-1].Seq, len(k.entries)
+	}
+	next := int64(1)
+	post := func(n int64) {
+		k.post(batch(next, n), Head{Seq: next + n - 1})
+		next += n
+	}
+	post(3)
+	post(5)
+	if first, last, n := held(); first != 1 || last != 8 || n != 8 {
+		t.Fatalf("held %d..%d (%d), want 1..8", first, last, n)
+	}
+	next += 10 // another process's appends between
+	post(2)
+	if first, last, _ := held(); first != 19 || last != 20 {
+		t.Fatalf("after a gap held %d..%d, want 19..20", first, last)
+	}
+	for range 3 * headKeptEntries / 100 {
+		post(100)
+		if _, last, n := held(); n > headKeptEntries || last != next-1 {
+			t.Fatalf("held %d entries ending at %d, want at most %d ending at %d", n, last, headKeptEntries, next-1)
+		}
+	}
+	post(headKeptEntries + 7) // one batch past the bound: its newest
+	if first, last, n := held(); n != headKeptEntries || last != next-1 || first != next-headKeptEntries {
+		t.Fatalf("held %d..%d (%d) of a batch past the bound", first, last, n)
+	}
+	if _, es, ok := k.take(); !ok || len(es) != headKeptEntries {
+		t.Fatalf("take: %d entries, %v", len(es), ok)
+	}
+}

@@ -79,7 +79,7 @@ const (
 	mirrorQueue = 256
 
 	// headKeptEntries bounds the entries the head file's keeper holds between two writes for
-	// the check that links the head it wrote last to the new one: the newest of them are
-	// kept, and a head older than all of them is read from the store instead.
+	// the check that links the head it wrote last to the new one; past it the keeper starts
+	// again from the newest batch, and a head older than all it holds is read from the store.
 	headKeptEntries = 4096
 )

@@ -18,11 +18,9 @@ type snapshot struct {
 	caps    []Capability     // every app's, enabled or not, ordered by capability id
 	byID    map[string]int   // capability id's text → index in caps
 	byPerm  map[string][]int // permission's text → indexes in caps
-	// methods maps an app id and an action to the index in caps of the one capability of that
-	// app with that action, or ambiguous when more than one has it.
-	methods map[string]map[string]int
-	// route maps an app's id or alias and an action to what methods gives for the app's id,
-	// so that resolving a call's address is one lookup.
+	// route maps an IPC address without dots in its method (an app's id or alias, and an
+	// action) to the index in caps of the one capability of that app with that action, or
+	// ambiguous when more than one has it: resolving a call's address is one lookup.
 	route   map[routeKey]int
 	skipped []Skipped // ordered by AppID
 }
@@ -40,7 +38,6 @@ func build(apps map[string]*App, skipped []Skipped) *snapshot {
 		list:    make([]*App, 0, len(apps)),
 		byID:    map[string]int{},
 		byPerm:  map[string][]int{},
-		methods: make(map[string]map[string]int, len(apps)),
 		route:   map[routeKey]int{},
 		skipped: skipped,
 	}
@@ -75,24 +72,18 @@ func build(apps map[string]*App, skipped []Skipped) *snapshot {
 		s.byID[c.ID.String()] = i
 		perm := c.Permission.String()
 		s.byPerm[perm] = append(s.byPerm[perm], i)
-		acts := s.methods[c.App.ID.String()]
-		if acts == nil {
-			acts = map[string]int{}
-			s.methods[c.App.ID.String()] = acts
-		}
+		// Ids hold dots and aliases never do, so an app's two names never meet another's.
 		act := c.ID.Action()
-		if _, dup := acts[act]; dup {
-			acts[act] = ambiguous
-		} else {
-			acts[act] = i
+		names := []string{c.App.ID.String()}
+		if c.App.Alias != "" {
+			names = append(names, c.App.Alias)
 		}
-	}
-	for appID, acts := range s.methods {
-		alias := apps[appID].Alias
-		for act, i := range acts {
-			s.route[routeKey{appID, act}] = i
-			if alias != "" {
-				s.route[routeKey{alias, act}] = i
+		for _, name := range names {
+			k := routeKey{name, act}
+			if _, dup := s.route[k]; dup {
+				s.route[k] = ambiguous
+			} else {
+				s.route[k] = i
 			}
 		}
 	}
