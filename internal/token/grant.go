@@ -13,15 +13,11 @@ import (
 // permission nor a well-formed pattern covers nothing (so "*", ".*", "fs.*.*" and "FS.*"
 // grant nothing).
 func Covers(grants []string, permission string) bool {
-	if _, err := manifest.ParsePermission(permission); err != nil {
+	p, err := manifest.ParsePermission(permission)
+	if err != nil {
 		return false
 	}
-	for _, g := range grants {
-		if coversOne(g, permission) {
-			return true
-		}
-	}
-	return false
+	return CoversPermission(grants, p)
 }
 
 // CoversPermission is Covers for a permission already parsed: grants cover p when one is

@@ -30,9 +30,9 @@ import (
 // (flock), taking the log's head from the journal (and, when it is empty, from the index),
 // so the chain stays single across processes; a frame is a whole batch, so a batch is in
 // the log whole or not at all. Once the index holds every frame (what still waits is indexed
-// under the lock) and has been synced, the journal is replaced by an empty one (when it grows past journalRotateBytes, and at Close),
-// under the lock of the file it replaces: a process that then takes that lock sees that the
-// path names another file and opens it.
+// under the lock) and has been synced, the journal is replaced by an empty one (when it
+// grows past journalRotateBytes, and at Close), under the lock of the file it replaces: a
+// process that then takes that lock sees that the path names another file and opens it.
 //
 // The frames are followed by zeros: the journal grows a megabyte at a time (journalGrow),
 // zeros written and synced ahead, so that an append overwrites blocks the file has and its
