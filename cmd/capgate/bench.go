@@ -77,8 +77,10 @@ client, issue it a token for system.settings.read, and drive POST /v1/ipc get_se
 from N concurrent keep-alive HTTP clients for the duration. Every call is a real call: token,
 params, decision, the Settings app, and its decision and outcome records durable in the SQLite
 audit log (group commit). Then time the decision alone: Broker.Explain with the token in the
-verifier's cache. The load generator shares the machine with the gateway. Nothing listens
-beyond loopback, and the data folder is removed.
+verifier's cache. The load generator shares the machine with the gateway, in this process:
+the CPU time reported per call (user and system) and the cores used are the process's, the
+client's included, as they are for the empty exchange. Nothing listens beyond loopback, and
+the data folder is removed.
 
 With --floor the run also measures its floors on this machine, in the same run: the empty HTTP
 exchange (the same workers, client and envelope against a handler that decides and records
@@ -144,6 +146,8 @@ database round trips per call (goal: at most 2).`,
 			fmt.Fprintf(w, "%-32s %12.3f\n", "latency p50 (ms)", r.P50MS)
 			fmt.Fprintf(w, "%-32s %12.3f\n", "latency p99 (ms)", r.P99MS)
 			fmt.Fprintf(w, "%-32s %12.3f\n", "latency max (ms)", r.MaxMS)
+			fmt.Fprintf(w, "%-32s %12.1f\n", "CPU per call (µs)", r.CPUPerCallUS)
+			fmt.Fprintf(w, "%-32s %12.2f\n", "cores used", r.CoresUsed)
 			fmt.Fprintf(w, "%-32s %12d\n", "audit records", r.AuditRecords)
 			fmt.Fprintf(w, "%-32s %12.1f\n", "audit records per commit", r.RecordsPerBatch)
 			if r.RoundTripsPerCall > 0 {
@@ -158,6 +162,8 @@ database round trips per call (goal: at most 2).`,
 				fmt.Fprintf(w, "%-32s %12.0f\n", "  calls/s", f.CallsPerSec)
 				fmt.Fprintf(w, "%-32s %12.3f\n", "  latency p50 (ms)", f.P50MS)
 				fmt.Fprintf(w, "%-32s %12.3f\n", "  latency p99 (ms)", f.P99MS)
+				fmt.Fprintf(w, "%-32s %12.1f\n", "  CPU per exchange (µs)", f.CPUPerCallUS)
+				fmt.Fprintf(w, "%-32s %12.2f\n", "  cores used", f.CoresUsed)
 				fmt.Fprintf(w, "%-32s %12.3f\n", "synchronous 4 KiB write (ms)", f.SyncWriteMS)
 			}
 			if q := r.Sequential; q != nil {

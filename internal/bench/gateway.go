@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/capgate/capgate/client"
@@ -115,6 +116,12 @@ type GatewayReport struct {
 	P50MS       float64 `json:"p50_ms"`
 	P99MS       float64 `json:"p99_ms"`
 	MaxMS       float64 `json:"max_ms"`
+	// CPUPerCallUS is the process's CPU time (user and system, the load generator's
+	// included, as in the floor) per successful call of the load phase, and CoresUsed that
+	// time over the phase's length: what the calls cost, apart from what the machine's other
+	// work takes from the run's wall time.
+	CPUPerCallUS float64 `json:"cpu_us_per_call"`
+	CoresUsed    float64 `json:"cores_used"`
 	// AuditRecords is how many audit records the gateway made durable in the run (two a call:
 	// the decision and the outcome, plus the token's issue); RecordsPerBatch is how many shared
 	// one store transaction (group commit).
@@ -483,6 +490,7 @@ func drive(ctx context.Context, servers []string, key, tok string, opts GatewayO
 		clients[i] = c
 	}
 	results := make([]workerResult, opts.Workers)
+	cpu0 := processCPU()
 	start := time.Now()
 	deadline := start.Add(opts.Duration)
 	var wg sync.WaitGroup
@@ -509,7 +517,8 @@ func drive(ctx context.Context, servers []string, key, tok string, opts GatewayO
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	r := GatewayReport{Workers: opts.Workers, DurationS: elapsed.Seconds()}
+	cpu := processCPU() - cpu0
+	r := GatewayReport{Workers: opts.Workers, DurationS: elapsed.Seconds(), CoresUsed: cpu.Seconds() / elapsed.Seconds()}
 	var all []time.Duration
 	var first error
 	for _, res := range results {
@@ -530,10 +539,21 @@ func drive(ctx context.Context, servers []string, key, tok string, opts GatewayO
 		return r, fmt.Errorf("bench: no call succeeded: %w", first)
 	}
 	r.CallsPerSec = float64(r.Calls) / elapsed.Seconds()
+	r.CPUPerCallUS = float64(cpu.Microseconds()) / float64(r.Calls)
 	slices.Sort(all)
 	ms := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 	r.P50MS, r.P99MS, r.MaxMS = ms(all[len(all)/2]), ms(all[min(len(all)-1, len(all)*99/100)]), ms(all[len(all)-1])
 	return r, nil
+}
+
+// processCPU is the CPU time the process has used, user and system, or 0 where the system
+// does not say.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // getSettingParams are the params of every call the load phase makes.

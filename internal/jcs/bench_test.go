@@ -62,3 +62,15 @@ func BenchmarkAppendCanonical(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseSmall measures Parse of a call's params: the document parsed several times
+// on every call's path.
+func BenchmarkParseSmall(b *testing.B) {
+	data := []byte(`{"category":"display","key":"brightness"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(data, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -191,6 +191,10 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
+// AppendString appends s as RFC 8785 writes a string, for a caller that writes a document
+// of fixed shape itself; false (with dst holding a partial form) when s is not valid UTF-8.
+func AppendString(dst []byte, s string) ([]byte, bool) { return appendString(dst, s, true) }
+
 // appendString appends s as a JSON string the way RFC 8785 §3.2.2.2 writes
 // it: only '"', '\\' and the controls below U+0020 escaped, with the short
 // forms \b \t \n \f \r and lowercase \u00xx for the rest; everything else,

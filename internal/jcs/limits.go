@@ -65,4 +65,8 @@ const (
 	// wastes little.
 	firstChunk = 16
 	maxChunk   = 4096
+
+	// maxPooledScratch is the largest scratch buffer (escaped strings, the error path) a
+	// parser keeps for the next document.
+	maxPooledScratch = 4096
 )

@@ -3,6 +3,7 @@ package jcs
 import (
 	"bytes"
 	"strconv"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -45,7 +46,9 @@ func Parse(data []byte, opts *Options) (Value, error) {
 		o.MaxDepth = DefaultMaxDepth
 	}
 	o.MaxDepth = min(o.MaxDepth, MaxDepthCeiling)
-	p := parser{data: data, exact: o.ExactNumbers, maxDepth: o.MaxDepth}
+	p := parsers.Get().(*parser)
+	defer p.release()
+	p.data, p.exact, p.maxDepth = data, o.ExactNumbers, o.MaxDepth
 	switch {
 	case len(data) > o.MaxBytes:
 		return Value{}, p.fail(o.MaxBytes, ErrTooLarge, "input larger than "+strconv.Itoa(o.MaxBytes)+" bytes")
@@ -87,6 +90,25 @@ type parser struct {
 	vals     stack[Value]  // elements of the arrays being read
 	mems     stack[Member] // members of the objects being read
 	buf      []byte        // scratch for strings with escapes
+}
+
+// parsers keeps parsers between documents, so that the stacks' first chunks and the
+// scratch slices are allocated once rather than on every Parse of a small document (a
+// call's params, parsed several times a call).
+var parsers = sync.Pool{New: func() any { return new(parser) }}
+
+// release clears p and returns it to parsers, keeping only its stacks' first chunks (a huge
+// document's larger chunks are left to the collector rather than held by the pool).
+func (p *parser) release() {
+	vals, mems, path, buf := p.vals.reset(), p.mems.reset(), p.path[:0], p.buf[:0]
+	if cap(buf) > maxPooledScratch {
+		buf = nil
+	}
+	if cap(path) > maxPooledScratch {
+		path = nil
+	}
+	*p = parser{vals: vals, mems: mems, path: path, buf: buf}
+	parsers.Put(p)
 }
 
 func (p *parser) fail(off int, sentinel error, rule string) error {

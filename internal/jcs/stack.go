@@ -76,3 +76,15 @@ func (s *stack[T]) popTo(m stackMark) []T {
 	s.top = m.chunk
 	return out
 }
+
+// reset empties the stack for another document, keeping only its first chunk, cleared so
+// that it holds no strings of the last one.
+func (s *stack[T]) reset() stack[T] {
+	if len(s.chunks) == 0 {
+		return stack[T]{}
+	}
+	first := s.chunks[0]
+	clear(first[:cap(first)])
+	clear(s.chunks[1:])
+	return stack[T]{chunks: append(s.chunks[:0], first[:0])}
+}

@@ -117,6 +117,28 @@ func (a *App) get(ctx context.Context, category, key string) (any, error) {
 	return v, nil
 }
 
+// getResult is get_setting's answer; its fields are in the order of their names, as a map's
+// would be.
+type getResult struct {
+	Category string          `json:"category"`
+	Key      string          `json:"key"`
+	Type     string          `json:"type"`
+	Value    json.RawMessage `json:"value"`
+}
+
+// getRaw is get's value as JSON: the stored text as it is when it is JSON, without a decode
+// and an encode on every read.
+func (a *App) getRaw(ctx context.Context, category, key string) (json.RawMessage, error) {
+	raw, err := a.state.Get(ctx, category+"."+key)
+	if err == nil && json.Valid(raw) {
+		return raw, nil
+	}
+	if err != nil && !errors.Is(err, ErrUnset) {
+		return nil, sdk.ExecutionFailed("the settings store is unavailable", true)
+	}
+	return json.Marshal(domains[category][key].def)
+}
+
 // check reads value for the setting's domain; the error names the setting, never the value.
 func check(category, key string, value json.RawMessage) (any, error) {
 	k, ok := domains[category][key]
@@ -178,11 +200,14 @@ func (a *App) Invoke(ctx context.Context, id string, raw json.RawMessage, ic sdk
 		if _, ok := domains[p.Category][p.Key]; !ok {
 			return sdk.Result{}, sdk.InvalidParams(manifest.Problems{{Path: "key", Rule: "not a setting of this category"}})
 		}
-		v, err := a.get(ctx, p.Category, p.Key)
+		v, err := a.getRaw(ctx, p.Category, p.Key)
 		if err != nil {
 			return sdk.Result{}, err
 		}
-		data, _ := json.Marshal(map[string]any{"category": p.Category, "key": p.Key, "value": v, "type": domains[p.Category][p.Key].typ})
+		data, err := json.Marshal(getResult{Category: p.Category, Key: p.Key, Type: domains[p.Category][p.Key].typ, Value: v})
+		if err != nil {
+			return sdk.Result{}, sdk.ExecutionFailed("the setting could not be read", false)
+		}
 		return sdk.Result{Success: true, Data: data}, nil
 	case SetID:
 		v, err := check(p.Category, p.Key, p.Value)
