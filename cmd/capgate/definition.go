@@ -36,6 +36,9 @@ the key of its namespace (the name's first two labels).
 // readDefinition reads a definition file (YAML for .yaml and .yml) under root; a file that
 // cannot be read is a usage error.
 func readDefinition(path, root string) (*definition.Definition, manifest.Problems, error) {
+	if err := definition.CheckRoot(root); err != nil {
+		return nil, nil, usageErr("--root: %w", err)
+	}
 	def, ps, err := definition.ReadFile(path, root)
 	if err != nil {
 		return nil, nil, usageErr("%w", err)

@@ -68,3 +68,58 @@ func TestDefinitionLintSignVerify(t *testing.T) {
 	mustCode(t, capgate(t, "", nil, "definition", "verify", rideDefinition), 2)
 	mustCode(t, capgate(t, "", nil, "definition", "frobnicate"), 2)
 }
+
+func TestNegotiateCommand(t *testing.T) {
+	dir := t.TempDir()
+	trusted, defs := filepath.Join(dir, "trusted"), filepath.Join(dir, "definitions")
+	key := filepath.Join(dir, "capgate.key")
+	mustCode(t, capgate(t, "", nil, "keygen", "--app-id", "org.capgate", "--out", key, "--pub", filepath.Join(trusted, "org.capgate.pub")), 0)
+	exKey := filepath.Join(dir, "example.key")
+	mustCode(t, capgate(t, "", nil, "keygen", "--app-id", "com.example", "--out", exKey, "--pub", filepath.Join(trusted, "com.example.pub")), 0)
+	mustCode(t, capgate(t, "", nil, "definition", "sign", "--key", key, "-o", filepath.Join(defs, "ride.json"), rideDefinition), 0)
+	// pet.yaml extends ride@1.1; the host has ride at 1.2.
+	mustCode(t, capgate(t, "", nil, "definition", "sign", "--key", exKey, "-o", filepath.Join(defs, "pet.json"), "../../internal/definition/testdata/pet.yaml"), 0)
+	writeFile(t, filepath.Join(defs, "broken.json"), `{"name":`)
+
+	supports := filepath.Join(dir, "supports.yaml")
+	writeFile(t, supports, "supports:\n  - org.capgate.transport.ride.request@1.5\n  - com.example.transport.ride.request_with_pet@1.0\n  - \"@alice.example\"\n")
+	r := capgate(t, "", nil, "negotiate", "--json", "--supports", supports, "--definitions", defs, "--trusted-dir", trusted)
+	mustCode(t, r, 0)
+	var out struct {
+		Offered []string
+		Choices []struct {
+			Client, Offered, Why string
+			Kept                 bool
+		}
+		NotLoaded []string `json:"not_loaded"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(out.Offered, " ") != "com.example.transport.ride.request_with_pet@1.0 org.capgate.transport.ride.request@1.2" ||
+		len(out.Choices) != 3 || out.Choices[2].Kept || !strings.Contains(out.Choices[2].Why, "handle") || len(out.NotLoaded) != 1 {
+		t.Fatalf("negotiate: %s", r.stdout)
+	}
+	// Without the parent, the extension is dropped, and says why.
+	writeFile(t, supports, `["com.example.transport.ride.request_with_pet@1.0"]`)
+	r = capgate(t, "", nil, "negotiate", "--supports", supports, "--definitions", defs, "--trusted-dir", trusted)
+	mustCode(t, r, 0)
+	if !strings.Contains(r.stdout, "not in the intersection") || !strings.Contains(r.stdout, "offered: 0 definition(s)") {
+		t.Fatalf("negotiate without the parent: %s", r.stdout)
+	}
+
+	mustCode(t, capgate(t, "", nil, "negotiate"), 2)
+	writeFile(t, supports, `{"supported": []}`)
+	mustCode(t, capgate(t, "", nil, "negotiate", "--supports", supports, "--definitions", defs), 2)
+	mustCode(t, capgate(t, "", nil, "negotiate", "--supports", filepath.Join(dir, "missing.json")), 2)
+}
+
+func TestDefinitionRootFlag(t *testing.T) {
+	mustCode(t, capgate(t, "", nil, "definition", "lint", "--root", "org", rideDefinition), 2)
+	// Under another root, capgate's own definition is an extension without extends.
+	r := capgate(t, "", nil, "definition", "lint", "--root", "com.example", rideDefinition)
+	mustCode(t, r, 1)
+	if !strings.Contains(r.stdout, "extends: required") {
+		t.Errorf("lint under another root: %s", r.stdout)
+	}
+}

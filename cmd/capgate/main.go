@@ -99,7 +99,7 @@ Exit codes: 0 success, 1 a check that says no, 2 a usage error.`,
 	root.AddCommand(newMCPCmd())
 	root.AddCommand(newToolServerCmd(g))
 	root.AddCommand(newUICmd(g))
-	root.AddCommand(newDefinitionCmd(g))
+	root.AddCommand(newDefinitionCmd(g), newNegotiateCmd(g))
 	refuseUnknownSubcommands(root)
 	return root
 }

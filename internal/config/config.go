@@ -81,6 +81,12 @@ type File struct {
 	Environments []string `json:"environments,omitempty"`
 	// PortsDir is the host's own copy of the port descriptors, with kits.json.
 	PortsDir string `json:"ports_dir,omitempty"`
+	// DefinitionsDir is the folder of signed definitions (capabilities by meaning) the host
+	// knows (default: DATA/definitions).
+	DefinitionsDir string `json:"definitions_dir,omitempty"`
+	// DefinitionsRoot is the reverse-DNS root of the host's own definition names (default
+	// org.capgate); a definition outside it must extend another.
+	DefinitionsRoot string `json:"definitions_root,omitempty"`
 	// PolicyFile is the host's signed policy (private destinations plugins may declare,
 	// ceilings), verified with the trusted key for "capgate.policy".
 	PolicyFile string `json:"policy_file,omitempty"`
@@ -149,7 +155,7 @@ func Load(path string) (File, string, error) {
 	}
 	// Folders named in the file are relative to the file, not to wherever capgate runs.
 	base := filepath.Dir(path)
-	for _, p := range []*string{&cfg.TrustedDir, &cfg.DataDir, &cfg.Workspace, &cfg.PortsDir, &cfg.PolicyFile} {
+	for _, p := range []*string{&cfg.TrustedDir, &cfg.DataDir, &cfg.Workspace, &cfg.PortsDir, &cfg.PolicyFile, &cfg.DefinitionsDir} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(base, *p)
 		}

@@ -530,3 +530,15 @@ func (d *decoder) schema(m map[string]jcs.Value, name string) json.RawMessage {
 	d.ps = append(d.ps, SecretFields(v.Interface(), name)...)
 	return raw
 }
+
+// CheckRoot returns an error when root cannot be a root of definition names: a reverse-DNS
+// name of at least two labels ("" is Root, and valid).
+func CheckRoot(root string) error {
+	if root == "" {
+		return nil
+	}
+	if _, err := manifest.ParsePermission(root); err != nil {
+		return fmt.Errorf("definitions root: must be a reverse-DNS name of at least two labels, each matching [a-z]([a-z0-9_-]*[a-z0-9_])?")
+	}
+	return nil
+}
