@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capgate/capgate/internal/config"
+	"github.com/capgate/capgate/internal/definition"
 	"github.com/capgate/capgate/internal/egress"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/sandbox"
@@ -118,7 +119,11 @@ flight finish and a final audit checkpoint is signed.`,
 			if err != nil {
 				return usageErr("config: %w", err)
 			}
+			if err := definition.CheckRoot(l.file.DefinitionsRoot); err != nil {
+				return usageErr("config: %w", err)
+			}
 			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, TimeoutCeiling: ceiling, Resolver: egress.DNSResolver{Server: l.file.EgressResolver}, AllowPrivate: ih.AllowPrivate, Credentials: creds, SandboxRoot: l.file.SandboxRoot, BudgetCeiling: budgets, Store: l.store, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger, Workspace: ws, UIHosts: uiHosts,
+				DefinitionsDir: l.file.DefinitionsDir, DefinitionsRoot: l.file.DefinitionsRoot,
 				Sandbox: mode, Hidden: hidden, RequireToken: requireToken || l.file.RequireToken, AuditWitness: l.witness})
 			if err != nil {
 				return err

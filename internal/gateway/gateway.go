@@ -28,6 +28,7 @@ import (
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/definition"
 	"github.com/capgate/capgate/internal/egress"
 	"github.com/capgate/capgate/internal/ipc"
 	"github.com/capgate/capgate/internal/mcp"
@@ -63,8 +64,13 @@ type Config struct {
 	Listen     string // TCP address; "" means DefaultListen; "-" disables TCP
 	Socket     string // unix socket path; "" means DataDir/capgate.sock; "-" disables it
 	TrustedDir string // trusted app keys
-	Handlers   map[string]sdk.Handler
-	Logger     *slog.Logger
+	// DefinitionsDir is the folder of signed definitions (capabilities by meaning); ""
+	// means DataDir/definitions. A capability that implements one of them is held to it at
+	// registration (definition.CheckImplements). DefinitionsRoot is the root of the host's
+	// own definition names ("" for definition.Root).
+	DefinitionsDir, DefinitionsRoot string
+	Handlers                        map[string]sdk.Handler
+	Logger                          *slog.Logger
 	// UIHosts are the host names (and addresses) besides loopback under which the approval
 	// page answers, for a gateway reached through a name of its own; every other Host header
 	// is refused (DNS rebinding).
@@ -137,9 +143,11 @@ type Gateway struct {
 	cfg      Config
 	Store    store.Store
 	Registry *registry.Registry
-	Broker   *broker.Broker
-	Consent  *consent.Service
-	Audit    *audit.Writer
+	// Definitions are the signed definitions of Config.DefinitionsDir, loaded at start.
+	Definitions *definition.Set
+	Broker      *broker.Broker
+	Consent     *consent.Service
+	Audit       *audit.Writer
 	// Operator makes the person's and the operator's changes outside a call: the approval
 	// page and the operator socket (DATA/operator.sock, package opsock) ask it.
 	Operator *operator.Service
@@ -251,6 +259,9 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		st.Close()
 		return nil, fmt.Errorf("gateway: registry: %w", err)
 	}
+	g.Definitions = g.loadDefinitions(cfg)
+	defs := g.Definitions
+	g.Registry.SetCheck(func(m *manifest.Manifest) manifest.Problems { return definition.CheckImplements(m, defs) })
 	builtins, err := g.registerBuiltins(ctx, st)
 	if err != nil {
 		g.closeApps()

@@ -31,6 +31,15 @@ type Registry struct {
 	stopped  sync.Map     // capability id → struct{}
 	nstopped atomic.Int64 // how many ids stopped holds: Pinned looks only when some are
 	version  atomic.Uint64
+	// check, when set, holds a manifest to rules beyond its own (SetCheck).
+	check atomic.Pointer[func(*manifest.Manifest) manifest.Problems]
+}
+
+// SetCheck makes Register hold every manifest it registers to check as well as to the
+// manifest's own rules: the gateway holds capabilities that implement a definition to it. A
+// manifest check refuses is not registered, and its problems are Register's error.
+func (r *Registry) SetCheck(check func(*manifest.Manifest) manifest.Problems) {
+	r.check.Store(&check)
 }
 
 // publish makes s the registry's state and moves Version.
@@ -148,6 +157,11 @@ func (r *Registry) Register(ctx context.Context, data []byte, alias string) (App
 	}
 	if ps := doc.Validate(); len(ps) > 0 {
 		return App{}, ps
+	}
+	if check := r.check.Load(); check != nil {
+		if ps := (*check)(doc.Manifest()); len(ps) > 0 {
+			return App{}, ps
+		}
 	}
 	v := manifest.Verify(doc, r.keys)
 	id := doc.Manifest().ParsedAppID() // valid: Validate passed

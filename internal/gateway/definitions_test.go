@@ -1,0 +1,77 @@
+package gateway_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capgate/capgate/internal/definition"
+	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/keys"
+	"github.com/capgate/capgate/manifest"
+)
+
+// TestRegisterHeldToItsDefinition starts a gateway whose data folder holds a signed
+// definition, and registers apps whose capability implements it: one whose schemas fit, one
+// whose parameters require more than the definition's input gives, and one naming a minor
+// the gateway does not have.
+func TestRegisterHeldToItsDefinition(t *testing.T) {
+	ctx := context.Background()
+	dataDir, trusted := t.TempDir(), t.TempDir()
+	pub, key, _ := ed25519.GenerateKey(nil)
+	if err := keys.WritePublicKey(filepath.Join(trusted, "org.capgate.pub"), pub, true); err != nil {
+		t.Fatal(err)
+	}
+	def, _, err := definition.ReadFile("../definition/testdata/ride.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := definition.Sign(def, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dataDir, gateway.DefinitionsFolder), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dataDir, gateway.DefinitionsFolder, "ride.json"), signed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.Open(ctx, gateway.Config{DataDir: dataDir, Listen: "-", Socket: "-", TrustedDir: trusted,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if g.Definitions.Get("org.capgate.transport.ride.request@1.2") == nil {
+		t.Fatal("the signed definition was not loaded")
+	}
+
+	app := func(implements string, required []string) []byte {
+		req, _ := json.Marshal(required)
+		return []byte(`{"app_id":"com.example.rides","version":"1.0.0","manifest_version":"1.0","capabilities":[{
+			"id":"transport.com.example.rides.book","name":"Book","description":"Books a ride.","category":"APP_MANAGEMENT",
+			"side_effects":"write","implements":"` + implements + `",
+			"parameters":{"type":"object","required":` + string(req) + `,"properties":{"pickup":{"type":"string"},"destination":{"type":"string"},"seats":{"type":"integer"},"coupon":{"type":"string"}}},
+			"returns":{"type":"object","required":["ride_id","status"],"properties":{"ride_id":{"type":"string"},"status":{"type":"string"}}}}]}`)
+	}
+	const ref = "org.capgate.transport.ride.request@1.0"
+	var ps manifest.Problems
+	if _, err := g.Registry.Register(ctx, app(ref, []string{"pickup", "destination", "coupon"}), ""); !errors.As(err, &ps) ||
+		len(ps) != 1 || ps[0].Path != "capabilities[0].parameters.required.coupon" {
+		t.Fatalf("parameters that require more: %v", err)
+	}
+	if _, err := g.Registry.Register(ctx, app("org.capgate.transport.ride.request@1.4", []string{"pickup"}), ""); !errors.As(err, &ps) ||
+		!strings.Contains(ps.Error(), "not 1.4") {
+		t.Fatalf("a minor the gateway does not have: %v", err)
+	}
+	if _, err := g.Registry.Register(ctx, app(ref, []string{"pickup"}), ""); err != nil {
+		t.Fatalf("a compatible capability: %v", err)
+	}
+}
