@@ -1,6 +1,7 @@
 package definition
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -141,4 +142,36 @@ func NewSet(defs ...*Definition) *Set {
 		}
 	}
 	return s
+}
+
+// MaxSupports bounds the entries a client may list for one negotiation.
+const MaxSupports = 1024
+
+// Document is the definition as its file holds it, signature included, in RFC 8785 form: what
+// a client that negotiated it receives.
+func (d *Definition) Document() json.RawMessage {
+	b, err := d.root.AppendCanonical(nil)
+	if err != nil {
+		return nil // a parsed Value always has a canonical form
+	}
+	return b
+}
+
+// Answer is a negotiation as a client receives it: the offered definitions' documents, and
+// why each entry it listed was kept or dropped.
+type Answer struct {
+	Offered []json.RawMessage `json:"offered"`
+	Choices []Choice          `json:"choices"`
+}
+
+// Answer returns n as a client receives it.
+func (n Negotiation) Answer() Answer {
+	a := Answer{Offered: []json.RawMessage{}, Choices: n.Choices}
+	if a.Choices == nil {
+		a.Choices = []Choice{}
+	}
+	for _, d := range n.Offered {
+		a.Offered = append(a.Offered, d.Document())
+	}
+	return a
 }

@@ -75,3 +75,64 @@ func TestRegisterHeldToItsDefinition(t *testing.T) {
 		t.Fatalf("a compatible capability: %v", err)
 	}
 }
+
+// TestNegotiateOverIPC puts a signed definition and an extension of it in the data folder and
+// negotiates over POST /v1/definitions/negotiate: the definition is offered, with its signed
+// document; the extension goes when its parent is not supported; a handle is never a name.
+func TestNegotiateOverIPC(t *testing.T) {
+	e := newEnv(t, options{before: func(dataDir string) {
+		dir := filepath.Join(dataDir, gateway.DefinitionsFolder)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for ns, file := range map[string]string{"org.capgate": "ride", "com.example": "pet"} {
+			pub, key, _ := ed25519.GenerateKey(nil)
+			if err := keys.WritePublicKey(filepath.Join(dataDir, gateway.LocalTrustDir, ns+".pub"), pub, true); err != nil {
+				t.Fatal(err)
+			}
+			def, ps, err := definition.ReadFile("../definition/testdata/"+file+".yaml", "")
+			if err != nil || len(ps) > 0 {
+				t.Fatal(err, ps)
+			}
+			signed, err := definition.Sign(def, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, file+".json"), signed, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}})
+	a := e.addClient("planner", "user")
+	negotiate := func(body string) (int, definition.Answer) {
+		t.Helper()
+		status, data := e.do(a, "POST", "/v1/definitions/negotiate", []byte(body))
+		var ans definition.Answer
+		if status == 200 {
+			if err := json.Unmarshal(data, &ans); err != nil {
+				t.Fatalf("%s: %v", data, err)
+			}
+		}
+		return status, ans
+	}
+	status, ans := negotiate(`{"supports":["org.capgate.transport.ride.request@1.9","com.example.transport.ride.request_with_pet@1.0","@org.capgate.transport.ride.request"]}`)
+	if status != 200 || len(ans.Offered) != 2 || len(ans.Choices) != 3 || ans.Choices[2].Kept {
+		t.Fatalf("negotiate: %d %+v", status, ans)
+	}
+	var doc struct{ Name, Version, Signature string }
+	if err := json.Unmarshal(ans.Offered[1], &doc); err != nil || doc.Name != "org.capgate.transport.ride.request" || doc.Version != "1.2" || doc.Signature == "" {
+		t.Errorf("offered document: %s", ans.Offered[1])
+	}
+	status, ans = negotiate(`{"supports":["com.example.transport.ride.request_with_pet@1.0"]}`)
+	if status != 200 || len(ans.Offered) != 0 || !strings.Contains(ans.Choices[0].Why, "not in the intersection") {
+		t.Fatalf("without the parent: %d %+v", status, ans)
+	}
+	for _, bad := range []string{`{}`, `{"supports":"x"}`, `{"supports":[],"extra":1}`, `{"supports":[1]}`, `not json`} {
+		if status, _ := negotiate(bad); status != 400 {
+			t.Errorf("%s: status %d, want 400", bad, status)
+		}
+	}
+	if status, _ := e.do(agent{}, "POST", "/v1/definitions/negotiate", []byte(`{"supports":[]}`)); status != 401 {
+		t.Errorf("without a key: %d", status)
+	}
+}

@@ -535,10 +535,10 @@ func (g *Gateway) PublicKey() ed25519.PublicKey { return g.Key.Public().(ed25519
 // Handler is the HTTP API, with MCP (streamable HTTP) at /mcp, Prometheus metrics at
 // /metrics and the approval page at /ui/.
 func (g *Gateway) Handler() http.Handler {
-	s := &ipc.Server{Broker: g.Broker, Clients: g.Store, Tokens: g.Store, Audit: g.Audit, Registry: g.Registry, Logger: g.log}
+	s := &ipc.Server{Broker: g.Broker, Clients: g.Store, Tokens: g.Store, Audit: g.Audit, Registry: g.Registry, Definitions: g.Definitions, Logger: g.log}
 	mux := http.NewServeMux()
 	mux.Handle("/", s.Handler())
-	mux.Handle("/mcp", g.endsAtShutdown(mcp.NewHandler(mcp.Options{Broker: g.Broker, Registry: g.Registry, Holdings: g.Store, Audit: g.Audit, Authenticate: s.Authenticate, Logger: g.log})))
+	mux.Handle("/mcp", g.endsAtShutdown(mcp.NewHandler(mcp.Options{Broker: g.Broker, Registry: g.Registry, Holdings: g.Store, Audit: g.Audit, Authenticate: s.Authenticate, Logger: g.log, Definitions: g.Definitions})))
 	mux.Handle("GET /metrics", g.web.CheckHost(metricsAccess(s, promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{}))))
 	mux.Handle("/ui/", g.web.Handler())
 	return mux

@@ -15,6 +15,7 @@ import (
 	"github.com/capgate/capgate/client/wire"
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/broker"
+	"github.com/capgate/capgate/internal/definition"
 	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/internal/registry"
@@ -34,7 +35,10 @@ type Server struct {
 	// change, which only takes away, is made unrecorded and logged.
 	Audit    operator.Recorder
 	Registry *registry.Registry
-	Logger   *slog.Logger     // nil: slog.Default()
+	// Definitions are the host's definitions, which POST /v1/definitions/negotiate
+	// intersects with what a client supports; nil: none.
+	Definitions *definition.Set
+	Logger      *slog.Logger // nil: slog.Default()
 	Now      func() time.Time // nil: time.Now
 
 	// known holds the clients found by key hash, so that a call does not read the store to
@@ -91,6 +95,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/capabilities", s.capabilities)
 	mux.HandleFunc("POST /v1/capabilities/request", s.request)
 	mux.HandleFunc("POST /v1/explain", s.explain)
+	mux.HandleFunc("POST /v1/definitions/negotiate", s.negotiate)
 	mux.HandleFunc("POST /v1/tokens/revoke", s.revoke)
 	mux.HandleFunc("POST /v1/tokens/derive", s.derive)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
@@ -339,6 +344,38 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"capabilities": tools})
+}
+
+// negotiate answers POST /v1/definitions/negotiate: the body {"supports": ["name@major.minor",
+// ...]} intersected with the host's definitions (definition.Negotiate), answered with the
+// offered definitions' documents and why each entry was kept or dropped.
+func (s *Server) negotiate(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.authenticate(r); !ok {
+		s.unauthorized(w, "")
+		return
+	}
+	fail := func(status int, code, msg string) {
+		writeJSON(w, status, map[string]any{"status": "error", "error_code": code, "error_message": msg})
+	}
+	data, ok := readBody(w, r)
+	if !ok {
+		fail(http.StatusRequestEntityTooLarge, CodeInvalidRequest, "the request is too large")
+		return
+	}
+	var req struct {
+		Supports []string `json:"supports"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if _, err := jcsCheck(data); err != nil || dec.Decode(&req) != nil || req.Supports == nil {
+		fail(http.StatusBadRequest, CodeInvalidRequest, `the body must be {"supports": ["name@major.minor", ...]}`)
+		return
+	}
+	if len(req.Supports) > definition.MaxSupports {
+		fail(http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("supports: more than %d entries", definition.MaxSupports))
+		return
+	}
+	writeJSON(w, http.StatusOK, definition.Negotiate(s.Definitions, req.Supports).Answer())
 }
 
 // The bodies of POST /v1/capabilities/request and POST /v1/tokens/derive are the wire

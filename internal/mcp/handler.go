@@ -11,6 +11,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/capgate/capgate/internal/broker"
+	"github.com/capgate/capgate/internal/definition"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
 )
@@ -29,6 +30,9 @@ type Options struct {
 	Authenticate func(*http.Request) (broker.Caller, bool)
 	Logger       *slog.Logger // nil: slog.Default()
 	Version      string       // the server version MCP clients see
+	// Definitions are the host's definitions, which capgate__negotiate intersects with what
+	// a client supports; nil: none.
+	Definitions *definition.Set
 }
 
 // Handler serves MCP over streamable HTTP: one session per client connection under the

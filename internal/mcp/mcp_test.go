@@ -31,7 +31,7 @@ func testToolsListByTrust(t *testing.T) {
 	user := tools(t, e.connect(e.addClient("alice", "user", false), nil))
 	public := tools(t, e.connect(e.addClient("kiosk", "public", false), nil))
 
-	for _, name := range []string{"capgate__request_capability", "capgate__undo", "capgate__explain", "echo__say"} {
+	for _, name := range []string{"capgate__request_capability", "capgate__undo", "capgate__explain", "capgate__negotiate", "echo__say"} {
 		if user[name] == nil || public[name] == nil {
 			t.Errorf("%s: missing for user (%v) or public (%v)", name, user[name] != nil, public[name] != nil)
 		}
@@ -44,7 +44,7 @@ func testToolsListByTrust(t *testing.T) {
 			t.Errorf("public: %s listed, but a public client is refused it outright", name)
 		}
 	}
-	if len(public) != 4 || len(public) >= len(user) {
+	if len(public) != 5 || len(public) >= len(user) {
 		t.Errorf("public sees %d tools, user %d", len(public), len(user))
 	}
 	if user["echo__admin"] != nil || public["echo__admin"] != nil {
@@ -454,5 +454,34 @@ func testTokenRequestWithdrawnWhenTheMCPClientGoesAway(t *testing.T) {
 		}
 		cancel()
 		cs.Close()
+	}
+}
+
+// TestNegotiateTool calls capgate__negotiate: a gateway without definitions offers none and
+// says why for each entry, a handle is never read as a name, and arguments of another shape
+// are refused.
+func TestNegotiateTool(t *testing.T) { eachRevision(t, testNegotiateTool) }
+
+func testNegotiateTool(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, time.Second)
+	cs := e.connect(e.addClient("alice", "user", false), nil)
+	a := e.call(cs, "capgate__negotiate", map[string]any{"supports": []string{"org.capgate.transport.ride.request@1.0", "@alice"}})
+	if a.isError {
+		t.Fatalf("negotiate: %s", a.text)
+	}
+	var ans struct {
+		Offered []json.RawMessage
+		Choices []struct {
+			Kept bool
+			Why  string
+		}
+	}
+	if err := json.Unmarshal([]byte(a.text), &ans); err != nil || len(ans.Offered) != 0 || len(ans.Choices) != 2 ||
+		!strings.Contains(ans.Choices[0].Why, "no definition of this name") || !strings.Contains(ans.Choices[1].Why, "handle") {
+		t.Fatalf("negotiate: %s", a.text)
+	}
+	if a := e.call(cs, "capgate__negotiate", map[string]any{"supports": "x"}); !a.isError {
+		t.Errorf("a string for supports: %s", a.text)
 	}
 }

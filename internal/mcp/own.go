@@ -10,6 +10,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/capgate/capgate/internal/broker"
+	"github.com/capgate/capgate/internal/definition"
 	"github.com/capgate/capgate/internal/token"
 )
 
@@ -34,6 +35,9 @@ var explainSchema = json.RawMessage(`{"type":"object","additionalProperties":fal
 "method":{"type":"string","maxLength":128,"description":"The capability's method (the part of a tool name after __)."},
 "params":{"type":"object","description":"The arguments the call would have."}}}`)
 
+var negotiateSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"required":["supports"],
+"properties":{"supports":{"type":"array","maxItems":1024,"items":{"type":"string","maxLength":320},"description":"The definitions this client supports, each name@major.minor (org.capgate.transport.ride.request@1.2)."}}}`)
+
 func boolp(b bool) *bool { return &b }
 
 func (s *session) addOwnTools() {
@@ -57,6 +61,23 @@ func (s *session) addOwnTools() {
 		InputSchema: explainSchema,
 		Annotations: &mcpsdk.ToolAnnotations{Title: "Explain a decision", ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: boolp(false), OpenWorldHint: boolp(false)},
 	}, s.explain)
+	s.srv.AddTool(&mcpsdk.Tool{
+		Name: ToolNegotiate, Title: "Negotiate definitions",
+		Description: "[capgate] Intersects the capability definitions this client supports (name@major.minor) with capgate's: each name both know at the highest version both support, an extension only with its parent. Answers the offered definitions and why each entry was kept or dropped.",
+		InputSchema: negotiateSchema,
+		Annotations: &mcpsdk.ToolAnnotations{Title: "Negotiate definitions", ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: boolp(false), OpenWorldHint: boolp(false)},
+	}, s.negotiate)
+}
+
+func (s *session) negotiate(_ context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+	var a struct {
+		Supports []string `json:"supports"`
+	}
+	if !strictly(req.Params.Arguments, &a) || a.Supports == nil || len(a.Supports) > definition.MaxSupports {
+		return refusal(codeInvalidRequest, "the arguments must be {supports: [name@major.minor, ...]}, at most 1024", nil), nil
+	}
+	ans := definition.Negotiate(s.h.o.Definitions, a.Supports).Answer()
+	return success(map[string]any{"offered": ans.Offered, "choices": ans.Choices}, nil), nil
 }
 
 // strictly decodes a tool's arguments into v, refusing unknown members.

@@ -20,10 +20,11 @@ const (
 	ToolRequestCapability = "capgate__request_capability"
 	ToolUndo              = "capgate__undo"
 	ToolExplain           = "capgate__explain"
+	ToolNegotiate         = "capgate__negotiate"
 )
 
 func reserved(name string) bool {
-	return name == ToolRequestCapability || name == ToolUndo || name == ToolExplain
+	return name == ToolRequestCapability || name == ToolUndo || name == ToolExplain || name == ToolNegotiate
 }
 
 // ToolName is the MCP tool name of a capability: its app's alias, "__" and its method
