@@ -60,11 +60,11 @@ func CheckImplements(m *manifest.Manifest, s *Set) manifest.Problems {
 
 // schemaView is what the structural check reads of a schema.
 type schemaView struct {
-	types      []string // nil: any type
-	props      map[string]any
-	required   []string
-	closed     bool // additionalProperties false: no other property
-	opaque     bool // $ref or a combinator: not followed
+	types         []string // nil: any type
+	props         map[string]any
+	required      []string
+	closed        bool // additionalProperties false: no other property
+	opaque        bool // $ref or a combinator: not followed
 	unsatisfiable bool // the schema false
 }
 
@@ -122,7 +122,9 @@ func accepts(params, in any, path, ref string, ps *manifest.Problems, depth int)
 	if depth > MaxSchemaDepth || p.opaque || d.opaque || d.unsatisfiable {
 		return
 	}
-	add := func(at, rule string) { *ps = append(*ps, manifest.Problem{Path: at, Rule: rule + " (implements " + ref + ")"}) }
+	add := func(at, rule string) {
+		*ps = append(*ps, manifest.Problem{Path: at, Rule: rule + " (implements " + ref + ")"})
+	}
 	if p.unsatisfiable {
 		add(path, "accepts nothing, and the definition's input allows calls")
 		return
@@ -163,7 +165,9 @@ func delivers(returns, out any, path, ref string, ps *manifest.Problems, depth i
 	if depth > MaxSchemaDepth || r.opaque || d.opaque || r.unsatisfiable {
 		return
 	}
-	add := func(at, rule string) { *ps = append(*ps, manifest.Problem{Path: at, Rule: rule + " (implements " + ref + ")"}) }
+	add := func(at, rule string) {
+		*ps = append(*ps, manifest.Problem{Path: at, Rule: rule + " (implements " + ref + ")"})
+	}
 	if d.unsatisfiable {
 		add(path, "returns a result, and the definition's output allows none")
 		return

@@ -38,8 +38,8 @@ type Server struct {
 	// Definitions are the host's definitions, which POST /v1/definitions/negotiate
 	// intersects with what a client supports; nil: none.
 	Definitions *definition.Set
-	Logger      *slog.Logger // nil: slog.Default()
-	Now      func() time.Time // nil: time.Now
+	Logger      *slog.Logger     // nil: slog.Default()
+	Now         func() time.Time // nil: time.Now
 
 	// known holds the clients found by key hash, so that a call does not read the store to
 	// learn who is calling, each tagged with the broker's store revision read before the
