@@ -136,3 +136,73 @@ func TestNegotiateOverIPC(t *testing.T) {
 		t.Errorf("without a key: %d", status)
 	}
 }
+
+// TestPlanCandidates asks POST /v1/plan/candidates for tasks: the answer is a handful of the
+// capabilities the client may use, best first, the fitting one among them; a public client
+// is never offered what it may not use; a bad request says what is wrong.
+func TestPlanCandidates(t *testing.T) {
+	e := newEnv(t, options{})
+	user, public := e.addClient("planner", "user"), e.addClient("kiosk", "public")
+	usable := func(a agent) map[string]bool {
+		_, data := e.do(a, "GET", "/v1/capabilities", nil)
+		var list struct{ Capabilities []struct{ ID string } }
+		if err := json.Unmarshal(data, &list); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, c := range list.Capabilities {
+			out[c.ID] = true
+		}
+		return out
+	}
+	ask := func(a agent, body string) (int, []struct {
+		ID, App, Method string
+		Score           float64
+	}) {
+		t.Helper()
+		status, data := e.do(a, "POST", "/v1/plan/candidates", []byte(body))
+		var ans struct {
+			Candidates []struct {
+				ID, App, Method string
+				Score           float64
+			}
+		}
+		if status == 200 {
+			if err := json.Unmarshal(data, &ans); err != nil {
+				t.Fatalf("%s: %v", data, err)
+			}
+		}
+		return status, ans.Candidates
+	}
+	mine := usable(user)
+	status, cands := ask(user, `{"task":"evaluate the arithmetic expression 2*(3+4)"}`)
+	if status != 200 || len(cands) == 0 || len(cands) > 5 || cands[0].App != "calc" {
+		t.Fatalf("a calculation: %d %+v", status, cands)
+	}
+	for i, c := range cands {
+		if !mine[c.ID] {
+			t.Errorf("%s is not usable by the client", c.ID)
+		}
+		if i > 0 && c.Score > cands[i-1].Score {
+			t.Errorf("not best first: %+v", cands)
+		}
+	}
+	if _, cands := ask(user, `{"task":"read the contents of a file","limit":2}`); len(cands) != 2 || cands[0].App != "files" {
+		t.Errorf("limit 2: %+v", cands)
+	}
+	theirs := usable(public)
+	_, cands = ask(public, `{"task":"delete a file"}`)
+	for _, c := range cands {
+		if !theirs[c.ID] {
+			t.Errorf("a public client was offered %s", c.ID)
+		}
+	}
+	for _, bad := range []string{`{}`, `{"task":""}`, `{"task":"x","limit":51}`, `{"task":"x","limit":-1}`, `{"task":"x","extra":1}`, `[]`} {
+		if status, _ := ask(user, bad); status != 400 {
+			t.Errorf("%s: %d, want 400", bad, status)
+		}
+	}
+	if status, _ := e.do(agent{}, "POST", "/v1/plan/candidates", []byte(`{"task":"x"}`)); status != 401 {
+		t.Errorf("without a key: %d", status)
+	}
+}

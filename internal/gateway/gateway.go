@@ -33,6 +33,7 @@ import (
 	"github.com/capgate/capgate/internal/ipc"
 	"github.com/capgate/capgate/internal/mcp"
 	"github.com/capgate/capgate/internal/operator"
+	"github.com/capgate/capgate/internal/plan"
 	"github.com/capgate/capgate/internal/plugin"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/sandbox"
@@ -145,9 +146,12 @@ type Gateway struct {
 	Registry *registry.Registry
 	// Definitions are the signed definitions of Config.DefinitionsDir, loaded at start.
 	Definitions *definition.Set
-	Broker      *broker.Broker
-	Consent     *consent.Service
-	Audit       *audit.Writer
+	// Planner retrieves the candidates of a task (POST /v1/plan/candidates, MCP's
+	// capgate__find_capabilities).
+	Planner *plan.Planner
+	Broker  *broker.Broker
+	Consent *consent.Service
+	Audit   *audit.Writer
 	// Operator makes the person's and the operator's changes outside a call: the approval
 	// page and the operator socket (DATA/operator.sock, package opsock) ask it.
 	Operator *operator.Service
@@ -260,6 +264,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: registry: %w", err)
 	}
 	g.Definitions = g.loadDefinitions(cfg)
+	g.Planner = &plan.Planner{Registry: g.Registry, Definitions: g.Definitions}
 	defs := g.Definitions
 	g.Registry.SetCheck(func(m *manifest.Manifest) manifest.Problems { return definition.CheckImplements(m, defs) })
 	builtins, err := g.registerBuiltins(ctx, st)
@@ -535,10 +540,10 @@ func (g *Gateway) PublicKey() ed25519.PublicKey { return g.Key.Public().(ed25519
 // Handler is the HTTP API, with MCP (streamable HTTP) at /mcp, Prometheus metrics at
 // /metrics and the approval page at /ui/.
 func (g *Gateway) Handler() http.Handler {
-	s := &ipc.Server{Broker: g.Broker, Clients: g.Store, Tokens: g.Store, Audit: g.Audit, Registry: g.Registry, Definitions: g.Definitions, Logger: g.log}
+	s := &ipc.Server{Broker: g.Broker, Clients: g.Store, Tokens: g.Store, Audit: g.Audit, Registry: g.Registry, Definitions: g.Definitions, Planner: g.Planner, Logger: g.log}
 	mux := http.NewServeMux()
 	mux.Handle("/", s.Handler())
-	mux.Handle("/mcp", g.endsAtShutdown(mcp.NewHandler(mcp.Options{Broker: g.Broker, Registry: g.Registry, Holdings: g.Store, Audit: g.Audit, Authenticate: s.Authenticate, Logger: g.log, Definitions: g.Definitions})))
+	mux.Handle("/mcp", g.endsAtShutdown(mcp.NewHandler(mcp.Options{Broker: g.Broker, Registry: g.Registry, Holdings: g.Store, Audit: g.Audit, Authenticate: s.Authenticate, Logger: g.log, Definitions: g.Definitions, Planner: g.Planner})))
 	mux.Handle("GET /metrics", g.web.CheckHost(metricsAccess(s, promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{}))))
 	mux.Handle("/ui/", g.web.Handler())
 	return mux
@@ -856,6 +861,9 @@ func (g *Gateway) Close() error {
 	g.running.Wait()
 	var errs []error
 	g.closeApps()
+	if g.Planner != nil {
+		errs = append(errs, g.Planner.Close())
+	}
 	if g.tools != nil {
 		errs = append(errs, g.tools.Close())
 	}

@@ -29,6 +29,8 @@ var apiRoutes = []string{
 	"POST /v1/tokens/derive",
 	"GET /v1/capabilities",
 	"POST /v1/capabilities/request",
+	"POST /v1/definitions/negotiate",
+	"POST /v1/plan/candidates",
 	"GET /healthz",
 }
 

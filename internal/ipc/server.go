@@ -17,6 +17,7 @@ import (
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/definition"
 	"github.com/capgate/capgate/internal/operator"
+	"github.com/capgate/capgate/internal/plan"
 	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/revcache"
@@ -38,8 +39,10 @@ type Server struct {
 	// Definitions are the host's definitions, which POST /v1/definitions/negotiate
 	// intersects with what a client supports; nil: none.
 	Definitions *definition.Set
-	Logger      *slog.Logger     // nil: slog.Default()
-	Now         func() time.Time // nil: time.Now
+	// Planner answers POST /v1/plan/candidates; nil: the endpoint answers 503.
+	Planner *plan.Planner
+	Logger  *slog.Logger     // nil: slog.Default()
+	Now     func() time.Time // nil: time.Now
 
 	// known holds the clients found by key hash, so that a call does not read the store to
 	// learn who is calling, each tagged with the broker's store revision read before the
@@ -96,6 +99,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/capabilities/request", s.request)
 	mux.HandleFunc("POST /v1/explain", s.explain)
 	mux.HandleFunc("POST /v1/definitions/negotiate", s.negotiate)
+	mux.HandleFunc("POST /v1/plan/candidates", s.candidates)
 	mux.HandleFunc("POST /v1/tokens/revoke", s.revoke)
 	mux.HandleFunc("POST /v1/tokens/derive", s.derive)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
@@ -336,14 +340,75 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 	}
 	tools := []Tool{}
 	for _, u := range s.Broker.UsableBy(caller) {
-		c := u.Cap
-		tools = append(tools, Tool{
-			ID: u.ID.String(), App: u.App.Alias, Method: u.Method, Name: c.Name, Description: c.Description,
-			Parameters: c.Parameters, Returns: c.Returns, SideEffects: string(c.SideEffects), Risk: string(c.Risk),
-			Permission: u.Permission.String(), Reversibility: string(c.Reversibility), Tier: int(u.App.Tier), NeedsConsent: u.NeedsConsent,
-		})
+		tools = append(tools, toolOf(u))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"capabilities": tools})
+}
+
+// toolOf is a usable capability as GET /v1/capabilities lists it.
+func toolOf(u broker.Usable) Tool {
+	c := u.Cap
+	return Tool{
+		ID: u.ID.String(), App: u.App.Alias, Method: u.Method, Name: c.Name, Description: c.Description,
+		Parameters: c.Parameters, Returns: c.Returns, SideEffects: string(c.SideEffects), Risk: string(c.Risk),
+		Permission: u.Permission.String(), Reversibility: string(c.Reversibility), Tier: int(u.App.Tier), NeedsConsent: u.NeedsConsent,
+	}
+}
+
+// candidates answers POST /v1/plan/candidates: for the body {"task": "...", "limit": N}, the
+// few capabilities the caller may use that best match the task (plan.Planner), best first,
+// each as GET /v1/capabilities lists it with its score.
+func (s *Server) candidates(w http.ResponseWriter, r *http.Request) {
+	caller, ok := s.authenticate(r)
+	if !ok {
+		s.unauthorized(w, "")
+		return
+	}
+	fail := func(status int, code, msg string) {
+		writeJSON(w, status, map[string]any{"status": "error", "error_code": code, "error_message": msg})
+	}
+	if s.Planner == nil {
+		fail(http.StatusServiceUnavailable, CodeInvalidRequest, "planning is not served here")
+		return
+	}
+	data, ok := readBody(w, r)
+	if !ok {
+		fail(http.StatusRequestEntityTooLarge, CodeInvalidRequest, "the request is too large")
+		return
+	}
+	var req struct {
+		Task  string `json:"task"`
+		Limit int    `json:"limit"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if _, err := jcsCheck(data); err != nil || dec.Decode(&req) != nil {
+		fail(http.StatusBadRequest, CodeInvalidRequest, `the body must be {"task": "...", "limit": N}`)
+		return
+	}
+	if req.Limit < 0 || req.Limit > plan.MaxCandidates {
+		fail(http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("limit: must be 1 to %d (0 or absent: %d)", plan.MaxCandidates, plan.DefaultCandidates))
+		return
+	}
+	cands, err := s.Planner.Candidates(req.Task, s.Broker.UsableBy(caller), req.Limit)
+	if errors.Is(err, plan.ErrTask) {
+		fail(http.StatusBadRequest, CodeInvalidRequest, "task: must be 1 to 4096 bytes of text")
+		return
+	}
+	if err != nil {
+		s.log().Error("planning failed", "err", err)
+		fail(http.StatusInternalServerError, CodeInvalidRequest, "planning failed")
+		return
+	}
+	type scored struct {
+		Tool
+		Score float64 `json:"score"`
+	}
+	out := make([]scored, 0, len(cands))
+	for _, c := range cands {
+		out = append(out, scored{Tool: toolOf(c.Usable), Score: c.Score})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"candidates": out})
 }
 
 // negotiate answers POST /v1/definitions/negotiate: the body {"supports": ["name@major.minor",

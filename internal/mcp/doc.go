@@ -15,9 +15,10 @@
 // capability's parameters schema as its inputSchema, its returns schema as its outputSchema
 // when that is an object schema, annotations derived from the signed declaration (side
 // effects, idempotency, reversibility; never from the app's words), and a description that
-// labels the app's own text as data between <app-description> delimiters. Four tools are
-// capgate's own: capgate__request_capability, capgate__undo, capgate__explain and
-// capgate__negotiate (the definitions a client supports, intersected with the host's).
+// labels the app's own text as data between <app-description> delimiters. Five tools are
+// capgate's own: capgate__request_capability, capgate__undo, capgate__explain,
+// capgate__negotiate (the definitions a client supports, intersected with the host's) and
+// capgate__find_capabilities (the few candidates of a task, internal/plan).
 //
 // Tokens. An MCP client cannot be expected to carry capgate's capability tokens through its
 // model, and a token in a tool argument would pass through the model's context, where it can

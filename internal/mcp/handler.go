@@ -12,6 +12,7 @@ import (
 
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/definition"
+	"github.com/capgate/capgate/internal/plan"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
 )
@@ -33,6 +34,9 @@ type Options struct {
 	// Definitions are the host's definitions, which capgate__negotiate intersects with what
 	// a client supports; nil: none.
 	Definitions *definition.Set
+	// Planner answers capgate__find_capabilities; nil: the tool answers that planning is
+	// not served.
+	Planner *plan.Planner
 }
 
 // Handler serves MCP over streamable HTTP: one session per client connection under the

@@ -31,7 +31,7 @@ func testToolsListByTrust(t *testing.T) {
 	user := tools(t, e.connect(e.addClient("alice", "user", false), nil))
 	public := tools(t, e.connect(e.addClient("kiosk", "public", false), nil))
 
-	for _, name := range []string{"capgate__request_capability", "capgate__undo", "capgate__explain", "capgate__negotiate", "echo__say"} {
+	for _, name := range []string{"capgate__request_capability", "capgate__undo", "capgate__explain", "capgate__negotiate", "capgate__find_capabilities", "echo__say"} {
 		if user[name] == nil || public[name] == nil {
 			t.Errorf("%s: missing for user (%v) or public (%v)", name, user[name] != nil, public[name] != nil)
 		}
@@ -44,7 +44,7 @@ func testToolsListByTrust(t *testing.T) {
 			t.Errorf("public: %s listed, but a public client is refused it outright", name)
 		}
 	}
-	if len(public) != 5 || len(public) >= len(user) {
+	if len(public) != 6 || len(public) >= len(user) {
 		t.Errorf("public sees %d tools, user %d", len(public), len(user))
 	}
 	if user["echo__admin"] != nil || public["echo__admin"] != nil {
@@ -483,5 +483,36 @@ func testNegotiateTool(t *testing.T) {
 	}
 	if a := e.call(cs, "capgate__negotiate", map[string]any{"supports": "x"}); !a.isError {
 		t.Errorf("a string for supports: %s", a.text)
+	}
+}
+
+// TestFindCapabilitiesTool asks capgate__find_capabilities for a task: the answer names a few
+// tools of this client's list, the fitting one first, each callable by the name given.
+func TestFindCapabilitiesTool(t *testing.T) { eachRevision(t, testFindCapabilitiesTool) }
+
+func testFindCapabilitiesTool(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, time.Second)
+	cs := e.connect(e.addClient("alice", "user", false), nil)
+	listed := tools(t, cs)
+	a := e.call(cs, "capgate__find_capabilities", map[string]any{"task": "compute the arithmetic expression 6*7", "limit": 3})
+	if a.isError {
+		t.Fatalf("find: %s", a.text)
+	}
+	var ans struct {
+		Candidates []struct{ Tool, Capability string }
+	}
+	if err := json.Unmarshal([]byte(a.text), &ans); err != nil || len(ans.Candidates) == 0 || len(ans.Candidates) > 3 || ans.Candidates[0].Tool != "calc__compute" {
+		t.Fatalf("find: %s", a.text)
+	}
+	for _, c := range ans.Candidates {
+		if listed[c.Tool] == nil {
+			t.Errorf("%s is not in this client's tools/list", c.Tool)
+		}
+	}
+	for _, bad := range []map[string]any{{}, {"task": ""}, {"task": "x", "limit": 99}} {
+		if a := e.call(cs, "capgate__find_capabilities", bad); !a.isError {
+			t.Errorf("%v: %s", bad, a.text)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/definition"
+	"github.com/capgate/capgate/internal/plan"
 	"github.com/capgate/capgate/internal/token"
 )
 
@@ -37,6 +38,10 @@ var explainSchema = json.RawMessage(`{"type":"object","additionalProperties":fal
 
 var negotiateSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"required":["supports"],
 "properties":{"supports":{"type":"array","maxItems":1024,"items":{"type":"string","maxLength":320},"description":"The definitions this client supports, each name@major.minor (org.capgate.transport.ride.request@1.2)."}}}`)
+
+var findCapabilitiesSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"required":["task"],
+"properties":{"task":{"type":"string","minLength":1,"maxLength":4096,"description":"What the agent wants to do, in English or Turkish."},
+"limit":{"type":"integer","minimum":1,"maximum":50,"description":"How many candidates at most (default 5)."}}}`)
 
 func boolp(b bool) *bool { return &b }
 
@@ -67,6 +72,42 @@ func (s *session) addOwnTools() {
 		InputSchema: negotiateSchema,
 		Annotations: &mcpsdk.ToolAnnotations{Title: "Negotiate definitions", ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: boolp(false), OpenWorldHint: boolp(false)},
 	}, s.negotiate)
+	s.srv.AddTool(&mcpsdk.Tool{
+		Name: ToolFindCapabilities, Title: "Find capabilities for a task",
+		Description: "[capgate] Given a task in plain words (English or Turkish), answers the few tools of this list that best fit it, best first, among only those this client may use: a way to find the right tool without reading all of them.",
+		InputSchema: findCapabilitiesSchema,
+		Annotations: &mcpsdk.ToolAnnotations{Title: "Find capabilities for a task", ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: boolp(false), OpenWorldHint: boolp(false)},
+	}, s.findCapabilities)
+}
+
+func (s *session) findCapabilities(_ context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+	caller, err := callerOf(req)
+	if err != nil || caller.ClientID != s.client {
+		return refusal(codePermission, "this session belongs to another client", nil), nil
+	}
+	var a struct {
+		Task  string `json:"task"`
+		Limit int    `json:"limit"`
+	}
+	if !strictly(req.Params.Arguments, &a) || a.Limit < 0 || a.Limit > plan.MaxCandidates {
+		return refusal(codeInvalidRequest, "the arguments must be {task, limit}, limit 1 to 50", nil), nil
+	}
+	if s.h.o.Planner == nil {
+		return refusal(codeFailed, "planning is not served here", nil), nil
+	}
+	cands, err := s.h.o.Planner.Candidates(a.Task, s.h.o.Broker.UsableBy(caller), a.Limit)
+	if errors.Is(err, plan.ErrTask) {
+		return refusal(codeInvalidRequest, "task: must be 1 to 4096 bytes of text", nil), nil
+	}
+	if err != nil {
+		return refusal(codeFailed, "planning failed", nil), nil
+	}
+	out := make([]map[string]any, 0, len(cands))
+	for _, c := range cands {
+		out = append(out, map[string]any{"tool": ToolName(c.App.Alias, c.Method, c.ID.String()), "capability": c.ID.String(),
+			"name": c.Cap.Name, "permission": c.Permission.String(), "score": c.Score})
+	}
+	return success(map[string]any{"candidates": out}, nil), nil
 }
 
 func (s *session) negotiate(_ context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {

@@ -21,10 +21,11 @@ const (
 	ToolUndo              = "capgate__undo"
 	ToolExplain           = "capgate__explain"
 	ToolNegotiate         = "capgate__negotiate"
+	ToolFindCapabilities  = "capgate__find_capabilities"
 )
 
 func reserved(name string) bool {
-	return name == ToolRequestCapability || name == ToolUndo || name == ToolExplain || name == ToolNegotiate
+	return name == ToolRequestCapability || name == ToolUndo || name == ToolExplain || name == ToolNegotiate || name == ToolFindCapabilities
 }
 
 // ToolName is the MCP tool name of a capability: its app's alias, "__" and its method
