@@ -134,3 +134,32 @@ func TestSearchOnlyAmongAllowed(t *testing.T) {
 		t.Errorf("%d candidates", len(hits))
 	}
 }
+
+// BenchmarkSearch measures one task's search over the labelled set's 150 capabilities, all
+// allowed.
+func BenchmarkSearch(b *testing.B) {
+	_, x, ids := loadLabelled(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := x.Search("Remove this invoice for good", ids, 5); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBuild measures building the index of the labelled set's 150 capabilities, as a
+// registry change does.
+func BenchmarkBuild(b *testing.B) {
+	l, _, _ := loadLabelled(b)
+	docs := make([]plan.Doc, len(l.Capabilities))
+	for i, c := range l.Capabilities {
+		docs[i] = plan.Doc{ID: c.ID, Names: c.En[:1], English: c.En[1:], Turkish: c.Tr}
+	}
+	for b.Loop() {
+		x, err := plan.Build(docs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		x.Close()
+	}
+}
