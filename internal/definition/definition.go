@@ -230,7 +230,7 @@ func (d *decoder) object(v jcs.Value, path string, known ...string) (map[string]
 	m := make(map[string]jcs.Value, len(v.Members))
 	for _, mem := range v.Members {
 		if !slices.Contains(known, mem.Name) {
-			d.add(field(path, mem.Name), "not a field of a definition here (known: "+strings.Join(known, ", ")+")")
+			d.add(field(path, pathName(mem.Name)), "not a field of a definition here (known: "+strings.Join(known, ", ")+")")
 			continue
 		}
 		m[mem.Name] = mem.Value

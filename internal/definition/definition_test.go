@@ -357,3 +357,22 @@ func TestLoadDir(t *testing.T) {
 		t.Errorf("a missing folder: %v", errs)
 	}
 }
+
+// TestProblemPathsShowNoRawNames checks that a member name with control characters or
+// look-alike letters reaches a problem's path only quoted in ASCII.
+func TestProblemPathsShowNoRawNames(t *testing.T) {
+	m := readJSON(t, "ride.yaml")
+	m["\x1b[2Jevil"] = 1
+	m["input"] = map[string]any{"type": "object", "properties": map[string]any{"pаss\x07": map[string]any{}}}
+	_, ps := parse(t, m)
+	if len(ps) < 2 {
+		t.Fatalf("problems: %v", ps)
+	}
+	for _, p := range ps {
+		for _, r := range p.Path + p.Rule {
+			if r < 0x20 || r > 0x7e {
+				t.Errorf("a problem shows a raw byte: %q", p.String())
+			}
+		}
+	}
+}

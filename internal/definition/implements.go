@@ -144,16 +144,16 @@ func accepts(params, in any, path, ref string, ps *manifest.Problems, depth int)
 	}
 	for _, name := range p.required {
 		if !slices.Contains(d.required, name) {
-			add(field(field(path, "required"), name), "required here, and the definition's input does not require it")
+			add(field(field(path, "required"), pathName(name)), "required here, and the definition's input does not require it")
 		}
 	}
 	for _, name := range sortedKeys(d.props) {
 		sub, ok := p.props[name]
 		switch {
 		case !ok && p.closed:
-			add(field(field(path, "properties"), name), "missing: the definition's input has this property, and these parameters admit no other")
+			add(field(field(path, "properties"), pathName(name)), "missing: the definition's input has this property, and these parameters admit no other")
 		case ok:
-			accepts(sub, d.props[name], field(field(path, "properties"), name), ref, ps, depth+1)
+			accepts(sub, d.props[name], field(field(path, "properties"), pathName(name)), ref, ps, depth+1)
 		}
 	}
 }
@@ -187,16 +187,16 @@ func delivers(returns, out any, path, ref string, ps *manifest.Problems, depth i
 	}
 	for _, name := range d.required {
 		if !slices.Contains(r.required, name) {
-			add(field(field(path, "required"), name), "the definition's output requires this property, and these returns do not")
+			add(field(field(path, "required"), pathName(name)), "the definition's output requires this property, and these returns do not")
 		}
 	}
 	for _, name := range sortedKeys(r.props) {
 		sub, ok := d.props[name]
 		switch {
 		case !ok && d.closed:
-			add(field(field(path, "properties"), name), "not in the definition's output, which admits no other property")
+			add(field(field(path, "properties"), pathName(name)), "not in the definition's output, which admits no other property")
 		case ok:
-			delivers(r.props[name], sub, field(field(path, "properties"), name), ref, ps, depth+1)
+			delivers(r.props[name], sub, field(field(path, "properties"), pathName(name)), ref, ps, depth+1)
 		}
 	}
 }

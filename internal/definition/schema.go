@@ -3,6 +3,7 @@ package definition
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -117,7 +118,7 @@ func walkSchema(doc any, path string, depth int, ps *manifest.Problems) {
 	for _, kw := range []string{"properties", "dependentSchemas"} {
 		if props, ok := obj[kw].(map[string]any); ok {
 			for _, name := range sortedKeys(props) {
-				p := field(field(path, kw), name)
+				p := field(field(path, kw), pathName(name))
 				checkName(p, name)
 				walkSchema(props[name], p, depth+1, ps)
 			}
@@ -125,7 +126,7 @@ func walkSchema(doc any, path string, depth int, ps *manifest.Problems) {
 	}
 	if props, ok := obj["patternProperties"].(map[string]any); ok {
 		for _, pattern := range sortedKeys(props) {
-			p := field(field(path, "patternProperties"), pattern)
+			p := field(field(path, "patternProperties"), pathName(pattern))
 			if isSecretName(pattern) {
 				add(p, "a pattern matching fields that would carry a password, token, secret, API key or card details")
 			}
@@ -141,7 +142,7 @@ func walkSchema(doc any, path string, depth int, ps *manifest.Problems) {
 	}
 	if dr, ok := obj["dependentRequired"].(map[string]any); ok {
 		for _, name := range sortedKeys(dr) {
-			p := field(field(path, "dependentRequired"), name)
+			p := field(field(path, "dependentRequired"), pathName(name))
 			checkName(p, name)
 			if list, ok := dr[name].([]any); ok {
 				for i, n := range list {
@@ -167,10 +168,24 @@ func walkSchema(doc any, path string, depth int, ps *manifest.Problems) {
 	for _, kw := range mapSchemas {
 		if defs, ok := obj[kw].(map[string]any); ok {
 			for _, name := range sortedKeys(defs) {
-				walkSchema(defs[name], field(field(path, kw), name), depth+1, ps)
+				walkSchema(defs[name], field(field(path, kw), pathName(name)), depth+1, ps)
 			}
 		}
 	}
+}
+
+// pathName is a member name as a field path shows it: as it is when it is a plain field name,
+// else quoted in ASCII and cut to 64 bytes, so that no name an author chose can put control
+// characters or look-alike letters into a terminal through a problem's path.
+func pathName(name string) string {
+	if isFieldName(name) {
+		return name
+	}
+	q := strconv.QuoteToASCII(name)
+	if len(q) > 64 {
+		q = q[:60] + `..."`
+	}
+	return q
 }
 
 // isFieldName reports whether name is ASCII [A-Za-z][A-Za-z0-9_-]{0,63}.
