@@ -18,6 +18,10 @@ type Tool struct {
 	Reversibility string          `json:"reversibility"`
 	Tier          int             `json:"tier"`
 	NeedsConsent  bool            `json:"needs_consent,omitempty"` // usable, after a token or the person's consent
+	// Status and Why are set only in GET /v1/capabilities?all=1, for a capability shown but
+	// not usable: "not working right now", and why.
+	Status string `json:"status,omitempty"`
+	Why    string `json:"why,omitempty"`
 }
 
 // Capabilities is the answer of GET /v1/capabilities.

@@ -96,3 +96,54 @@ func (b *Broker) UsableStamp(caller Caller) UsableStamp {
 	st.providers = h
 	return st
 }
+
+// NotWorkingRightNow is how a capability that cannot run at the moment is shown.
+const NotWorkingRightNow = "not working right now"
+
+// Listed is one capability of ListAll: usable, or shown as not working right now with why.
+type Listed struct {
+	Usable
+	Working bool
+	Why     string // when not working: why, in words for the person
+}
+
+// ListAll lists every capability caller's trust reaches, of enabled apps and of disabled
+// ones: those UsableBy lists as working, and the others as not working right now, with why
+// (the app is disabled, its provider is down, its tool changed since it was pinned). What
+// lies above the caller's trust is never listed. Nothing here is usable that UsableBy does
+// not list: a front shows the rest, it never offers them.
+func (b *Broker) ListAll(caller Caller) []Listed {
+	usable := map[string]Usable{}
+	for _, u := range b.UsableBy(caller) {
+		usable[u.ID.String()] = u
+	}
+	var out []Listed
+	for _, app := range b.o.Registry.List() {
+		_, state := b.provider(app.ID)
+		caps := app.Doc.Manifest().Capabilities
+		for i := range caps {
+			c := &caps[i]
+			if trustRank(caller.Trust) < c.AuthLevel.Rank() {
+				continue
+			}
+			if u, ok := usable[c.ID]; ok {
+				out = append(out, Listed{Usable: u, Working: true})
+				continue
+			}
+			id := c.ParsedID()
+			l := Listed{Usable: Usable{App: app, Cap: c, ID: id, Permission: c.ParsedPermission(), Method: id.Action(), NeedsConsent: true}}
+			switch {
+			case !app.Enabled:
+				l.Why = "the app is disabled"
+			case state == NotWorking:
+				l.Why = "its provider is not running"
+			case !b.o.Registry.Pinned(c.ID):
+				l.Why = "its definition changed since it was approved; the change waits for review"
+			default:
+				l.Why = NotWorkingRightNow
+			}
+			out = append(out, l)
+		}
+	}
+	return out
+}

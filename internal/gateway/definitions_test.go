@@ -206,3 +206,47 @@ func TestPlanCandidates(t *testing.T) {
 		t.Errorf("without a key: %d", status)
 	}
 }
+
+// TestCapabilitiesAllShowsNotWorking disables an app: GET /v1/capabilities leaves its
+// capabilities out, ?all=1 shows them as not working right now with why, and planning never
+// offers them.
+func TestCapabilitiesAllShowsNotWorking(t *testing.T) {
+	e := newEnv(t, options{})
+	a := e.addClient("planner", "user")
+	if err := e.g.Registry.SetEnabled(e.ctx, "org.capgate.calc", false); err != nil {
+		t.Fatal(err)
+	}
+	list := func(path string) map[string][2]string {
+		status, data := e.do(a, "GET", path, nil)
+		if status != 200 {
+			t.Fatalf("%s: %d %s", path, status, data)
+		}
+		var l struct{ Capabilities []struct{ ID, Status, Why string } }
+		if err := json.Unmarshal(data, &l); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][2]string{}
+		for _, c := range l.Capabilities {
+			out[c.ID] = [2]string{c.Status, c.Why}
+		}
+		return out
+	}
+	const compute = "calc.org.capgate.calc.compute"
+	if _, ok := list("/v1/capabilities")[compute]; ok {
+		t.Error("a disabled app's capability is listed")
+	}
+	all := list("/v1/capabilities?all=1")
+	if got := all[compute]; got[0] != "not working right now" || got[1] != "the app is disabled" {
+		t.Errorf("?all=1: %q", got)
+	}
+	if got := all["files.org.capgate.files.read_file"]; got[0] != "" {
+		t.Errorf("a working capability is marked %q", got)
+	}
+	status, data := e.do(a, "POST", "/v1/plan/candidates", []byte(`{"task":"evaluate the arithmetic expression 2*(3+4)"}`))
+	if status != 200 || strings.Contains(string(data), compute) {
+		t.Errorf("planning offered a disabled app's capability: %d %s", status, data)
+	}
+	if status, _ := e.do(a, "GET", "/v1/capabilities?all=yes", nil); status != 400 {
+		t.Errorf("?all=yes: %d", status)
+	}
+}

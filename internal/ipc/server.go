@@ -339,8 +339,24 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tools := []Tool{}
-	for _, u := range s.Broker.UsableBy(caller) {
-		tools = append(tools, toolOf(u))
+	switch all := r.URL.Query().Get("all"); all {
+	case "":
+		for _, u := range s.Broker.UsableBy(caller) {
+			tools = append(tools, toolOf(u))
+		}
+	case "1", "true":
+		// Everything the caller's trust reaches, what cannot run shown as not working right
+		// now: for the person's view and for a planner that reports why a tool is missing.
+		for _, l := range s.Broker.ListAll(caller) {
+			t := toolOf(l.Usable)
+			if !l.Working {
+				t.Status, t.Why = broker.NotWorkingRightNow, l.Why
+			}
+			tools = append(tools, t)
+		}
+	default:
+		writeJSON(w, http.StatusBadRequest, map[string]any{"status": "error", "error_code": CodeInvalidRequest, "error_message": "all: must be 1 or true"})
+		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"capabilities": tools})
 }
