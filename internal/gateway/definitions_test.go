@@ -221,7 +221,9 @@ func TestCapabilitiesAllShowsNotWorking(t *testing.T) {
 		if status != 200 {
 			t.Fatalf("%s: %d %s", path, status, data)
 		}
-		var l struct{ Capabilities []struct{ ID, Status, Why string } }
+		var l struct {
+			Capabilities []struct{ ID, Status, Why string }
+		}
 		if err := json.Unmarshal(data, &l); err != nil {
 			t.Fatal(err)
 		}
