@@ -376,3 +376,22 @@ func TestProblemPathsShowNoRawNames(t *testing.T) {
 		}
 	}
 }
+
+func TestAsksForSecrets(t *testing.T) {
+	form := func(name string) any {
+		return roundTrip(t, map[string]any{"type": "object", "properties": map[string]any{name: map[string]any{"type": "string"}}})
+	}
+	for _, name := range []string{"password", "şifre", "Parola", "kart_numarası", "cvv", "api-key"} {
+		if !definition.AsksForSecrets(form(name)) {
+			t.Errorf("%s: not flagged", name)
+		}
+	}
+	for _, name := range []string{"display_name", "açıklama", "ad_soyad", "time_zone", "preferred_language"} {
+		if definition.AsksForSecrets(form(name)) {
+			t.Errorf("%s: flagged", name)
+		}
+	}
+	if !definition.AsksForSecrets(roundTrip(t, map[string]any{"type": "string", "format": "password"})) {
+		t.Error("format password: not flagged")
+	}
+}

@@ -60,6 +60,9 @@ var secretWords = []string{
 	"privatekey", "credential", "bearer", "authorization",
 	"cardnumber", "creditcard", "debitcard", "paymentcard", "cardverification", "securitycode",
 	"cvv", "cvc", "ccnumber", "ccnum", "iban",
+	// Turkish: şifre and parola (password), kart numarası (card number), güvenlik kodu
+	// (security code), with and without the Turkish letters.
+	"şifre", "sifre", "parola", "kartnumarası", "kartnumarasi", "kartno", "güvenlikkodu", "guvenlikkodu",
 }
 
 // secretNames are whole words that name such a field on their own.
@@ -105,11 +108,11 @@ func walkSchema(doc any, path string, depth int, ps *manifest.Problems) {
 	}
 	add := func(p, rule string) { *ps = append(*ps, manifest.Problem{Path: p, Rule: rule}) }
 	checkName := func(p, name string) {
-		switch {
-		case !isFieldName(name):
-			add(p, propertyNameRule)
-		case isSecretName(name):
+		if isSecretName(name) {
 			add(p, "a field that would carry a password, token, secret, API key or card details; definitions may not have one")
+		}
+		if !isFieldName(name) {
+			add(p, propertyNameRule)
 		}
 	}
 	if f, ok := obj["format"].(string); ok && isSecretName(f) {
@@ -186,6 +189,19 @@ func pathName(name string) string {
 		q = q[:60] + `..."`
 	}
 	return q
+}
+
+// AsksForSecrets reports whether the JSON Schema doc has a field that would carry a password,
+// a token, a secret, an API key or payment card details, by name or format, at any depth, as
+// SecretFields finds them, in any script: a schema a definition could not have for its field
+// names alone (not ASCII) does not count here.
+func AsksForSecrets(doc any) bool {
+	for _, p := range SecretFields(doc, "") {
+		if p.Rule != propertyNameRule {
+			return true
+		}
+	}
+	return false
 }
 
 // isFieldName reports whether name is ASCII [A-Za-z][A-Za-z0-9_-]{0,63}.

@@ -48,7 +48,9 @@
 // under the older revisions as elicitation/create. Both reach one handler: a URL request
 // goes to the person as a consent request of kind KindURL, showing the URL as sent (never
 // opened), and its answer is the person's (approve: accept, deny: decline, unanswered: cancel);
-// a form request is declined with the reason in the answer's _meta (ReasonMeta, ReasonForm).
+// a form request is declined with the reason in the answer's _meta (ReasonMeta, ReasonForm),
+// and one that asks for a password, a token, a secret, an API key or payment details, by a
+// field's name or format in English or Turkish, is flagged as such (ReasonFormSecret).
 // Each answer is audited (action toolserver.input) and said in a failed call's error.
 //
 // Pins, pending pin requests, the last revision and each server's Config are kept in the

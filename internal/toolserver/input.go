@@ -14,6 +14,7 @@ import (
 
 	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/definition"
 	"github.com/capgate/capgate/internal/jcs"
 	"github.com/capgate/capgate/internal/store"
 )
@@ -34,11 +35,15 @@ const (
 
 // Reasons capgate gives for declining an information request without asking the person.
 const (
-	ReasonForm     = "capgate fills in no form for a tool server: form-mode information requests are declined (only URL requests go to the person)"
-	ReasonNoPerson = "capgate asks the person only while a running gateway makes a call; this connection makes none"
-	ReasonNoCall   = "capgate asks the person only for the call a request comes with, and this request names no call capgate is making (none, or several, are in flight)"
-	ReasonBusy     = "another information request of this server waits for the person; capgate shows one at a time"
-	reasonMode     = "capgate knows no information request of this mode"
+	ReasonForm = "capgate fills in no form for a tool server: form-mode information requests are declined (only URL requests go to the person)"
+	// ReasonFormSecret is why a form asking for a password, a token, a secret, an API key or
+	// payment details is declined: such a field is never filled, and the request is flagged
+	// in the audit log.
+	ReasonFormSecret = "the form asks for a password, a token, a secret, an API key or payment details, which capgate never gives a tool server"
+	ReasonNoPerson   = "capgate asks the person only while a running gateway makes a call; this connection makes none"
+	ReasonNoCall     = "capgate asks the person only for the call a request comes with, and this request names no call capgate is making (none, or several, are in flight)"
+	ReasonBusy       = "another information request of this server waits for the person; capgate shows one at a time"
+	reasonMode       = "capgate knows no information request of this mode"
 )
 
 // ReasonBadURL is why capgate declines a URL request whose URL it would not show the person.
@@ -123,9 +128,27 @@ func (s *server) elicit(ctx context.Context, req *mcpsdk.ElicitRequest) (*mcpsdk
 		defer s.closeURL()
 		return s.askPerson(ctx, c, p)
 	case "form":
+		if asksForSecrets(p.RequestedSchema) {
+			return s.declined(ctx, c, "form", ReasonFormSecret+" (flagged)"), nil
+		}
 		return s.declined(ctx, c, "form", ReasonForm), nil
 	}
 	return s.declined(ctx, c, "unknown", reasonMode), nil
+}
+
+// asksForSecrets reports whether a form's requested schema has a field that would carry a
+// password, a token, a secret, an API key or payment details, by name or format, at any
+// depth, in English or Turkish (definition.AsksForSecrets, the lint definitions are held to).
+func asksForSecrets(schema any) bool {
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return true // what cannot be read is not given either
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return true
+	}
+	return definition.AsksForSecrets(v)
 }
 
 // onlyCall is the one call in flight, nil when there are none or several.

@@ -155,6 +155,7 @@ func TestBadURLRequestDeclined(t *testing.T) {
 
 // A form request is declined with a clear reason and never filled in, under every
 // revision: the server gets decline with the reason in _meta, and an audit record says so.
+// The test server's form asks for a password: it is flagged as asking for a secret.
 func TestFormRequestDeclined(t *testing.T) {
 	eachVariant(t, func(t *testing.T, v variant) {
 		f := newFixtureAs(t, nil, true, v)
@@ -164,7 +165,7 @@ func TestFormRequestDeclined(t *testing.T) {
 		if len(as) != 1 {
 			t.Fatalf("answers: %v", as)
 		}
-		if meta, _ := as[0]["_meta"].(map[string]any); meta[toolserver.ReasonMeta] != toolserver.ReasonForm {
+		if meta, _ := as[0]["_meta"].(map[string]any); meta[toolserver.ReasonMeta] != toolserver.ReasonFormSecret+" (flagged)" {
 			t.Errorf("the decline gives no reason: %v", as[0])
 		}
 		if !inputAudited(t, f, toolserver.AnswerDecline, "") {
