@@ -252,3 +252,73 @@ func TestCapabilitiesAllShowsNotWorking(t *testing.T) {
 		t.Errorf("?all=yes: %d", status)
 	}
 }
+
+// TestPlanRoute registers two providers of the ride definition, one on its API path and one
+// through a browser (as the definition names them), and asks POST /v1/plan/route: the API
+// comes first; with its app disabled the browser is chosen and the API is left out with why;
+// with both disabled the route is a hand-off.
+func TestPlanRoute(t *testing.T) {
+	e := newEnv(t, options{before: func(dataDir string) {
+		dir := filepath.Join(dataDir, gateway.DefinitionsFolder)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		pub, key, _ := ed25519.GenerateKey(nil)
+		if err := keys.WritePublicKey(filepath.Join(dataDir, gateway.LocalTrustDir, "org.capgate.pub"), pub, true); err != nil {
+			t.Fatal(err)
+		}
+		def, _, err := definition.ReadFile("../definition/testdata/ride.yaml", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		signed, _ := definition.Sign(def, key)
+		if err := os.WriteFile(filepath.Join(dir, "ride.json"), signed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	provider := func(appID string) {
+		t.Helper()
+		raw := []byte(`{"app_id":"` + appID + `","version":"1.0.0","manifest_version":"1.0","capabilities":[{
+			"id":"transport.` + appID + `.book","name":"Book","description":"Books a ride.","category":"APP_MANAGEMENT",
+			"side_effects":"write","auth_level":"user","implements":"org.capgate.transport.ride.request@1.0",
+			"parameters":{"type":"object","required":["pickup","destination"],"properties":{"pickup":{"type":"string"},"destination":{"type":"string"},"seats":{"type":"integer"}}},
+			"returns":{"type":"object","required":["ride_id","status"],"properties":{"ride_id":{"type":"string"},"status":{"type":"string"}}}}]}`)
+		if _, err := e.g.Registry.Register(e.ctx, raw, ""); err != nil {
+			t.Fatalf("%s: %v", appID, err)
+		}
+	}
+	provider("com.example.rides.web")
+	provider("com.example.rides")
+	a := e.addClient("planner", "user")
+	route := func() definition.Route {
+		t.Helper()
+		status, data := e.do(a, "POST", "/v1/plan/route", []byte(`{"definition":"org.capgate.transport.ride.request@1.0"}`))
+		var r definition.Route
+		if status != 200 || json.Unmarshal(data, &r) != nil {
+			t.Fatalf("route: %d %s", status, data)
+		}
+		return r
+	}
+	r := route()
+	if len(r.Order) != 2 || r.Order[0].Provider != "com.example.rides" || r.Path != definition.PathAPI || r.Order[1].Path != definition.PathBrowser {
+		t.Fatalf("both working: %+v", r)
+	}
+	if err := e.g.Registry.SetEnabled(e.ctx, "com.example.rides", false); err != nil {
+		t.Fatal(err)
+	}
+	r = route()
+	if len(r.Order) != 1 || r.Path != definition.PathBrowser || len(r.Left) != 1 || r.Left[0].Why != "the app is disabled" {
+		t.Fatalf("the API disabled: %+v", r)
+	}
+	if err := e.g.Registry.SetEnabled(e.ctx, "com.example.rides.web", false); err != nil {
+		t.Fatal(err)
+	}
+	if r = route(); !r.Handoff || r.Path != definition.PathHandoff || len(r.Left) != 2 {
+		t.Fatalf("nothing working: %+v", r)
+	}
+	for _, bad := range []string{`{"definition":"org.capgate.unknown.thing@1.0"}`, `{"definition":"nope"}`, `{}`} {
+		if status, _ := e.do(a, "POST", "/v1/plan/route", []byte(bad)); status != 400 {
+			t.Errorf("%s: %d", bad, status)
+		}
+	}
+}

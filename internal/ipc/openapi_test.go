@@ -31,6 +31,7 @@ var apiRoutes = []string{
 	"POST /v1/capabilities/request",
 	"POST /v1/definitions/negotiate",
 	"POST /v1/plan/candidates",
+	"POST /v1/plan/route",
 	"GET /healthz",
 }
 

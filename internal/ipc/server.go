@@ -100,6 +100,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/explain", s.explain)
 	mux.HandleFunc("POST /v1/definitions/negotiate", s.negotiate)
 	mux.HandleFunc("POST /v1/plan/candidates", s.candidates)
+	mux.HandleFunc("POST /v1/plan/route", s.route)
 	mux.HandleFunc("POST /v1/tokens/revoke", s.revoke)
 	mux.HandleFunc("POST /v1/tokens/derive", s.derive)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
@@ -457,6 +458,45 @@ func (s *Server) negotiate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, definition.Negotiate(s.Definitions, req.Supports).Answer())
+}
+
+// route answers POST /v1/plan/route: for the body {"definition": "name@major.minor"}, the
+// providers of that definition among what the caller's trust reaches, in the order they would
+// be tried (plan.Planner.Route): by path, a lower one only when every higher one is missing
+// or not working, and a hand-off when none works.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	caller, ok := s.authenticate(r)
+	if !ok {
+		s.unauthorized(w, "")
+		return
+	}
+	fail := func(status int, code, msg string) {
+		writeJSON(w, status, map[string]any{"status": "error", "error_code": code, "error_message": msg})
+	}
+	if s.Planner == nil {
+		fail(http.StatusServiceUnavailable, CodeInvalidRequest, "planning is not served here")
+		return
+	}
+	data, ok := readBody(w, r)
+	if !ok {
+		fail(http.StatusRequestEntityTooLarge, CodeInvalidRequest, "the request is too large")
+		return
+	}
+	var req struct {
+		Definition string `json:"definition"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if _, err := jcsCheck(data); err != nil || dec.Decode(&req) != nil || req.Definition == "" {
+		fail(http.StatusBadRequest, CodeInvalidRequest, `the body must be {"definition": "name@major.minor"}`)
+		return
+	}
+	rt, err := s.Planner.Route(req.Definition, s.Broker.ListAll(caller))
+	if err != nil {
+		fail(http.StatusBadRequest, CodeInvalidRequest, "definition: not name@major.minor of a definition this host has loaded")
+		return
+	}
+	writeJSON(w, http.StatusOK, rt)
 }
 
 // The bodies of POST /v1/capabilities/request and POST /v1/tokens/derive are the wire
