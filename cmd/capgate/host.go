@@ -7,6 +7,7 @@ import (
 
 	"github.com/capgate/capgate/internal/config"
 	"github.com/capgate/capgate/internal/conformance"
+	"github.com/capgate/capgate/internal/definition"
 	"github.com/capgate/capgate/internal/egress"
 	"github.com/capgate/capgate/internal/hostpolicy"
 	"github.com/capgate/capgate/internal/intent"
@@ -69,6 +70,19 @@ func (l loaded) ceilings() (time.Duration, map[string]int64, error) {
 		return 0, nil, usageErr("config: policy_file: %w", err)
 	}
 	return time.Duration(p.TimeoutCeilingMS) * time.Millisecond, p.BudgetCeiling, nil
+}
+
+// providerPolicy is the signed host policy's rule on the providers of a definition: none
+// without a policy file.
+func (l loaded) providerPolicy() (definition.Policy, error) {
+	if l.file.PolicyFile == "" {
+		return definition.Policy{}, nil
+	}
+	p, err := hostpolicy.Load(l.file.PolicyFile, keys.TrustStore{Dir: l.trustedDir})
+	if err != nil {
+		return definition.Policy{}, usageErr("config: policy_file: %w", err)
+	}
+	return p.Providers, nil
 }
 
 // intentHost is what the host knows for checking intents. Without a catalog or environment

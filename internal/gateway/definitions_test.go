@@ -257,8 +257,16 @@ func TestCapabilitiesAllShowsNotWorking(t *testing.T) {
 // through a browser (as the definition names them), and asks POST /v1/plan/route: the API
 // comes first; with its app disabled the browser is chosen and the API is left out with why;
 // with both disabled the route is a hand-off.
-func TestPlanRoute(t *testing.T) {
-	e := newEnv(t, options{before: func(dataDir string) {
+func TestPlanRoute(t *testing.T) { testPlanRoute(t, definition.Policy{}) }
+
+// TestPlanRouteUnderPolicy is TestPlanRoute with a host policy that denies the API provider:
+// the browser is chosen while both work.
+func TestPlanRouteUnderPolicy(t *testing.T) {
+	testPlanRoute(t, definition.Policy{Denied: []string{"com.example.rides"}})
+}
+
+func testPlanRoute(t *testing.T, policy definition.Policy) {
+	e := newEnv(t, options{providers: policy, before: func(dataDir string) {
 		dir := filepath.Join(dataDir, gateway.DefinitionsFolder)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			t.Fatal(err)
@@ -300,6 +308,12 @@ func TestPlanRoute(t *testing.T) {
 		return r
 	}
 	r := route()
+	if len(policy.Denied) > 0 {
+		if len(r.Order) != 1 || r.Path != definition.PathBrowser || len(r.Left) != 1 || r.Left[0].Why != "the host's policy does not take this provider" {
+			t.Fatalf("under the policy: %+v", r)
+		}
+		return
+	}
 	if len(r.Order) != 2 || r.Order[0].Provider != "com.example.rides" || r.Path != definition.PathAPI || r.Order[1].Path != definition.PathBrowser {
 		t.Fatalf("both working: %+v", r)
 	}

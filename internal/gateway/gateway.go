@@ -70,8 +70,11 @@ type Config struct {
 	// registration (definition.CheckImplements). DefinitionsRoot is the root of the host's
 	// own definition names ("" for definition.Root).
 	DefinitionsDir, DefinitionsRoot string
-	Handlers                        map[string]sdk.Handler
-	Logger                          *slog.Logger
+	// ProviderPolicy is the host's rule on the providers of a definition (the signed host
+	// policy's providers): the route of a definition never takes what it denies.
+	ProviderPolicy definition.Policy
+	Handlers       map[string]sdk.Handler
+	Logger         *slog.Logger
 	// UIHosts are the host names (and addresses) besides loopback under which the approval
 	// page answers, for a gateway reached through a name of its own; every other Host header
 	// is refused (DNS rebinding).
@@ -264,7 +267,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: registry: %w", err)
 	}
 	g.Definitions = g.loadDefinitions(cfg)
-	g.Planner = &plan.Planner{Registry: g.Registry, Definitions: g.Definitions}
+	g.Planner = &plan.Planner{Registry: g.Registry, Definitions: g.Definitions, Policy: cfg.ProviderPolicy}
 	defs := g.Definitions
 	g.Registry.SetCheck(func(m *manifest.Manifest) manifest.Problems { return definition.CheckImplements(m, defs) })
 	builtins, err := g.registerBuiltins(ctx, st)

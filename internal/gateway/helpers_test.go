@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/audit"
+	"github.com/capgate/capgate/internal/definition"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/ipc"
@@ -184,6 +185,7 @@ type options struct {
 	requireToken  bool                   // the host requires a token for every call
 	handlers      map[string]sdk.Handler // more apps' handlers, beside the notes app's
 	before        func(dataDir string)   // prepares the data folder before the gateway opens it
+	providers     definition.Policy      // the host's rule on providers (ProviderPolicy)
 }
 
 // env is one gateway opened on its own data folder, the notes app registered at Tier 1 with a
@@ -231,6 +233,7 @@ func newEnv(t *testing.T, o options) *env {
 		Handlers:   handlers,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: o.logLevel})),
 		ConsentTTL: o.consentTTL, ConsentWait: o.consentWait, DelayedCommit: o.delayedCommit,
+		ProviderPolicy: o.providers,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -13,8 +13,10 @@ import (
 	"math"
 	"net/netip"
 	"os"
+	"slices"
 	"sort"
 
+	"github.com/capgate/capgate/internal/definition"
 	"github.com/capgate/capgate/internal/jcs"
 	"github.com/capgate/capgate/manifest"
 )
@@ -41,6 +43,10 @@ type Policy struct {
 	TimeoutCeilingMS int64
 	// BudgetCeiling caps each named resource budget.
 	BudgetCeiling map[string]int64
+	// Providers is the host's rule on the providers of a definition ("providers": {"denied":
+	// [app ids], "paths": [paths]}): a denied provider is never chosen, and when paths are
+	// given only those are taken (definition.Choose).
+	Providers definition.Policy
 }
 
 var privateRanges = []netip.Prefix{
@@ -50,7 +56,7 @@ var privateRanges = []netip.Prefix{
 	netip.MustParsePrefix("fc00::/7"),
 }
 
-var fields = map[string]bool{"policy_version": true, "allow_private": true, "timeout_ceiling_ms": true, "budget_ceiling": true, "signature": true}
+var fields = map[string]bool{"policy_version": true, "allow_private": true, "timeout_ceiling_ms": true, "budget_ceiling": true, "providers": true, "signature": true}
 
 // Parse reads and checks a policy document without verifying its signature: for Sign and for
 // reporting what a policy says. Problems name the field, never the value.
@@ -115,6 +121,9 @@ func Parse(data []byte) (Policy, error) {
 			}
 		}
 	}
+	if v, ok := root.Get("providers"); ok {
+		p.Providers = parseProviders(v, bad)
+	}
 	if v, ok := root.Get("signature"); ok && v.Kind != jcs.String {
 		bad("signature", "must be a string")
 	}
@@ -123,6 +132,53 @@ func Parse(data []byte) (Policy, error) {
 	}
 	sort.Slice(p.AllowPrivate, func(i, j int) bool { return p.AllowPrivate[i].String() < p.AllowPrivate[j].String() })
 	return p, nil
+}
+
+// parseProviders reads the providers member: {"denied": [app ids], "paths": [paths]}, each
+// list of distinct, valid entries.
+func parseProviders(v jcs.Value, bad func(path, rule string)) definition.Policy {
+	var pol definition.Policy
+	if v.Kind != jcs.Object {
+		bad("providers", `must be an object of "denied" and "paths"`)
+		return pol
+	}
+	for _, m := range v.Members {
+		if m.Name != "denied" && m.Name != "paths" {
+			bad("providers", "has a member capgate does not know")
+		}
+	}
+	if d, ok := v.Get("denied"); ok {
+		if d.Kind != jcs.Array {
+			bad("providers.denied", "must be an array of app ids")
+		}
+		for i, it := range d.Items {
+			path := fmt.Sprintf("providers.denied[%d]", i)
+			if _, err := manifest.ParseAppID(it.Str); it.Kind != jcs.String || err != nil {
+				bad(path, "must be an app id (reverse-DNS)")
+			} else if slices.Contains(pol.Denied, it.Str) {
+				bad(path, "listed twice")
+			} else {
+				pol.Denied = append(pol.Denied, it.Str)
+			}
+		}
+	}
+	if ps, ok := v.Get("paths"); ok {
+		if ps.Kind != jcs.Array {
+			bad("providers.paths", "must be an array of paths")
+		}
+		for i, it := range ps.Items {
+			path := fmt.Sprintf("providers.paths[%d]", i)
+			p := definition.Path(it.Str)
+			if it.Kind != jcs.String || p.Rank() == 0 {
+				bad(path, "must be one of api, tool_server, os_intent, browser, handoff")
+			} else if slices.Contains(pol.Paths, p) {
+				bad(path, "listed twice")
+			} else {
+				pol.Paths = append(pol.Paths, p)
+			}
+		}
+	}
+	return pol
 }
 
 func count(v jcs.Value) (int64, bool) {

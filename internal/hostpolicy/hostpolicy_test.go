@@ -53,6 +53,16 @@ func TestSignVerify(t *testing.T) {
 	}
 }
 
+func TestParseProviders(t *testing.T) {
+	p, err := Parse([]byte(`{"policy_version":"1.0","providers":{"denied":["com.example.ads"],"paths":["api","tool_server","handoff"]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Providers.Denied) != 1 || p.Providers.Denied[0] != "com.example.ads" || len(p.Providers.Paths) != 3 || p.Providers.Paths[2] != "handoff" {
+		t.Fatalf("providers: %+v", p.Providers)
+	}
+}
+
 func TestParseRefuses(t *testing.T) {
 	for name, in := range map[string]string{
 		"public prefix":      `{"policy_version":"1.0","allow_private":["8.8.8.0/24"]}`,
@@ -67,6 +77,11 @@ func TestParseRefuses(t *testing.T) {
 		"negative ceiling":   `{"policy_version":"1.0","timeout_ceiling_ms":-1}`,
 		"fractional budget":  `{"policy_version":"1.0","budget_ceiling":{"cpu":1.5}}`,
 		"not an object":      `[]`,
+		"providers a list":   `{"policy_version":"1.0","providers":["com.example.a"]}`,
+		"providers unknown":  `{"policy_version":"1.0","providers":{"allowed":["com.example.a"]}}`,
+		"denied not an id":   `{"policy_version":"1.0","providers":{"denied":["../x"]}}`,
+		"denied twice":       `{"policy_version":"1.0","providers":{"denied":["com.example.a","com.example.a"]}}`,
+		"unknown path":       `{"policy_version":"1.0","providers":{"paths":["carrier_pigeon"]}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Parse([]byte(in))

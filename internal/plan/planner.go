@@ -18,6 +18,8 @@ type Planner struct {
 	// Definitions add to a capability that implements one of them its descriptions and
 	// examples in both languages; nil: none.
 	Definitions *definition.Set
+	// Policy is the host's rule on providers, which every route follows.
+	Policy definition.Policy
 
 	mu      sync.RWMutex // searches hold it to read idx, a rebuild to swap it
 	version uint64

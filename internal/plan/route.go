@@ -17,7 +17,7 @@ var ErrDefinition = errors.New("plan: no such definition")
 
 // Route orders the providers of the definition ref (name@major.minor) among listed (what
 // broker.ListAll shows the caller): every capability that implements the definition at that
-// major, working or not, as definition.Choose orders them. A capability's path is the one the
+// major, working or not, as definition.Choose orders them under the host's Policy. A capability's path is the one the
 // definition gives its app, else a tool server's for a tool server's app, else an API's. With
 // no provider working, the route is a hand-off.
 func (p *Planner) Route(ref string, listed []broker.Listed) (definition.Route, error) {
@@ -52,5 +52,5 @@ func (p *Planner) Route(ref string, listed []broker.Listed) (definition.Route, e
 		}
 		cands = append(cands, definition.Candidate{Provider: app, Capability: l.ID.String(), Path: path, Working: l.Working, Why: l.Why})
 	}
-	return definition.Choose(cands, definition.Policy{}, nil), nil
+	return definition.Choose(cands, p.Policy, nil), nil
 }
