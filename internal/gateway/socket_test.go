@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -166,11 +167,22 @@ func TestUnixSocketPeerUID(t *testing.T) {
 		}
 		bin := peerBinary(t)
 		for uid, want := range map[int]string{other: "RESULT 200 \"\" <nil>", unbound: "RESULT 401 \"PERMISSION_DENIED\" <nil>"} {
-			cmd := exec.Command(bin, "-test.run=^TestSocketPeerHelper$", "-test.v")
-			cmd.Env = []string{envSocketPeer + "=" + sock, "PATH=/usr/bin:/bin"}
-			cmd.Dir = "/"
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
-			out, err := cmd.CombinedOutput()
+			var out []byte
+			var err error
+			// A process another test forks while peerBinary still has the copy open for
+			// writing holds that descriptor until it execs, and exec then fails with "text
+			// file busy" (golang.org/issue/22315): try again, briefly.
+			for attempt := 0; ; attempt++ {
+				cmd := exec.Command(bin, "-test.run=^TestSocketPeerHelper$", "-test.v")
+				cmd.Env = []string{envSocketPeer + "=" + sock, "PATH=/usr/bin:/bin"}
+				cmd.Dir = "/"
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+				out, err = cmd.CombinedOutput()
+				if !errors.Is(err, syscall.ETXTBSY) || attempt == 20 {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
 			got := ""
 			for sc := bufio.NewScanner(strings.NewReader(string(out))); sc.Scan(); {
 				if strings.HasPrefix(sc.Text(), "RESULT ") {
