@@ -1,18 +1,13 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/capgate/capgate/internal/definition"
-	"github.com/capgate/capgate/internal/yamljson"
 	"github.com/capgate/capgate/keys"
-	"github.com/capgate/capgate/manifest"
 )
 
 func newNegotiateCmd(g *globals) *cobra.Command {
@@ -40,7 +35,7 @@ With --json, print {"offered": ["name@major.minor", ...], "choices": [{"name", "
 			if supports == "" {
 				return usageErr("%s: --supports FILE is required", cmd.CommandPath())
 			}
-			list, err := readSupports(supports)
+			list, err := definition.ReadSupports(supports)
 			if err != nil {
 				return usageErr("--supports %s: %w", supports, err)
 			}
@@ -101,34 +96,4 @@ With --json, print {"offered": ["name@major.minor", ...], "choices": [{"name", "
 	cmd.Flags().StringVar(&dataDir, "data", "", "capgate's data folder (default $XDG_DATA_HOME/capgate)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
-}
-
-// readSupports reads a client's supported definitions: a list of strings, or an object whose
-// supports member is one, in JSON or YAML.
-func readSupports(path string) ([]string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > definition.MaxFileBytes {
-		return nil, fmt.Errorf("larger than %d bytes", definition.MaxFileBytes)
-	}
-	if manifest.IsYAML(path) {
-		if data, err = yamljson.Convert(data); err != nil {
-			return nil, err
-		}
-	}
-	var list []string
-	if err := json.Unmarshal(data, &list); err == nil {
-		return list, nil
-	}
-	var obj struct {
-		Supports []string `json:"supports"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&obj); err != nil || obj.Supports == nil {
-		return nil, fmt.Errorf(`must be a list of "name@major.minor" strings, or {"supports": [...]}`)
-	}
-	return obj.Supports, nil
 }

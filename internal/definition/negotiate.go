@@ -1,11 +1,14 @@
 package definition
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/capgate/capgate/internal/yamljson"
 	"github.com/capgate/capgate/manifest"
 )
 
@@ -174,4 +177,32 @@ func (n Negotiation) Answer() Answer {
 		a.Offered = append(a.Offered, d.Document())
 	}
 	return a
+}
+
+// ReadSupports reads what a client supports from a file: a list of "name@major.minor"
+// strings, or an object whose supports member is one, in JSON or (for .yaml and .yml) YAML.
+// The entries are Negotiate's to judge; the error says what shape was wanted, never the text.
+func ReadSupports(path string) ([]string, error) {
+	data, err := readLimited(path)
+	if err != nil {
+		return nil, err
+	}
+	if manifest.IsYAML(path) {
+		if data, err = yamljson.Convert(data); err != nil {
+			return nil, err
+		}
+	}
+	var list []string
+	if err := json.Unmarshal(data, &list); err == nil {
+		return list, nil
+	}
+	var obj struct {
+		Supports []string `json:"supports"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&obj); err != nil || obj.Supports == nil {
+		return nil, errors.New(`must be a list of "name@major.minor" strings, or {"supports": [...]}`)
+	}
+	return obj.Supports, nil
 }

@@ -372,49 +372,62 @@ func toolOf(u broker.Usable) Tool {
 	}
 }
 
+// failJSON answers a JSON endpoint's error: status, code and a message for the client.
+func failJSON(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]any{"status": "error", "error_code": code, "error_message": msg})
+}
+
+// jsonRequest authenticates the caller of a JSON endpoint and decodes its body strictly
+// (strict JSON, no unknown member) into v, answering 401, 413 or 400 (naming shape, the
+// body's documented form) itself when it cannot.
+func (s *Server) jsonRequest(w http.ResponseWriter, r *http.Request, v any, shape string) (broker.Caller, bool) {
+	caller, ok := s.authenticate(r)
+	if !ok {
+		s.unauthorized(w, "")
+		return broker.Caller{}, false
+	}
+	data, ok := readBody(w, r)
+	if !ok {
+		failJSON(w, http.StatusRequestEntityTooLarge, CodeInvalidRequest, "the request is too large")
+		return broker.Caller{}, false
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if _, err := jcsCheck(data); err != nil || dec.Decode(v) != nil {
+		failJSON(w, http.StatusBadRequest, CodeInvalidRequest, "the body must be "+shape)
+		return broker.Caller{}, false
+	}
+	return caller, true
+}
+
 // candidates answers POST /v1/plan/candidates: for the body {"task": "...", "limit": N}, the
 // few capabilities the caller may use that best match the task (plan.Planner), best first,
 // each as GET /v1/capabilities lists it with its score.
 func (s *Server) candidates(w http.ResponseWriter, r *http.Request) {
-	caller, ok := s.authenticate(r)
-	if !ok {
-		s.unauthorized(w, "")
-		return
-	}
-	fail := func(status int, code, msg string) {
-		writeJSON(w, status, map[string]any{"status": "error", "error_code": code, "error_message": msg})
-	}
-	if s.Planner == nil {
-		fail(http.StatusServiceUnavailable, CodeInvalidRequest, "planning is not served here")
-		return
-	}
-	data, ok := readBody(w, r)
-	if !ok {
-		fail(http.StatusRequestEntityTooLarge, CodeInvalidRequest, "the request is too large")
-		return
-	}
 	var req struct {
 		Task  string `json:"task"`
 		Limit int    `json:"limit"`
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if _, err := jcsCheck(data); err != nil || dec.Decode(&req) != nil {
-		fail(http.StatusBadRequest, CodeInvalidRequest, `the body must be {"task": "...", "limit": N}`)
+	caller, ok := s.jsonRequest(w, r, &req, `{"task": "...", "limit": N}`)
+	if !ok {
+		return
+	}
+	if s.Planner == nil {
+		failJSON(w, http.StatusServiceUnavailable, broker.CodeExecutionFailed, "planning is not served here")
 		return
 	}
 	if req.Limit < 0 || req.Limit > plan.MaxCandidates {
-		fail(http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("limit: must be 1 to %d (0 or absent: %d)", plan.MaxCandidates, plan.DefaultCandidates))
+		failJSON(w, http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("limit: must be 1 to %d (0 or absent: %d)", plan.MaxCandidates, plan.DefaultCandidates))
 		return
 	}
 	cands, err := s.Planner.Candidates(req.Task, s.Broker.UsableBy(caller), req.Limit)
 	if errors.Is(err, plan.ErrTask) {
-		fail(http.StatusBadRequest, CodeInvalidRequest, "task: must be 1 to 4096 bytes of text")
+		failJSON(w, http.StatusBadRequest, CodeInvalidRequest, "task: must be 1 to 4096 bytes of text")
 		return
 	}
 	if err != nil {
 		s.log().Error("planning failed", "err", err)
-		fail(http.StatusInternalServerError, CodeInvalidRequest, "planning failed")
+		failJSON(w, http.StatusInternalServerError, broker.CodeExecutionFailed, "planning failed")
 		return
 	}
 	type scored struct {
@@ -432,32 +445,21 @@ func (s *Server) candidates(w http.ResponseWriter, r *http.Request) {
 // ...]} intersected with the host's definitions (definition.Negotiate), answered with the
 // offered definitions' documents and why each entry was kept or dropped.
 func (s *Server) negotiate(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.authenticate(r); !ok {
-		s.unauthorized(w, "")
-		return
-	}
-	fail := func(status int, code, msg string) {
-		writeJSON(w, status, map[string]any{"status": "error", "error_code": code, "error_message": msg})
-	}
-	data, ok := readBody(w, r)
-	if !ok {
-		fail(http.StatusRequestEntityTooLarge, CodeInvalidRequest, "the request is too large")
-		return
-	}
 	var req struct {
 		Supports []string `json:"supports"`
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if _, err := jcsCheck(data); err != nil || dec.Decode(&req) != nil || req.Supports == nil {
-		fail(http.StatusBadRequest, CodeInvalidRequest, `the body must be {"supports": ["name@major.minor", ...]}`)
+	const shape = `{"supports": ["name@major.minor", ...]}`
+	if _, ok := s.jsonRequest(w, r, &req, shape); !ok {
 		return
 	}
-	if len(req.Supports) > definition.MaxSupports {
-		fail(http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("supports: more than %d entries", definition.MaxSupports))
-		return
+	switch {
+	case req.Supports == nil:
+		failJSON(w, http.StatusBadRequest, CodeInvalidRequest, "the body must be "+shape)
+	case len(req.Supports) > definition.MaxSupports:
+		failJSON(w, http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("supports: more than %d entries", definition.MaxSupports))
+	default:
+		writeJSON(w, http.StatusOK, definition.Negotiate(s.Definitions, req.Supports).Answer())
 	}
-	writeJSON(w, http.StatusOK, definition.Negotiate(s.Definitions, req.Supports).Answer())
 }
 
 // route answers POST /v1/plan/route: for the body {"definition": "name@major.minor"}, the
@@ -465,35 +467,25 @@ func (s *Server) negotiate(w http.ResponseWriter, r *http.Request) {
 // be tried (plan.Planner.Route): by path, a lower one only when every higher one is missing
 // or not working, and a hand-off when none works.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
-	caller, ok := s.authenticate(r)
-	if !ok {
-		s.unauthorized(w, "")
-		return
-	}
-	fail := func(status int, code, msg string) {
-		writeJSON(w, status, map[string]any{"status": "error", "error_code": code, "error_message": msg})
-	}
-	if s.Planner == nil {
-		fail(http.StatusServiceUnavailable, CodeInvalidRequest, "planning is not served here")
-		return
-	}
-	data, ok := readBody(w, r)
-	if !ok {
-		fail(http.StatusRequestEntityTooLarge, CodeInvalidRequest, "the request is too large")
-		return
-	}
 	var req struct {
 		Definition string `json:"definition"`
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if _, err := jcsCheck(data); err != nil || dec.Decode(&req) != nil || req.Definition == "" {
-		fail(http.StatusBadRequest, CodeInvalidRequest, `the body must be {"definition": "name@major.minor"}`)
+	const shape = `{"definition": "name@major.minor"}`
+	caller, ok := s.jsonRequest(w, r, &req, shape)
+	if !ok {
+		return
+	}
+	switch {
+	case req.Definition == "":
+		failJSON(w, http.StatusBadRequest, CodeInvalidRequest, "the body must be "+shape)
+		return
+	case s.Planner == nil:
+		failJSON(w, http.StatusServiceUnavailable, broker.CodeExecutionFailed, "planning is not served here")
 		return
 	}
 	rt, err := s.Planner.Route(req.Definition, s.Broker.ListAll(caller))
 	if err != nil {
-		fail(http.StatusBadRequest, CodeInvalidRequest, "definition: not name@major.minor of a definition this host has loaded")
+		failJSON(w, http.StatusBadRequest, CodeInvalidRequest, "definition: not name@major.minor of a definition this host has loaded")
 		return
 	}
 	writeJSON(w, http.StatusOK, rt)
