@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/capgate/capgate/internal/definition"
 	"github.com/capgate/capgate/internal/egress"
 	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/port"
 	"github.com/capgate/capgate/internal/sandbox"
 	"github.com/capgate/capgate/internal/web"
 )
@@ -126,8 +129,19 @@ flight finish and a final audit checkpoint is signed.`,
 			if err != nil {
 				return err
 			}
+			every, err := evaluationInterval(l.file.EvaluationInterval)
+			if err != nil {
+				return usageErr("config: evaluation_interval: %w", err)
+			}
+			var suites *port.Registry
+			if l.file.PortsDir != "" {
+				if suites, err = port.LoadDir(l.file.PortsDir); err != nil {
+					return fmt.Errorf("ports_dir: %w", err)
+				}
+			}
 			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, TimeoutCeiling: ceiling, Resolver: egress.DNSResolver{Server: l.file.EgressResolver}, AllowPrivate: ih.AllowPrivate, Credentials: creds, SandboxRoot: l.file.SandboxRoot, BudgetCeiling: budgets, Store: l.store, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger, Workspace: ws, UIHosts: uiHosts,
 				DefinitionsDir: l.file.DefinitionsDir, DefinitionsRoot: l.file.DefinitionsRoot, ProviderPolicy: providerPolicy,
+				Suites: suites, EvaluationInterval: every,
 				Sandbox: mode, Hidden: hidden, RequireToken: requireToken || l.file.RequireToken, AuditWitness: l.witness})
 			if err != nil {
 				return err
@@ -188,4 +202,20 @@ flight finish and a final audit checkpoint is signed.`,
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "structured (JSON) log level on stderr: debug (one line per call), info, warn, error")
 	cmd.Flags().StringVar(&witness, "audit-witness", "", "also send every audit checkpoint to this witness: an absolute folder outside the data folder, or an http(s) URL of capgate audit witness (default $CAPGATE_AUDIT_WITNESS, else audit_witness in the config file)")
 	return cmd
+}
+
+// evaluationInterval reads the configuration's evaluation_interval: "" for the gateway's
+// default, "off" for never, else a duration of a minute or more.
+func evaluationInterval(text string) (time.Duration, error) {
+	switch text {
+	case "":
+		return 0, nil
+	case "off":
+		return -1, nil
+	}
+	d, err := time.ParseDuration(text)
+	if err != nil || d < time.Minute {
+		return 0, errors.New(`must be a duration of a minute or more ("6h"), or "off"`)
+	}
+	return d, nil
 }

@@ -368,3 +368,25 @@ func TestKillDashNineUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d calls acknowledged before SIGKILL, %d recorded", acked, recorded)
 }
+
+// evaluation_interval is a duration of a minute or more, or "off": anything else is a usage
+// error that names the setting, before anything is served.
+func TestServeEvaluationInterval(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{"5s", "0s", "-1h", "soon", "OFF", "1"} {
+		cfg := filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(cfg, []byte("evaluation_interval: \""+bad+"\"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := capgate(t, "", nil, "--config", cfg, "serve", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--socket", "-")
+		mustCode(t, r, 2)
+		if !strings.Contains(r.stderr, "evaluation_interval") {
+			t.Errorf("%q: the error %q does not name the setting", bad, r.stderr)
+		}
+	}
+	for _, good := range []string{"1m", "6h", "off"} {
+		if _, err := evaluationInterval(good); err != nil {
+			t.Errorf("%q: %v", good, err)
+		}
+	}
+}

@@ -90,6 +90,8 @@ type Broker struct {
 	alsoNeeds map[manifest.CapabilityID][]manifest.Permission
 	// storeChecks counts the checks at use that read the store (StoreChecksAtUse).
 	storeChecks atomic.Int64
+	// evals are the capabilities whose last evaluation failed (SetFailedEvaluations).
+	evals evalState
 }
 
 // New returns a Broker.
@@ -280,7 +282,10 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request, f *fact
 		if state == Working {
 			f.h = h
 		}
-		f.call.CapabilityFound, f.call.Enabled, f.call.Pinned, f.call.Working = true, cap.App.Enabled, b.o.Registry.Pinned(cap.ID.String()), state != NotWorking
+		// A capability whose last evaluation failed is not working, as a provider that is
+		// down (the evaluation gate).
+		_, evalFailed := b.EvaluationFailed(cap.ID)
+		f.call.CapabilityFound, f.call.Enabled, f.call.Pinned, f.call.Working = true, cap.App.Enabled, b.o.Registry.Pinned(cap.ID.String()), state != NotWorking && !evalFailed
 		f.call.CapabilityID, f.call.Permission = cap.ID, cap.Permission
 		f.call.Capability = cap.Cap
 		f.call.Tier = int(cap.App.Tier)

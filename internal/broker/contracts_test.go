@@ -397,6 +397,12 @@ func TestUsableStamp(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	moved("an evaluation failed", func() { b.SetFailedEvaluations(map[string]string{"notes.org.example.memo.search": "failed"}) },
+		func() { b.SetFailedEvaluations(nil) })
+	b.SetFailedEvaluations(map[string]string{"no such capability id": "failed"})
+	if b.UsableStamp(alice) != stamp {
+		t.Error("the stamp moved with a failed evaluation of no capability")
+	}
 	trusted, tokens := alice, alice
 	trusted.Trust, tokens.RequireToken = manifest.AuthPrivileged, true
 	if b.UsableStamp(trusted) == stamp || b.UsableStamp(tokens) == stamp {

@@ -34,8 +34,9 @@ func trustRank(t manifest.AuthLevel) int {
 
 // UsableBy lists the capabilities of the broker's registry that caller may use, in the
 // registry's order: every capability of an enabled app whose provider is not down
-// (ProviderState NotWorking), whose auth_level the caller's trust reaches and that is pinned
-// (registry.Registry.Pinned). Unknown, disabled, not working, unpinned and above-trust
+// (ProviderState NotWorking), whose auth_level the caller's trust reaches, that is pinned
+// (registry.Registry.Pinned) and whose last evaluation did not fail (SetFailedEvaluations).
+// Unknown, disabled, not working, failed, unpinned and above-trust
 // capabilities are refused outright and never listed. The fronts share it so
 // that the IPC API and MCP list the same capabilities for the same client, and it reads
 // step 5 of the decision as the decision does (policy.RunsWithoutToken), with the host's
@@ -56,12 +57,15 @@ func (b *Broker) UsableBy(caller Caller) []Usable {
 			if trustRank(caller.Trust) < c.AuthLevel.Rank() || !b.o.Registry.Pinned(c.ID) {
 				continue // refused outright: never listed
 			}
+			id := c.ParsedID() // valid: the registry holds only manifests that passed Validate
+			if _, failed := b.EvaluationFailed(id); failed {
+				continue // step 1 refuses its calls: its last evaluation failed
+			}
 			// Without a token, only what policy.RunsWithoutToken names runs at once (and not
 			// when it must be confirmed, or is a Tier 2 capability above read); the rest
 			// waits for the person (a token request or a consent for the call), and says so.
 			needs := !policy.RunsWithoutToken(*c, int(app.Tier), requireToken) || c.ConfirmationRequired ||
 				(app.Tier != manifest.Tier1 && c.SideEffects.Rank() > manifest.SideEffectRead.Rank())
-			id := c.ParsedID() // valid: the registry holds only manifests that passed Validate
 			out = append(out, Usable{App: app, Cap: c, ID: id, Permission: c.ParsedPermission(), Method: id.Action(), NeedsConsent: needs})
 		}
 	}
@@ -69,12 +73,14 @@ func (b *Broker) UsableBy(caller Caller) []Usable {
 }
 
 // UsableStamp is what UsableBy's answer for a caller depends on, as one comparable value:
-// the registry's version, the caller's trust and whether it must hold tokens, and the state
+// the registry's version, the set of failed evaluations, the caller's trust and whether it
+// must hold tokens, and the state
 // of every enabled app's provider. A front that read a stamp before a listing and reads an
 // equal one later may keep the listing (MCP's per-request tool sync does); a listing is never
 // what decides a call, which is decided afresh every time.
 type UsableStamp struct {
 	registry     uint64
+	evaluations  uint64
 	trust        manifest.AuthLevel
 	requireToken bool
 	providers    uint64 // FNV-1a of each enabled app's provider state, in the registry's order
@@ -83,7 +89,7 @@ type UsableStamp struct {
 // UsableStamp returns the stamp of UsableBy(caller) as of now. Read it before the listing it
 // stands for: a change between the two moves the next stamp.
 func (b *Broker) UsableStamp(caller Caller) UsableStamp {
-	st := UsableStamp{registry: b.o.Registry.Version(), trust: caller.Trust, requireToken: b.requiresToken(caller)}
+	st := UsableStamp{registry: b.o.Registry.Version(), evaluations: b.evaluationVersion(), trust: caller.Trust, requireToken: b.requiresToken(caller)}
 	const offset, prime = 14695981039346656037, 1099511628211
 	h := uint64(offset)
 	for _, app := range b.o.Registry.List() {
@@ -109,7 +115,8 @@ type Listed struct {
 
 // ListAll lists every capability caller's trust reaches, of enabled apps and of disabled
 // ones: those UsableBy lists as working, and the others as not working right now, with why
-// (the app is disabled, its provider is down, its tool changed since it was pinned). What
+// (the app is disabled, its provider is down, its tool changed since it was pinned, its last
+// evaluation failed). What
 // lies above the caller's trust is never listed. Nothing here is usable that UsableBy does
 // not list: a front shows the rest, it never offers them.
 func (b *Broker) ListAll(caller Caller) []Listed {
@@ -141,6 +148,9 @@ func (b *Broker) ListAll(caller Caller) []Listed {
 				l.Why = "its definition changed since it was approved; the change waits for review"
 			default:
 				l.Why = NotWorkingRightNow
+				if why, failed := b.EvaluationFailed(id); failed {
+					l.Why = "its last evaluation failed: " + why
+				}
 			}
 			out = append(out, l)
 		}

@@ -77,6 +77,17 @@ func (b *Broker) provider(appID manifest.AppID) (sdk.Handler, State) {
 	return h, st
 }
 
+// Provider returns the handler of appID's provider and its state, as a call would find it
+// now; the handler is nil unless the state is Working. The gateway's evaluations run the
+// conformance suites against it; nothing else should call a provider past the decision.
+func (b *Broker) Provider(appID manifest.AppID) (sdk.Handler, State) {
+	h, st := b.provider(appID)
+	if st != Working {
+		h = nil
+	}
+	return h, st
+}
+
 // ProviderState returns the state of appID's provider, as a call would find it now: the
 // approval page shows an app that is not working.
 func (b *Broker) ProviderState(appID manifest.AppID) State {

@@ -81,6 +81,11 @@ type File struct {
 	Environments []string `json:"environments,omitempty"`
 	// PortsDir is the host's own copy of the port descriptors, with kits.json.
 	PortsDir string `json:"ports_dir,omitempty"`
+	// EvaluationInterval is how often capgate serve runs the conformance suites of
+	// ports_dir against the running providers, as a duration ("6h", the default; at least
+	// "1m"), or "off" for never; a capability that fails its last run is not working right
+	// now until one passes.
+	EvaluationInterval string `json:"evaluation_interval,omitempty"`
 	// DefinitionsDir is the folder of signed definitions (capabilities by meaning) the host
 	// knows (default: DATA/definitions).
 	DefinitionsDir string `json:"definitions_dir,omitempty"`

@@ -35,6 +35,7 @@ import (
 	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/plan"
 	"github.com/capgate/capgate/internal/plugin"
+	"github.com/capgate/capgate/internal/port"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/sandbox"
 	"github.com/capgate/capgate/internal/store"
@@ -128,6 +129,13 @@ type Config struct {
 	// AuditWitness names a witness that receives every audit checkpoint the gateway signs
 	// (AuditWitnesses): an absolute folder outside the data folder, or an http(s) URL.
 	AuditWitness string
+	// Suites is the host's kit index (the ports folder's conformance suites), which the
+	// scheduled evaluations run against the running providers (Gateway.Evaluate); nil: none
+	// run here, and the test records made at install still hold.
+	Suites *port.Registry
+	// EvaluationInterval is how often the suites run (0: DefaultEvaluationInterval;
+	// negative: never on a schedule).
+	EvaluationInterval time.Duration
 }
 
 // DefaultListen is loopback only: the gateway is not exposed to the network by default.
@@ -327,8 +335,10 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, fmt.Errorf("gateway: tool servers: %w", err)
 	}
+	g.loadEvaluations(ctx)
 	g.spawn(g.followTools)
 	g.spawn(g.followProviders)
+	g.spawn(g.followEvaluations)
 	return g, nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/ipc"
+	"github.com/capgate/capgate/internal/port"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/sandbox/sandboxtest"
 	"github.com/capgate/capgate/internal/store"
@@ -186,6 +187,7 @@ type options struct {
 	handlers      map[string]sdk.Handler // more apps' handlers, beside the notes app's
 	before        func(dataDir string)   // prepares the data folder before the gateway opens it
 	providers     definition.Policy      // the host's rule on providers (ProviderPolicy)
+	suites        *port.Registry         // the host's kit index, which the evaluations run
 }
 
 // env is one gateway opened on its own data folder, the notes app registered at Tier 1 with a
@@ -233,7 +235,7 @@ func newEnv(t *testing.T, o options) *env {
 		Handlers:   handlers,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: o.logLevel})),
 		ConsentTTL: o.consentTTL, ConsentWait: o.consentWait, DelayedCommit: o.delayedCommit,
-		ProviderPolicy: o.providers,
+		ProviderPolicy: o.providers, Suites: o.suites,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -43,6 +43,8 @@ func (g *Gateway) syncProviders(ctx context.Context) {
 			g.log.Warn("removing the packages of removed plugins", "err", err)
 		}
 	}
+	// A plugin installed or upgraded brings its test record, made at install.
+	g.loadEvaluations(ctx)
 }
 
 // syncPlugins registers each installed plugin that runs (a capability provider) as an app
