@@ -58,7 +58,13 @@ type appView struct {
 	// Why says why a provider process is not working (its program or manifest is not the one
 	// installed, it keeps exiting, ...), in capgate's words, when it recorded why.
 	Why string
+	// Failed are the app's capabilities whose last evaluation failed: not working right
+	// now, and never offered, until a run passes.
+	Failed []failedView
 }
+
+// failedView is a capability whose last evaluation failed, and why in the host's words.
+type failedView struct{ ID, Why string }
 
 // toolServerView is one tool server and its tools.
 type toolServerView struct {
@@ -177,6 +183,14 @@ func (s *Server) appsPage(r *http.Request) *appsView {
 		}
 		if m := a.Doc.Manifest(); m != nil {
 			av.Version, av.Caps = reveal(m.Version, false), len(m.Capabilities)
+			for _, c := range m.Capabilities {
+				if s.o.Broker == nil {
+					break
+				}
+				if why, failed := s.o.Broker.EvaluationFailed(c.ParsedID()); failed {
+					av.Failed = append(av.Failed, failedView{ID: reveal(c.ID, false), Why: reveal(why, false)})
+				}
+			}
 		}
 		if _, ok := toolserver.NameOf(a.ID.String()); ok {
 			av.Kind = "tool server"

@@ -497,3 +497,34 @@ func TestURLRequestShowsTheAddress(t *testing.T) {
 		t.Fatalf("the call after the URL request: %s %s %s", r.Body.Status, r.Body.ErrorCode, r.Body.Result)
 	}
 }
+
+// A capability whose last evaluation failed is marked on the apps page under its app, as not
+// working right now with the failed case; the app's other capabilities and the other apps are
+// not. The words are the host's, escaped as any other text of the page.
+func TestAppsPageShowsFailedEvaluations(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, 0, nil)
+	b := newBrowser(t, e.srv.URL, e.srv.Client())
+	b.login(e.g.LoginLink())
+	e.g.Broker.SetFailedEvaluations(map[string]string{"calc.org.capgate.calc.compute": "failed at case adds-<b>two</b>: value: not a number"})
+	_, page := b.get("/ui/apps")
+	i := strings.Index(page, `id="app-org.capgate.calc"`)
+	if i < 0 {
+		t.Fatal("the apps page has no calc app")
+	}
+	calc := page[i:]
+	calc = calc[:strings.Index(calc, `<li class="app`)+1+strings.Index(calc[1:], `<li class="app`)]
+	for _, want := range []string{"<code>calc.org.capgate.calc.compute</code>", "not working right now", "its last evaluation failed: failed at case adds-&lt;b&gt;two&lt;/b&gt;: value: not a number"} {
+		if !strings.Contains(calc, want) {
+			t.Errorf("the calc app's item lacks %q:\n%s", want, calc)
+		}
+	}
+	if strings.Contains(calc, "calc.org.capgate.calc.get_value</code>: <strong") {
+		t.Error("calc's other capability is marked as failed")
+	}
+	j := strings.Index(page, `id="app-org.capgate.files"`)
+	files := page[j : j+strings.Index(page[j:], "</li>")]
+	if strings.Contains(files, "evaluation failed") {
+		t.Error("the files app is marked as failed")
+	}
+}
