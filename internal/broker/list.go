@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"context"
+
 	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/manifest"
@@ -156,4 +158,24 @@ func (b *Broker) ListAll(caller Caller) []Listed {
 		}
 	}
 	return out
+}
+
+// Plannable lists what planning may offer caller: UsableBy's capabilities, less those the
+// person keeps to themselves (a mandate of handoff for the capability's permission: the
+// agent never acts on it, so it is never a candidate). Mandates that cannot be read are an
+// error, never a list without them: a mandate only narrows.
+func (b *Broker) Plannable(ctx context.Context, caller Caller) ([]Usable, error) {
+	usable := b.UsableBy(caller)
+	out := usable[:0]
+	for _, u := range usable {
+		m, err := b.mandate(ctx, u.Permission)
+		if err != nil {
+			return nil, err
+		}
+		if m != nil && m.Autonomy == manifest.AutonomyHandoff {
+			continue
+		}
+		out = append(out, u)
+	}
+	return out, nil
 }

@@ -7,13 +7,19 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/capgate/capgate/internal/definition"
 	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/keys"
 	"github.com/capgate/capgate/manifest"
 )
@@ -205,6 +211,69 @@ func TestPlanCandidates(t *testing.T) {
 	if status, _ := e.do(agent{}, "POST", "/v1/plan/candidates", []byte(`{"task":"x"}`)); status != 401 {
 		t.Errorf("without a key: %d", status)
 	}
+}
+
+// What the person keeps to themselves is never a candidate: with a mandate of handoff for
+// a permission (set on the mandates page), the capabilities needing it leave planning, over
+// the IPC API and MCP alike, though they stay listed (a call hands off); a pattern mandate
+// covers every permission under it, and removing the mandate brings them back.
+func TestPlanLeavesOutWhatThePersonKeeps(t *testing.T) {
+	e := newEnv(t, options{})
+	a := e.addClient("planner", "user")
+	const task = "write a note with this text"
+	has := func(ids []string) bool { return contains(ids, "notes.org.example.notes.write") }
+	if c := e.candidates(a, task); !has(c) {
+		t.Fatalf("the note's write is not a candidate for %q: %v", task, c)
+	}
+	for _, perm := range []string{"app.notes.write", "app.notes.*"} {
+		if err := e.g.Broker.PutMandate(e.ctx, store.Mandate{Permission: perm, Autonomy: "handoff", Updated: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if c := e.candidates(a, task); has(c) {
+			t.Errorf("%s handed off: the write is still a candidate: %v", perm, c)
+		}
+		if c := e.mcpCandidates(a, task); contains(c, "notes.org.example.notes.write") || len(c) == 0 {
+			t.Errorf("%s handed off: MCP's capgate__find_capabilities offers %v", perm, c)
+		}
+		if !contains(idsOf(e.listed(a, false)), "notes.org.example.notes.write") {
+			t.Errorf("%s handed off: the write is no longer listed", perm)
+		}
+		if err := e.g.Broker.DeleteMandate(e.ctx, perm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := e.candidates(a, task); !has(c) {
+		t.Errorf("the mandates removed: the write is not a candidate: %v", c)
+	}
+}
+
+// mcpCandidates are the capability ids MCP's capgate__find_capabilities returns for task.
+func (e *env) mcpCandidates(a agent, task string) []string {
+	e.t.Helper()
+	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "test-agent", Version: "1"}, nil)
+	cs, err := c.Connect(e.ctx, &mcpsdk.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{a.Key}}}, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(e.ctx, &mcpsdk.CallToolParams{Name: "capgate__find_capabilities", Arguments: map[string]any{"task": task, "limit": 10}})
+	if err != nil || res.IsError {
+		e.t.Fatalf("capgate__find_capabilities: %v %+v", err, res)
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	var ans struct {
+		Candidates []struct {
+			Capability string `json:"capability"`
+		} `json:"candidates"`
+	}
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		e.t.Fatalf("%s: %v", raw, err)
+	}
+	var ids []string
+	for _, c := range ans.Candidates {
+		ids = append(ids, c.Capability)
+	}
+	return ids
 }
 
 // TestCapabilitiesAllShowsNotWorking disables an app: GET /v1/capabilities leaves its

@@ -420,7 +420,13 @@ func (s *Server) candidates(w http.ResponseWriter, r *http.Request) {
 		failJSON(w, http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("limit: must be 1 to %d (0 or absent: %d)", plan.MaxCandidates, plan.DefaultCandidates))
 		return
 	}
-	cands, err := s.Planner.Candidates(req.Task, s.Broker.UsableBy(caller), req.Limit)
+	plannable, err := s.Broker.Plannable(r.Context(), caller)
+	if err != nil {
+		s.log().Error("planning: the mandates could not be read", "err", err)
+		failJSON(w, http.StatusInternalServerError, broker.CodeExecutionFailed, "planning failed: the person's mandates could not be read")
+		return
+	}
+	cands, err := s.Planner.Candidates(req.Task, plannable, req.Limit)
 	if errors.Is(err, plan.ErrTask) {
 		failJSON(w, http.StatusBadRequest, CodeInvalidRequest, "task: must be 1 to 4096 bytes of text")
 		return

@@ -80,7 +80,7 @@ func (s *session) addOwnTools() {
 	}, s.findCapabilities)
 }
 
-func (s *session) findCapabilities(_ context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+func (s *session) findCapabilities(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 	caller, err := callerOf(req)
 	if err != nil || caller.ClientID != s.client {
 		return refusal(codePermission, "this session belongs to another client", nil), nil
@@ -95,7 +95,11 @@ func (s *session) findCapabilities(_ context.Context, req *mcpsdk.CallToolReques
 	if s.h.o.Planner == nil {
 		return refusal(codeFailed, "planning is not served here", nil), nil
 	}
-	cands, err := s.h.o.Planner.Candidates(a.Task, s.h.o.Broker.UsableBy(caller), a.Limit)
+	plannable, err := s.h.o.Broker.Plannable(ctx, caller)
+	if err != nil {
+		return refusal(codeFailed, "planning failed: the person's mandates could not be read", nil), nil
+	}
+	cands, err := s.h.o.Planner.Candidates(a.Task, plannable, a.Limit)
 	if errors.Is(err, plan.ErrTask) {
 		return refusal(codeInvalidRequest, "task: must be 1 to 4096 bytes of text", nil), nil
 	}
