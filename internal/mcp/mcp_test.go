@@ -3,9 +3,12 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +17,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/capgate/capgate/internal/gatewaytest"
+	"github.com/capgate/capgate/internal/mcp"
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -513,6 +517,95 @@ func testFindCapabilitiesTool(t *testing.T) {
 	for _, bad := range []map[string]any{{}, {"task": ""}, {"task": "x", "limit": 99}} {
 		if a := e.call(cs, "capgate__find_capabilities", bad); !a.isError {
 			t.Errorf("%v: %s", bad, a.text)
+		}
+	}
+}
+
+// TestToolsListFocused asks for tools/list focused on a task (_meta capgate/task, and
+// capgate/limit): the answer holds the few candidates' tools, the fitting one among them,
+// and capgate's own five, out of the dozens the client may use, each as the unfocused list
+// has it; a public client is never offered more than its own list holds; a bad focus is an
+// invalid-params error that names the key; the unfocused list is unchanged after.
+func TestToolsListFocused(t *testing.T) { eachRevision(t, testToolsListFocused) }
+
+func testToolsListFocused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, time.Second)
+	alice := e.addClient("alice", "user", false)
+	cs := e.connect(alice, nil)
+	all := tools(t, cs)
+	// Each focused list is asked on a session of its own: under 2026-07-28 the SDK's client
+	// answers a tools/list from its cache of the last one, whatever its _meta says (capgate
+	// marks a focused answer as not to be cached, so it never stands for the full list).
+	focused := func(key string, meta mcpsdk.Meta) (map[string]*mcpsdk.Tool, error) {
+		res, err := e.connect(key, nil).ListTools(e.ctx, &mcpsdk.ListToolsParams{Meta: meta})
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]*mcpsdk.Tool{}
+		for _, tool := range res.Tools {
+			out[tool.Name] = tool
+		}
+		return out, nil
+	}
+	got, err := focused(alice, mcpsdk.Meta{mcp.TaskMeta: "compute the arithmetic expression 6*7", mcp.LimitMeta: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := 0
+	for name, tool := range got {
+		if strings.HasPrefix(name, "capgate__") {
+			own++
+		}
+		if all[name] == nil {
+			t.Errorf("%s is not in the unfocused list", name)
+		} else if d1, d2 := fmt.Sprint(all[name].InputSchema), fmt.Sprint(tool.InputSchema); d1 != d2 {
+			t.Errorf("%s: its schema differs from the unfocused list's", name)
+		}
+	}
+	if got["calc__compute"] == nil || own != 5 || len(got) > 5+3 || len(all) < 20 {
+		t.Errorf("focused: %d tools (%d of capgate's) of %d: %v", len(got), own, len(all), slices.Sorted(maps.Keys(got)))
+	}
+	if d, err := focused(alice, mcpsdk.Meta{mcp.TaskMeta: "read the contents of a file"}); err != nil || len(d) > 5+5 || d["files__read_file"] == nil {
+		t.Errorf("the default limit: %v %v", slices.Sorted(maps.Keys(d)), err)
+	}
+	for _, bad := range []mcpsdk.Meta{
+		{mcp.TaskMeta: 7},
+		{mcp.TaskMeta: ""},
+		{mcp.TaskMeta: strings.Repeat("x", 4097)},
+		{mcp.TaskMeta: "x", mcp.LimitMeta: 0},
+		{mcp.TaskMeta: "x", mcp.LimitMeta: 51},
+		{mcp.TaskMeta: "x", mcp.LimitMeta: 2.5},
+		{mcp.TaskMeta: "x", mcp.LimitMeta: "3"},
+		{mcp.LimitMeta: 3},
+	} {
+		_, err := focused(alice, bad)
+		if err == nil || !strings.Contains(err.Error(), "_meta.capgate/") {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
+	if again := tools(t, cs); len(again) != len(all) {
+		t.Errorf("the unfocused list after: %d tools, was %d", len(again), len(all))
+	}
+	// A focused answer is not the session's list: the next unfocused one on the same
+	// session is whole, from the server or a cache alike.
+	s2 := e.connect(alice, nil)
+	if _, err := s2.ListTools(e.ctx, &mcpsdk.ListToolsParams{Meta: mcpsdk.Meta{mcp.TaskMeta: "compute 6*7"}}); err != nil {
+		t.Fatal(err)
+	}
+	if again := tools(t, s2); len(again) != len(all) {
+		t.Errorf("the unfocused list after a focused one: %d tools, was %d", len(again), len(all))
+	}
+
+	kiosk := e.addClient("kiosk", "public", false)
+	mine := tools(t, e.connect(kiosk, nil))
+	got, err = focused(kiosk, mcpsdk.Meta{mcp.TaskMeta: "compute the arithmetic expression 6*7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range got {
+		if mine[name] == nil {
+			t.Errorf("public: %s is offered, but not in its own list", name)
 		}
 	}
 }

@@ -74,7 +74,7 @@ func (s *session) addOwnTools() {
 	}, s.negotiate)
 	s.srv.AddTool(&mcpsdk.Tool{
 		Name: ToolFindCapabilities, Title: "Find capabilities for a task",
-		Description: "[capgate] Given a task in plain words (English or Turkish), answers the few tools of this list that best fit it, best first, among only those this client may use: a way to find the right tool without reading all of them.",
+		Description: "[capgate] Given a task in plain words (English or Turkish), answers the few tools of this list that best fit it, best first, among only those this client may use: a way to find the right tool without reading all of them. A tools/list whose _meta names the task (\"" + TaskMeta + "\", and \"" + LimitMeta + "\") lists only these and capgate's own tools.",
 		InputSchema: findCapabilitiesSchema,
 		Annotations: &mcpsdk.ToolAnnotations{Title: "Find capabilities for a task", ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: boolp(false), OpenWorldHint: boolp(false)},
 	}, s.findCapabilities)

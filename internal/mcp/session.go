@@ -46,8 +46,20 @@ func newSession(h *Handler, caller broker.Caller, base string) *session {
 	s.srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
 			if method == "tools/list" {
-				if c, err := callerOf(req); err == nil {
+				c, err := callerOf(req)
+				if err == nil {
 					s.sync(c)
+				}
+				task, limit, focused, ferr := focusOf(req)
+				if ferr != nil {
+					return nil, invalidParams(ferr.Error())
+				}
+				if focused && err == nil {
+					res, err := next(ctx, method, req)
+					if err != nil {
+						return res, err
+					}
+					return s.focus(ctx, c, task, limit, res)
 				}
 			}
 			if method == "subscriptions/listen" && s.req != nil {
@@ -131,6 +143,9 @@ func cacheHints(_ context.Context, req mcpsdk.Request, c *mcpsdk.Cacheable) {
 	switch req.(type) {
 	case *mcpsdk.ListToolsRequest:
 		c.CacheScope, c.TTLMs = "private", int(ToolsListTTL.Milliseconds())
+		if _, _, focused, _ := focusOf(req); focused {
+			c.TTLMs = 0 // the answer for one task, not the client's list
+		}
 	case *mcpsdk.ServerRequest[*mcpsdk.DiscoverParams]:
 		c.CacheScope, c.TTLMs = "public", int(DiscoverTTL.Milliseconds())
 	default: // capgate lists nothing else: immediately stale, to be safe
