@@ -181,6 +181,10 @@ type Request struct {
 	// answer instead of asking again. Another client's request, or another call's, is
 	// INVALID_REQUEST; an approval lets one call run, once.
 	Consent string
+	// Route, for a call by definition, says how its capability was chosen ("by definition
+	// NAME@MAJOR.MINOR on the PATH path"): every record of the call begins its explanation
+	// with it, so that the audit log says which path ran.
+	Route string
 }
 
 // Result is what came of a call: the decision, and for an allowed call the provider's result.
@@ -549,7 +553,7 @@ func (b *Broker) auditRecord(f facts, caller Caller, req Request, callID, kind, 
 	}
 	rec := audit.Record{
 		TokenID: f.tok.ID, Action: req.Action, App: req.App, Method: req.Method, ParamsHash: ph,
-		Result: result, AuditTag: f.tok.AuditTag, Decision: decision, Code: code, Explanation: clip(expl),
+		Result: result, AuditTag: f.tok.AuditTag, Decision: decision, Code: code, Explanation: clip(routed(req.Route, expl)),
 		ClientID: caller.ClientID, Permission: f.perm.String(), CallID: callID, ConsentID: consentID,
 		DurationMS: dur.Milliseconds(), Kind: kind,
 	}
@@ -557,6 +561,38 @@ func (b *Broker) auditRecord(f facts, caller Caller, req Request, callID, kind, 
 		rec.Capability = f.cap.ID.String()
 	}
 	return rec
+}
+
+// routed is the explanation of a record of a call by definition: its route, then why.
+func routed(route, expl string) string {
+	if route == "" {
+		return expl
+	}
+	return route + ": " + expl
+}
+
+// HandOff answers a call by definition that no provider can take (every path is missing or
+// not working): nothing runs, the decision is recorded as a handoff (HANDOFF, with the route
+// and why) and the caller is handed what was prepared, for the person to do themselves.
+// req names the definition as the caller did (App, Method and Route as the front sets them);
+// its Params are hashed into the record, never written.
+func (b *Broker) HandOff(ctx context.Context, caller Caller, req Request, why string) Result {
+	if len(req.Params) == 0 {
+		req.Params = json.RawMessage("{}")
+	}
+	res := Result{Decision: policy.Decision{Outcome: policy.Handoff, Code: policy.CodeHandoff, Explanation: why},
+		CallID: newID("call_"), Code: policy.CodeHandoff, Message: why}
+	var f facts
+	f.paramsHash, f.hashed = paramsHash(req), true
+	rctx, cancel := recordingCtx(ctx)
+	defer cancel()
+	if err := b.record(rctx, f, caller, req, res.CallID, "decision", string(policy.Handoff), policy.CodeHandoff, why, "handed off", "", 0); err != nil {
+		res.Message += " (and its audit record could not be written)"
+	}
+	if b.o.Meter != nil {
+		b.o.Meter.CallDone(string(policy.Handoff), policy.CodeHandoff, 0)
+	}
+	return res
 }
 
 // record writes an audit record and waits until it is durable; the call is refused when it

@@ -5,12 +5,14 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"time"
@@ -19,9 +21,13 @@ import (
 
 	"github.com/capgate/capgate/internal/definition"
 	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/gatewaytest"
+	"github.com/capgate/capgate/internal/ipc"
+	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/keys"
 	"github.com/capgate/capgate/manifest"
+	"github.com/capgate/capgate/sdk"
 )
 
 // TestRegisterHeldToItsDefinition starts a gateway whose data folder holds a signed
@@ -334,38 +340,51 @@ func TestPlanRouteUnderPolicy(t *testing.T) {
 	testPlanRoute(t, definition.Policy{Denied: []string{"com.example.rides"}})
 }
 
-func testPlanRoute(t *testing.T, policy definition.Policy) {
-	e := newEnv(t, options{providers: policy, before: func(dataDir string) {
-		dir := filepath.Join(dataDir, gateway.DefinitionsFolder)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		pub, key, _ := ed25519.GenerateKey(nil)
-		if err := keys.WritePublicKey(filepath.Join(dataDir, gateway.LocalTrustDir, "org.capgate.pub"), pub, true); err != nil {
-			t.Fatal(err)
-		}
-		def, _, err := definition.ReadFile("../definition/testdata/ride.yaml", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		signed, _ := definition.Sign(def, key)
-		if err := os.WriteFile(filepath.Join(dir, "ride.json"), signed, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}})
-	provider := func(appID string) {
-		t.Helper()
-		raw := []byte(`{"app_id":"` + appID + `","version":"1.0.0","manifest_version":"1.0","capabilities":[{
+// signRideDefinition puts the ride definition, signed with a key the data folder trusts
+// for org.capgate, in the data folder's definitions.
+func signRideDefinition(t *testing.T, dataDir string) {
+	t.Helper()
+	dir := filepath.Join(dataDir, gateway.DefinitionsFolder)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pub, key, _ := ed25519.GenerateKey(nil)
+	if err := keys.WritePublicKey(filepath.Join(dataDir, gateway.LocalTrustDir, "org.capgate.pub"), pub, true); err != nil {
+		t.Fatal(err)
+	}
+	def, _, err := definition.ReadFile("../definition/testdata/ride.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, _ := definition.Sign(def, key)
+	if err := os.WriteFile(filepath.Join(dir, "ride.json"), signed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rideManifest is a provider of the ride definition: one capability that books a ride.
+func rideManifest(appID string) string {
+	return `{"app_id":"` + appID + `","version":"1.0.0","manifest_version":"1.0","capabilities":[{
 			"id":"transport.` + appID + `.book","name":"Book","description":"Books a ride.","category":"APP_MANAGEMENT",
 			"side_effects":"write","auth_level":"user","implements":"org.capgate.transport.ride.request@1.0",
 			"parameters":{"type":"object","required":["pickup","destination"],"properties":{"pickup":{"type":"string"},"destination":{"type":"string"},"seats":{"type":"integer"}}},
-			"returns":{"type":"object","required":["ride_id","status"],"properties":{"ride_id":{"type":"string"},"status":{"type":"string"}}}}]}`)
-		if _, err := e.g.Registry.Register(e.ctx, raw, ""); err != nil {
-			t.Fatalf("%s: %v", appID, err)
-		}
+			"returns":{"type":"object","required":["ride_id","status"],"properties":{"ride_id":{"type":"string"},"status":{"type":"string"}}}}]}`
+}
+
+// registerRide registers a provider of the ride definition (unsigned: Tier 2).
+func (e *env) registerRide(appID string) registry.App {
+	e.t.Helper()
+	app, err := e.g.Registry.Register(e.ctx, []byte(rideManifest(appID)), "")
+	if err != nil {
+		e.t.Fatalf("%s: %v", appID, err)
 	}
-	provider("com.example.rides.web")
-	provider("com.example.rides")
+	return app
+}
+
+func testPlanRoute(t *testing.T, policy definition.Policy) {
+	e := newEnv(t, options{providers: policy, before: func(dataDir string) { signRideDefinition(t, dataDir) }})
+	e.registerRide("com.example.rides.web")
+	e.registerRide("com.example.rides")
 	a := e.addClient("planner", "user")
 	route := func() definition.Route {
 		t.Helper()
@@ -403,5 +422,128 @@ func testPlanRoute(t *testing.T, policy definition.Policy) {
 		if status, _ := e.do(a, "POST", "/v1/plan/route", []byte(bad)); status != 400 {
 			t.Errorf("%s: %d", bad, status)
 		}
+	}
+}
+
+// rideApp books rides, and counts them.
+type rideApp struct {
+	doc   atomic.Pointer[manifest.Document]
+	rides atomic.Int64
+}
+
+func (r *rideApp) Manifest() *manifest.Document { return r.doc.Load() }
+
+func (r *rideApp) Invoke(context.Context, string, json.RawMessage, sdk.InvocationContext) (sdk.Result, error) {
+	n := r.rides.Add(1)
+	return sdk.Result{Success: true, Data: json.RawMessage(fmt.Sprintf(`{"ride_id":"r%d","status":"booked"}`, n))}, nil
+}
+
+// TestCallByDefinition calls the ride definition by meaning, POST /v1/plan/call: the API
+// provider runs while it works, then, with it disabled, the browser one; each call is decided
+// as any (a Tier 2 write: the person is asked) and its audit records name the path. With no
+// provider working the answer is HANDOFF with what was prepared and why each was left out,
+// recorded as a handoff, and nothing runs. A bad body says what is wrong.
+func TestCallByDefinition(t *testing.T) {
+	api, web := &rideApp{}, &rideApp{}
+	e := newEnv(t, options{before: func(dataDir string) { signRideDefinition(t, dataDir) },
+		handlers: map[string]sdk.Handler{"com.example.rides": api, "com.example.rides.web": web}})
+	web.doc.Store(e.registerRide("com.example.rides.web").Doc)
+	api.doc.Store(e.registerRide("com.example.rides").Doc)
+	a := e.addClient("rider", "user")
+	const body = `{"request_id":"ride-1","definition":"org.capgate.transport.ride.request@1.0","params":{"pickup":"Kadıköy","destination":"Beşiktaş"}}`
+	call := func() ipc.Response {
+		t.Helper()
+		got := e.answerNext("call", func(ctx context.Context, id string) error { return e.g.Consent.Approve(ctx, id, "person", false) })
+		status, data := e.do(a, "POST", "/v1/plan/call", []byte(body))
+		var r ipc.Response
+		if status != 200 || json.Unmarshal(data, &r) != nil {
+			t.Fatalf("call: %d %s", status, data)
+		}
+		if id := <-got; id == "" {
+			t.Fatal("the person was not asked")
+		}
+		if r.Body.Status == "success" {
+			e.successes.Add(1) // held against the audit log at the end
+		}
+		return r
+	}
+	explained := func(callID string) []string {
+		var out []string
+		for _, rec := range gatewaytest.AuditRecords(t, e.g.Store) {
+			if rec.CallID == callID {
+				out = append(out, rec.Explanation)
+			}
+		}
+		return out
+	}
+	r := call()
+	wantOK(t, "by definition, the API working", r)
+	if r.Body.Details["path"] != "api" || r.Body.Details["capability"] != "transport.com.example.rides.book" || api.rides.Load() != 1 || web.rides.Load() != 0 {
+		t.Fatalf("the API working: %+v, %d %d rides", r.Body.Details, api.rides.Load(), web.rides.Load())
+	}
+	var callID string
+	for _, rec := range gatewaytest.AuditRecords(t, e.g.Store) {
+		if rec.Capability == "transport.com.example.rides.book" && rec.Kind == "outcome" {
+			callID = rec.CallID
+		}
+	}
+	recs := explained(callID)
+	if len(recs) < 2 {
+		t.Fatalf("the call's records: %q", recs)
+	}
+	for _, ex := range recs {
+		if !strings.HasPrefix(ex, "by definition org.capgate.transport.ride.request@1.0 on the api path: ") {
+			t.Errorf("a record of the call says %q", ex)
+		}
+	}
+
+	if err := e.g.Registry.SetEnabled(e.ctx, "com.example.rides", false); err != nil {
+		t.Fatal(err)
+	}
+	r = call()
+	wantOK(t, "by definition, the API disabled", r)
+	if r.Body.Details["path"] != "browser" || web.rides.Load() != 1 || api.rides.Load() != 1 {
+		t.Fatalf("the API disabled: %+v", r.Body.Details)
+	}
+
+	if err := e.g.Registry.SetEnabled(e.ctx, "com.example.rides.web", false); err != nil {
+		t.Fatal(err)
+	}
+	status, data := e.do(a, "POST", "/v1/plan/call", []byte(body))
+	r = ipc.Response{}
+	if err := json.Unmarshal(data, &r); status != 200 || err != nil {
+		t.Fatalf("nothing working: %d %s", status, data)
+	}
+	wantCode(t, "nothing working", r, "HANDOFF")
+	prepared, _ := r.Body.Details["prepared"].(map[string]any)
+	left, _ := r.Body.Details["left"].([]any)
+	if r.Body.Details["decision"] != "handoff" || r.Body.Details["path"] != "handoff" || prepared["definition"] != "org.capgate.transport.ride.request@1.0" || len(left) != 2 {
+		t.Fatalf("nothing working: %+v", r.Body.Details)
+	}
+	if p, _ := prepared["params"].(map[string]any); p["pickup"] != "Kadıköy" {
+		t.Errorf("prepared: %+v", prepared)
+	}
+	if api.rides.Load()+web.rides.Load() != 2 {
+		t.Error("a provider ran on a handoff")
+	}
+	recs = explained(r.Body.Details["call_id"].(string))
+	if len(recs) != 1 || !strings.HasPrefix(recs[0], "by definition org.capgate.transport.ride.request@1.0 on the handoff path: ") {
+		t.Errorf("the handoff's records: %q", recs)
+	}
+	for _, rec := range gatewaytest.AuditRecords(t, e.g.Store) {
+		if rec.CallID == r.Body.Details["call_id"] && (rec.Decision != "handoff" || rec.Code != "HANDOFF" || rec.ParamsHash == "") {
+			t.Errorf("the handoff's record: %+v", rec)
+		}
+	}
+
+	for _, bad := range []string{`{}`, `{"definition":"nope"}`, `{"definition":"org.capgate.unknown.thing@1.0"}`,
+		`{"definition":"org.capgate.transport.ride.request@1.0","params":[]}`, `{"definition":"org.capgate.transport.ride.request@1.0","extra":1}`,
+		`{"definition":"org.capgate.transport.ride.request@1.0","request_id":"bad id"}`, `{"definition":"org.capgate.transport.ride.request@1.0","params":{"a":1,"a":2}}`} {
+		if status, _ := e.do(a, "POST", "/v1/plan/call", []byte(bad)); status != 400 {
+			t.Errorf("%s: %d", bad, status)
+		}
+	}
+	if status, _ := e.do(agent{}, "POST", "/v1/plan/call", []byte(body)); status != 401 {
+		t.Errorf("without a key: %d", status)
 	}
 }

@@ -32,6 +32,7 @@ var apiRoutes = []string{
 	"POST /v1/definitions/negotiate",
 	"POST /v1/plan/candidates",
 	"POST /v1/plan/route",
+	"POST /v1/plan/call",
 	"GET /healthz",
 }
 

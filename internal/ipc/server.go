@@ -101,6 +101,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/definitions/negotiate", s.negotiate)
 	mux.HandleFunc("POST /v1/plan/candidates", s.candidates)
 	mux.HandleFunc("POST /v1/plan/route", s.route)
+	mux.HandleFunc("POST /v1/plan/call", s.callByDefinition)
 	mux.HandleFunc("POST /v1/tokens/revoke", s.revoke)
 	mux.HandleFunc("POST /v1/tokens/derive", s.derive)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
@@ -207,22 +208,33 @@ func (s *Server) ipc(w http.ResponseWriter, r *http.Request) {
 	s.log().LogAttrs(r.Context(), slog.LevelDebug, "call", slog.String("client", caller.ClientID), slog.String("app", req.Body.App),
 		slog.String("method", req.Body.Method), slog.String("decision", string(res.Decision.Outcome)), slog.String("code", res.Code),
 		slog.String("call_id", res.CallID))
+	s.answer(w, req.Header.RequestID, res, map[string]any{"app": req.Body.App, "method": req.Body.Method, "params": req.Body.Params}, nil)
+}
+
+// answer writes the envelope of a call's result. A handoff hands back prepared, for the
+// person to do themselves: the call as the agent made it, which is the agent's own to see.
+// more are details every refusal carries besides the decision and the call id.
+func (s *Server) answer(w http.ResponseWriter, requestID string, res broker.Result, prepared, more map[string]any) {
 	if res.OK() {
-		resp := Success(req.Header.RequestID, s.now(), res.Data)
+		resp := Success(requestID, s.now(), res.Data)
 		resp.Body.UndoToken, resp.Body.Compensation = res.UndoToken, res.Compensation
 		if !res.UndoUntil.IsZero() {
 			resp.Body.UndoUntil = res.UndoUntil.UnixMilli()
+		}
+		if len(more) > 0 {
+			resp.Body.Details = more
 		}
 		writeJSON(w, http.StatusOK, resp)
 		return
 	}
 	details := map[string]any{"decision": res.Decision.Outcome, "call_id": res.CallID}
-	if res.Decision.Outcome == policy.Handoff {
-		// Handoff does nothing and hands back what was prepared, for the person to do
-		// themselves: the call as the agent made it, which is the agent's own to see.
-		details["prepared"] = map[string]any{"app": req.Body.App, "method": req.Body.Method, "params": req.Body.Params}
+	for k, v := range more {
+		details[k] = v
 	}
-	resp := Error(req.Header.RequestID, s.now(), res.Code, res.Message, details)
+	if res.Decision.Outcome == policy.Handoff {
+		details["prepared"] = prepared
+	}
+	resp := Error(requestID, s.now(), res.Code, res.Message, details)
 	if res.ConsentID != "" {
 		resp.Body.Consent = &ConsentRef{ID: res.ConsentID, URL: "/ui/requests/" + res.ConsentID}
 	}
