@@ -48,9 +48,14 @@
 // under the older revisions as elicitation/create. Both reach one handler: a URL request
 // goes to the person as a consent request of kind KindURL, showing the URL as sent (never
 // opened), and its answer is the person's (approve: accept, deny: decline, unanswered: cancel);
-// a form request is declined with the reason in the answer's _meta (ReasonMeta, ReasonForm),
-// and one that asks for a password, a token, a secret, an API key or payment details, by a
-// field's name or format in English or Turkish, is flagged as such (ReasonFormSecret).
+// a form request that asks for a password, a token, a secret, an API key or payment details,
+// by a field's name or format in English or Turkish, is declined and flagged as such
+// (ReasonFormSecret, in the answer's _meta, ReasonMeta); any other form of a call goes to the
+// person as a consent request of kind KindForm, shown as a form on the approval page, with
+// only the person's low-sensitivity profile filled in, and only for a server the person
+// granted it to (package profile); a form every field of which the granted profile fills is
+// answered with it at once. The person's answer is what the server gets (approve: accept with
+// exactly what they entered, deny: decline, unanswered: cancel).
 // Each answer is audited (action toolserver.input) and said in a failed call's error.
 //
 // Pins, pending pin requests, the last revision and each server's Config are kept in the

@@ -16,6 +16,7 @@ import (
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/definition"
 	"github.com/capgate/capgate/internal/jcs"
+	"github.com/capgate/capgate/internal/profile"
 	"github.com/capgate/capgate/internal/store"
 )
 
@@ -35,7 +36,9 @@ const (
 
 // Reasons capgate gives for declining an information request without asking the person.
 const (
-	ReasonForm = "capgate fills in no form for a tool server: form-mode information requests are declined (only URL requests go to the person)"
+	// ReasonFormShape is why a form capgate would not show the person as a form is declined:
+	// MCP's form mode asks for a flat object of string, number, integer and boolean fields.
+	ReasonFormShape = "the form is not one capgate shows the person"
 	// ReasonFormSecret is why a form asking for a password, a token, a secret, an API key or
 	// payment details is declined: such a field is never filled, and the request is flagged
 	// in the audit log.
@@ -131,7 +134,27 @@ func (s *server) elicit(ctx context.Context, req *mcpsdk.ElicitRequest) (*mcpsdk
 		if asksForSecrets(p.RequestedSchema) {
 			return s.declined(ctx, c, "form", ReasonFormSecret+" (flagged)"), nil
 		}
-		return s.declined(ctx, c, "form", ReasonForm), nil
+		fields, why := formFields(p.RequestedSchema)
+		switch {
+		case why != "":
+			return s.declined(ctx, c, "form", ReasonFormShape+": "+why), nil
+		case c == nil:
+			return s.declined(ctx, c, "form", ReasonNoCall), nil
+		}
+		// Only the person's low-sensitivity profile is ever filled in by capgate itself, and
+		// only for a server the person granted it to; the rest is the person's to give.
+		if st := s.m.o.Env.Store; profile.Granted(ctx, st, s.cfg.Name) {
+			if prof, err := profile.Load(ctx, st); err != nil {
+				s.log().Warn("the person's profile cannot be read: the form goes to the person unfilled", "err", err)
+			} else if fillFromProfile(fields, prof) {
+				return s.filledFromProfile(ctx, c, fields), nil
+			}
+		}
+		if !s.openURL() {
+			return s.declined(ctx, c, "form", ReasonBusy), nil
+		}
+		defer s.closeURL()
+		return s.askForm(ctx, c, p, fields)
 	}
 	return s.declined(ctx, c, "unknown", reasonMode), nil
 }

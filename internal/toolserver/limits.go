@@ -49,6 +49,13 @@ const (
 	// InputGrace is how long after its call's end a URL request would expire: capgate
 	// withdraws it (cancelled) when the call ends, within this time.
 	InputGrace = 2 * time.Second
+	// MaxFormFields bounds the fields of a form-mode information request: a form the person
+	// reads and fills in, not a document.
+	MaxFormFields = 32
+	// MaxFormValueBytes bounds one answer of a form, and one of its enum values.
+	MaxFormValueBytes = 4 << 10
+	// MaxFormTextBytes bounds a field's title and description as the page shows them.
+	MaxFormTextBytes = 512
 )
 
 // StdioTerminateWait is how long closing a stdio server waits, after closing its stdin, before

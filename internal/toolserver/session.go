@@ -95,8 +95,8 @@ type elicitFunc func(context.Context, *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResu
 
 // clientCapabilities are what capgate tells a tool server it can do, under every revision:
 // information requests of both modes, so that a server of any revision may ask (a URL
-// request goes to the person, a form request is answered decline with the reason,
-// ReasonForm). It declares no roots (it has none to give a sandboxed server, and 2026-07-28
+// request goes to the person, a form request to the person or, for the profile fields of a
+// server the person granted them to, is filled from the profile). It declares no roots (it has none to give a sandboxed server, and 2026-07-28
 // deprecates them) and no sampling.
 func clientCapabilities() *mcpsdk.ClientCapabilities {
 	return &mcpsdk.ClientCapabilities{

@@ -1,6 +1,7 @@
 package toolserver
 
 import (
+	"encoding/json"
 	"net/url"
 	"strings"
 	"testing"
@@ -52,6 +53,58 @@ func FuzzShowableURL(f *testing.F) {
 			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
 				t.Fatalf("showableURL took %q, with a control character", s)
 			}
+		}
+	})
+}
+
+// FuzzFormFields reads arbitrary schemas as forms: no panic; a form read has 1 to
+// MaxFormFields fields of the four types, each name once; and an answer ParseFormAnswer
+// gives for it is one checkAnswer takes back.
+func FuzzFormFields(f *testing.F) {
+	f.Add(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`, "name=Ayşe")
+	f.Add(`{"type":"object","properties":{"n":{"type":"integer"},"b":{"type":"boolean"},"c":{"type":"string","enum":["a","b"]}}}`, "n=3&b=true&c=a")
+	f.Add(`{"type":"object","properties":{"x":{"type":"number"}},"required":["y"]}`, "x=1e3")
+	f.Add(`{"type":"array"}`, "")
+	f.Fuzz(func(t *testing.T, schema, answer string) {
+		var v any
+		if json.Unmarshal([]byte(schema), &v) != nil {
+			return
+		}
+		fields, why := formFields(v)
+		if why != "" {
+			if fields != nil {
+				t.Fatal("fields with a refusal")
+			}
+			return
+		}
+		if len(fields) == 0 || len(fields) > MaxFormFields {
+			t.Fatalf("%d fields", len(fields))
+		}
+		seen := map[string]bool{}
+		for _, fl := range fields {
+			switch fl.Type {
+			case FieldString, FieldNumber, FieldInteger, FieldBoolean:
+			default:
+				t.Fatalf("type %q", fl.Type)
+			}
+			if seen[fl.Name] {
+				t.Fatalf("%q twice", fl.Name)
+			}
+			seen[fl.Name] = true
+		}
+		texts := map[string]string{}
+		for _, kv := range strings.Split(answer, "&") {
+			k, val, _ := strings.Cut(kv, "=")
+			texts[k] = val
+		}
+		content, err := ParseFormAnswer(fields, texts)
+		if err != nil {
+			return
+		}
+		raw, _ := json.Marshal(content)
+		var back map[string]any
+		if json.Unmarshal(raw, &back) != nil || !checkAnswer(fields, back) {
+			t.Fatalf("an answer ParseFormAnswer gave is refused: %s", raw)
 		}
 	})
 }
