@@ -23,6 +23,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/capgate/capgate/internal/a2a"
 	"github.com/capgate/capgate/internal/apps/python"
 	"github.com/capgate/capgate/internal/apps/syslog"
 	"github.com/capgate/capgate/internal/audit"
@@ -275,7 +276,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: registry: %w", err)
 	}
 	g.Definitions = g.loadDefinitions(cfg)
-	g.Planner = &plan.Planner{Registry: g.Registry, Definitions: g.Definitions, Policy: cfg.ProviderPolicy}
+	g.Planner = &plan.Planner{Registry: g.Registry, Definitions: g.Definitions, Policy: cfg.ProviderPolicy, Preferences: st}
 	defs := g.Definitions
 	g.Registry.SetCheck(func(m *manifest.Manifest) manifest.Problems { return definition.CheckImplements(m, defs) })
 	builtins, err := g.registerBuiltins(ctx, st)
@@ -319,6 +320,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	g.web = web.New(web.Options{Consent: g.Consent, Store: st, Broker: g.Broker, Registry: g.Registry, PublicKey: key.Public().(ed25519.PublicKey), Logger: g.log, AuditHeadFile: filepath.Join(cfg.DataDir, HeadFile),
 		Audit:        g.Audit,
 		Operator:     g.Operator,
+		Planner:      g.Planner,
 		AllowedHosts: cfg.UIHosts,
 		ToolServers:  tsEnv,
 		Plugins:      plugins})
@@ -550,13 +552,21 @@ func loadOrCreate(path string) (ed25519.PrivateKey, error) {
 // PublicKey is the gateway's public key: verifies its tokens and audit checkpoints.
 func (g *Gateway) PublicKey() ed25519.PublicKey { return g.Key.Public().(ed25519.PublicKey) }
 
-// Handler is the HTTP API, with MCP (streamable HTTP) at /mcp, Prometheus metrics at
-// /metrics and the approval page at /ui/.
+// Handler is the HTTP API, with MCP (streamable HTTP) at /mcp, the A2A agent at /a2a and
+// its card at /.well-known/agent-card.json, Prometheus metrics at /metrics and the approval
+// page at /ui/.
 func (g *Gateway) Handler() http.Handler {
 	s := &ipc.Server{Broker: g.Broker, Clients: g.Store, Tokens: g.Store, Audit: g.Audit, Registry: g.Registry, Definitions: g.Definitions, Planner: g.Planner, Logger: g.log}
 	mux := http.NewServeMux()
 	mux.Handle("/", s.Handler())
 	mux.Handle("/mcp", g.endsAtShutdown(mcp.NewHandler(mcp.Options{Broker: g.Broker, Registry: g.Registry, Holdings: g.Store, Audit: g.Audit, Authenticate: s.Authenticate, Logger: g.log, Definitions: g.Definitions, Planner: g.Planner})))
+	// The A2A front opens only when it passes its gate (a2a.SelfTest); else it answers 503.
+	agent, err := a2a.Gate(context.Background(), a2a.NewHandler(a2a.Options{Broker: g.Broker, Registry: g.Registry, Authenticate: s.Authenticate, State: g.Store, Go: g.spawn, Logger: g.log}))
+	if err != nil {
+		g.log.Error("the A2A endpoint is not served: it failed its self-test", "err", err)
+	}
+	mux.Handle(a2a.Path, agent)
+	mux.Handle("GET "+a2a.CardPath, agent)
 	mux.Handle("GET /metrics", g.web.CheckHost(metricsAccess(s, promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{}))))
 	mux.Handle("/ui/", g.web.Handler())
 	return mux

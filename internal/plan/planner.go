@@ -7,6 +7,7 @@ import (
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/definition"
 	"github.com/capgate/capgate/internal/registry"
+	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/manifest"
 )
 
@@ -20,6 +21,11 @@ type Planner struct {
 	Definitions *definition.Set
 	// Policy is the host's rule on providers, which every route follows.
 	Policy definition.Policy
+	// Preferences keeps the person's preferences between the providers of one definition,
+	// made on the approval page (SavePreference), which every route follows while the
+	// providers stay the ones it was made among; nil: none is kept, and every route goes by
+	// provider id within each path.
+	Preferences store.State
 
 	mu      sync.RWMutex // searches hold it to read idx, a rebuild to swap it
 	version uint64

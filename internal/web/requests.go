@@ -10,6 +10,7 @@ import (
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/toolserver"
 )
 
 // answeredBy names the person's answers given on this page in the consent record.
@@ -86,6 +87,13 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, _ string) {
 		s.message(w, http.StatusNotFound, "Not found", "There is no such action.")
 		return
 	}
+	if verb == "approve" {
+		// A form is answered with what the person fills in (answerForm), never a bare approval.
+		if c, _, err := s.o.Consent.Get(ctx, id); err == nil && c.Kind == toolserver.KindForm {
+			s.message(w, http.StatusBadRequest, "Not possible", "This request is a form: fill it in on its page to send it, or deny it.")
+			return
+		}
+	}
 	remember := verb == "approve" && r.PostForm.Get("remember") == "true"
 	// The answer is recorded in the audit log, its decision before it is given and its
 	// outcome after (operator.Service.Answer, as capgate approvals records it). An approval
@@ -99,6 +107,57 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, _ string) {
 	}
 	if errors.Is(err, consent.ErrInvalidRequest) {
 		s.message(w, http.StatusBadRequest, "Not possible", "This request cannot be answered that way: a delayed commit can only be cancelled.")
+		return
+	}
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	http.Redirect(w, r, "/ui/requests/"+id, http.StatusSeeOther)
+}
+
+// answerForm answers a tool server's form request with what the person filled in: the answer
+// is checked against the form (toolserver.ParseFormAnswer), kept beside the request for the
+// call that waits on it, and the request approved, recorded as any answer. A form whose
+// answer does not fit is shown what is wrong, and nothing is sent.
+func (s *Server) answerForm(w http.ResponseWriter, r *http.Request, _ string) {
+	id, ctx := r.PathValue("id"), r.Context()
+	c, req, err := s.o.Consent.Get(ctx, id)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if c.Kind != toolserver.KindForm || c.State != store.ConsentPending || !s.o.Now().Before(c.Expires) {
+		s.message(w, http.StatusConflict, "Not possible", "This request is not a form waiting for you.")
+		return
+	}
+	fr, err := toolserver.FormRequestOf(req.Params)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	texts := map[string]string{}
+	for _, f := range fr.Fields {
+		if vs, ok := r.PostForm["field:"+f.Name]; ok && len(vs) == 1 {
+			texts[f.Name] = vs[0]
+		} else if ok {
+			s.message(w, http.StatusBadRequest, "Not sent", "A field of the form was given more than once.")
+			return
+		}
+	}
+	content, err := toolserver.ParseFormAnswer(fr.Fields, texts)
+	if err != nil {
+		s.message(w, http.StatusBadRequest, "Not sent", "The form's answer does not fit it, so nothing was sent: "+err.Error())
+		return
+	}
+	if err := toolserver.SaveFormAnswer(ctx, s.o.Store, id, content); err != nil {
+		s.fail(w, err)
+		return
+	}
+	err = s.ops.Answer(ctx, onThePage, id, operator.Approve, false)
+	if errors.Is(err, operator.ErrNotRecorded) {
+		_ = toolserver.SaveFormAnswer(ctx, s.o.Store, id, nil)
+		s.message(w, http.StatusInternalServerError, "Not sent", "capgate could not write the answer to its audit log, so it did not send it. Its log says why.")
 		return
 	}
 	if err != nil {

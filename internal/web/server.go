@@ -13,6 +13,7 @@ import (
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/operator"
+	"github.com/capgate/capgate/internal/plan"
 	"github.com/capgate/capgate/internal/plugin"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
@@ -69,6 +70,11 @@ type Options struct {
 	// (Answers to consent requests are kept by the consent service; undo records itself in
 	// the broker.) A revoke, which only takes away, is made even when its record fails.
 	Audit Recorder
+	// Planner routes a definition's calls among its providers and keeps the person's
+	// preference between them, which the preferences page shows and changes (recorded in
+	// Operator's audit log); nil, or a Planner that keeps no preferences: the page answers
+	// 404.
+	Planner *plan.Planner
 	// Operator makes the person's changes (answers, revocations, mandates, accepted tools,
 	// approved plugins, client changes), as every front does; nil: one is made of the
 	// fields here (Audit, Consent, Broker, Store, ToolServers, Plugins).
@@ -178,8 +184,14 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /ui/apps/plugins/{app}/approve", s.authed(s.approvePlugin))
 	mux.HandleFunc("GET /ui/clients", s.authed(s.clients))
 	mux.HandleFunc("POST /ui/clients/{id}/{verb}", s.authed(s.changeClient))
+	mux.HandleFunc("GET /ui/profile", s.authed(s.profilePage))
+	mux.HandleFunc("POST /ui/profile", s.authed(s.saveProfile))
+	mux.HandleFunc("POST /ui/profile/grants", s.authed(s.grantProfile))
+	mux.HandleFunc("POST /ui/requests/{id}/form", s.authed(s.answerForm))
 	mux.HandleFunc("GET /ui/mandates", s.authed(s.mandates))
 	mux.HandleFunc("POST /ui/mandates", s.authed(s.setMandate))
+	mux.HandleFunc("GET /ui/preferences", s.authed(s.preferences))
+	mux.HandleFunc("POST /ui/preferences/{definition}", s.authed(s.setPreference))
 	mux.HandleFunc("/ui/", s.authed(func(w http.ResponseWriter, r *http.Request, _ string) {
 		s.message(w, http.StatusNotFound, "Not found", "There is no such page.")
 	}))
@@ -282,18 +294,20 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 
 // page is what a full page template gets.
 type page struct {
-	Title    string
-	Nav      string // the nav bar's current page: requests, tokens, clients, mandates, apps, activity
-	CSRF     string
-	Requests []requestView // the list page
-	One      *requestView  // a request's own page
-	Tokens   []tokenView   // the tokens page
-	Clients  []clientView  // the clients page
-	Activity *activityView // the activity page
-	Mandates *mandatesView // the mandates page
-	Apps     *appsView     // the apps page
-	Text     string        // a message page
-	Now      time.Time
+	Title       string
+	Nav         string // the nav bar's current page: requests, tokens, clients, mandates, profile, preferences, apps, activity
+	CSRF        string
+	Requests    []requestView    // the list page
+	One         *requestView     // a request's own page
+	Tokens      []tokenView      // the tokens page
+	Clients     []clientView     // the clients page
+	Activity    *activityView    // the activity page
+	Mandates    *mandatesView    // the mandates page
+	Profile     *profileView     // the profile page
+	Preferences *preferencesView // the preferences page
+	Apps        *appsView        // the apps page
+	Text        string           // a message page
+	Now         time.Time
 }
 
 // render writes the template name with data, or a plain 500 when it fails.

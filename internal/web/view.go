@@ -59,7 +59,11 @@ type requestView struct {
 	Answered     string         `json:"answered"`       // RFC 3339, "" while pending
 	AnsweredBy   string         `json:"answered_by"`    //
 	URLs         []urlView      `json:"urls,omitempty"` // addresses found in the params
-	Left         string         `json:"-"`              // time left at rendering; the script keeps it current
+	// Form is a tool server's form (toolserver.KindForm), to fill in on the request's own
+	// page; FormMessage is the server's message with it. Both are the server's words.
+	Form        []formFieldView `json:"form,omitempty"`
+	FormMessage string          `json:"form_message,omitempty"`
+	Left        string          `json:"-"` // time left at rendering; the script keeps it current
 }
 
 // lookalikeRow is one agent-supplied text that holds look-alike characters: where it is, in
@@ -79,11 +83,12 @@ var fieldWords = map[string]string{
 
 // kindWords says what a request of each kind is, in capgate's words.
 var kindWords = map[string]string{
-	consent.KindToken:  "asks for a capability token",
-	consent.KindCall:   "asks to make one call",
-	consent.KindCommit: "is about to make a call that cannot be undone",
-	"pin":              "found a new or changed tool: accept its definition?",
-	toolserver.KindURL: "asks you to open a page (shown, not opened)",
+	consent.KindToken:   "asks for a capability token",
+	consent.KindCall:    "asks to make one call",
+	consent.KindCommit:  "is about to make a call that cannot be undone",
+	"pin":               "found a new or changed tool: accept its definition?",
+	toolserver.KindURL:  "asks you to open a page (shown, not opened)",
+	toolserver.KindForm: "asks you to fill in a form (only what you enter is sent)",
 }
 
 // newView builds the view of a stored request and its decoded payload at now.
@@ -137,6 +142,15 @@ func newView(c store.Consent, r consent.Request, now time.Time) requestView {
 		v.Answered = c.Answered.UTC().Format(time.RFC3339)
 	}
 	v.Params, v.URLs = showParams(r.Params)
+	if c.Kind == toolserver.KindForm {
+		v.Params = "" // shown as the form below
+		if fr, err := toolserver.FormRequestOf(r.Params); err == nil {
+			v.FormMessage = reveal(fr.Message, true)
+			for _, f := range fr.Fields {
+				v.Form = append(v.Form, formFieldOf(f))
+			}
+		}
+	}
 	v.Difference = diffLines(pinDifference(r))
 	for _, l := range d.Lookalikes {
 		row := lookalikeRow{Field: fieldWords[l.Field], Flags: l.Flags, Shown: l.Shown}
@@ -374,4 +388,37 @@ func hasPunycode(host string) bool {
 		}
 	}
 	return false
+}
+
+// formFieldView is one field of a tool server's form as the page shows it: its name, title and
+// description revealed (the server's words), its choices, and what capgate filled in from the
+// person's profile (FromProfile names the profile field).
+type formFieldView struct {
+	Name        string   `json:"name"`
+	Label       string   `json:"label"`
+	Description string   `json:"description,omitempty"`
+	Type        string   `json:"type"`
+	Enum        []string `json:"enum,omitempty"`
+	Required    bool     `json:"required"`
+	Value       string   `json:"value,omitempty"`
+	Checked     bool     `json:"checked,omitempty"`
+	FromProfile string   `json:"from_profile,omitempty"`
+}
+
+func formFieldOf(f toolserver.FormField) formFieldView {
+	v := formFieldView{Name: f.Name, Label: reveal(f.Title, false), Description: reveal(f.Description, true), Type: f.Type,
+		Required: f.Required, FromProfile: f.Profile}
+	if v.Label == "" {
+		v.Label = reveal(f.Name, false)
+	}
+	for _, e := range f.Enum {
+		v.Enum = append(v.Enum, e)
+	}
+	switch x := f.Value.(type) {
+	case string:
+		v.Value = x
+	case bool:
+		v.Checked = x
+	}
+	return v
 }

@@ -182,6 +182,23 @@
     var act = el('div', 'actions');
     if (r.commit) {
       act.appendChild(form(r.id, 'cancel', 'Cancel'));
+    } else if (r.form) {
+      // A tool server's form is filled in on the request's own page, never approved bare.
+      var fl = el('ul', 'form-fields');
+      r.form.forEach(function (f) {
+        var li = el('li');
+        li.appendChild(el('code', '', f.name));
+        li.appendChild(document.createTextNode(' '));
+        li.appendChild(el('span', 'text', f.label + (f.required ? ' (required)' : '')));
+        fl.appendChild(li);
+      });
+      a.appendChild(fl);
+      act.appendChild(form(r.id, 'deny', 'Decline'));
+      var fp = el('p', 'link');
+      var fa = el('a', '', 'fill in the form on its own page');
+      fa.href = '/ui/requests/' + encodeURIComponent(r.id);
+      fp.appendChild(fa);
+      act.appendChild(fp);
     } else {
       var ap = form(r.id, 'approve', 'Approve');
       if (r.can_remember) {
