@@ -411,9 +411,7 @@ func formFieldOf(f toolserver.FormField) formFieldView {
 	if v.Label == "" {
 		v.Label = reveal(f.Name, false)
 	}
-	for _, e := range f.Enum {
-		v.Enum = append(v.Enum, e)
-	}
+	v.Enum = append(v.Enum, f.Enum...)
 	switch x := f.Value.(type) {
 	case string:
 		v.Value = x
