@@ -863,7 +863,7 @@ func (b *Broker) consentRequest(f facts, caller Caller, req Request, kind string
 	r := consent.Request{
 		ClientID: caller.ClientID, ClientName: caller.Name, Kind: kind, CapabilityID: f.cap.ID.String(), Permission: f.perm.String(),
 		Summary: c.Name, Params: req.Params, Risk: string(c.Risk), SideEffects: string(c.SideEffects),
-		Reversibility: string(c.Reversibility), AuditTag: f.tok.AuditTag,
+		Reversibility: string(policy.Reversibility(c)), AuditTag: f.tok.AuditTag,
 	}
 	if c.Compensation != "" {
 		r.Remedy = c.Compensation

@@ -380,7 +380,7 @@ func toolOf(u broker.Usable) Tool {
 	return Tool{
 		ID: u.ID.String(), App: u.App.Alias, Method: u.Method, Name: c.Name, Description: c.Description,
 		Parameters: c.Parameters, Returns: c.Returns, SideEffects: string(c.SideEffects), Risk: string(c.Risk),
-		Permission: u.Permission.String(), Reversibility: string(c.Reversibility), Tier: int(u.App.Tier), NeedsConsent: u.NeedsConsent,
+		Permission: u.Permission.String(), Reversibility: string(policy.Reversibility(c)), Tier: int(u.App.Tier), NeedsConsent: u.NeedsConsent,
 	}
 }
 

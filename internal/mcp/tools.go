@@ -11,6 +11,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/capgate/capgate/internal/broker"
+	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/manifest"
 )
 
@@ -80,7 +81,7 @@ func describe(u broker.Usable) string {
 }
 
 func reversibility(c *manifest.Capability) string {
-	switch c.Reversibility {
+	switch policy.Reversibility(c) {
 	case manifest.Reversible:
 		return "reversible (capgate__undo)"
 	case manifest.Compensable:
@@ -99,7 +100,7 @@ func annotations(c *manifest.Capability) *mcpsdk.ToolAnnotations {
 	se := c.SideEffects
 	readOnly := se == manifest.SideEffectNone || se == manifest.SideEffectRead
 	destructive := se == manifest.SideEffectDestructive || se == manifest.SideEffectSystem ||
-		(se == manifest.SideEffectWrite && c.Reversibility == manifest.Irreversible)
+		(se == manifest.SideEffectWrite && policy.Reversibility(c) == manifest.Irreversible)
 	openWorld := se == manifest.SideEffectNetwork
 	return &mcpsdk.ToolAnnotations{
 		Title:           c.Name,

@@ -348,15 +348,28 @@ func withDefaults(c *manifest.Capability) traits {
 	if t.AutonomyCeiling == "" {
 		t.AutonomyCeiling = manifest.AutonomyAct
 	}
-	switch {
-	case t.Reversibility == "" && c.UndoWindowMS != nil && *c.UndoWindowMS > 0:
-		t.Reversibility = manifest.Reversible
-	case !t.Reversibility.Valid():
-		// Undeclared or unknown reversibility is irreversible (the definitions document).
-		t.Reversibility = manifest.Irreversible
-	}
+	t.Reversibility = Reversibility(c)
 	t.sideRank, t.authRank = t.SideEffects.Rank(), t.AuthLevel.Rank()
 	return t
+}
+
+// Reversibility is the reversibility a call of c is decided by, and shown to the person with:
+// what c declares, when capgate can hold it to that. An undeclared or unverifiable value is
+// irreversible (the definitions document): unknown text; reversible without an undo window
+// (nothing capgate could undo: it has only the app's word); compensable without the
+// compensation that makes it good. An undo window with nothing declared is reversible.
+func Reversibility(c *manifest.Capability) manifest.Reversibility {
+	if c == nil {
+		return manifest.Irreversible
+	}
+	undo := c.UndoWindowMS != nil && *c.UndoWindowMS > 0
+	switch r := c.Reversibility; {
+	case r == "" && undo:
+		return manifest.Reversible
+	case r == manifest.Reversible && undo, r == manifest.Compensable && c.Compensation != "":
+		return r
+	}
+	return manifest.Irreversible
 }
 
 // tracer collects each step's finding.

@@ -27,7 +27,7 @@ func base() Call {
 		Capability: &manifest.Capability{
 			SideEffects: manifest.SideEffectRead,
 			AuthLevel:   manifest.AuthUser, Risk: manifest.RiskLow,
-			AutonomyCeiling: manifest.AutonomyAct, Reversibility: manifest.Reversible,
+			AutonomyCeiling: manifest.AutonomyAct, Reversibility: manifest.Reversible, UndoWindowMS: new(int64(60000)),
 		},
 		Tier:                 1,
 		Token:                TokenFacts{Present: true, Valid: true, Grants: []string{"notes.read"}},
@@ -325,7 +325,7 @@ func TestDecide(t *testing.T) {
 		// Step 8.
 		{"8 irreversible allowed waits", []func(*Call){write, func(c *Call) { c.Capability.Reversibility = manifest.Irreversible }},
 			want{outcome: Allow, step: 8, useToken: true, delayed: 5 * time.Second, explains: "irreversible"}},
-		{"8 undeclared reversibility is irreversible", []func(*Call){write, func(c *Call) { c.Capability.Reversibility = "" }},
+		{"8 undeclared reversibility is irreversible", []func(*Call){write, func(c *Call) { c.Capability.Reversibility, c.Capability.UndoWindowMS = "", nil }},
 			want{outcome: Allow, step: 8, useToken: true, delayed: 5 * time.Second}},
 		{"8 an unknown reversibility is irreversible", []func(*Call){write, func(c *Call) { c.Capability.Reversibility = "mostly" }},
 			want{outcome: Allow, step: 8, useToken: true, delayed: 5 * time.Second}},
@@ -333,7 +333,15 @@ func TestDecide(t *testing.T) {
 			c.Capability.Reversibility = ""
 			c.Capability.UndoWindowMS = new(int64(30000))
 		}}, allowTok},
-		{"8 compensable does not wait", []func(*Call){write, func(c *Call) { c.Capability.Reversibility = manifest.Compensable }}, allowTok},
+		{"8 compensable does not wait", []func(*Call){write, func(c *Call) {
+			c.Capability.Reversibility, c.Capability.Compensation = manifest.Compensable, "notes.org.example.notes.unedit"
+		}}, allowTok},
+		{"8 reversible with no undo window is unverifiable: irreversible", []func(*Call){write, func(c *Call) { c.Capability.UndoWindowMS = nil }},
+			want{outcome: Allow, step: 8, useToken: true, delayed: 5 * time.Second}},
+		{"8 an undo window of 0 verifies nothing", []func(*Call){write, func(c *Call) { c.Capability.UndoWindowMS = new(int64(0)) }},
+			want{outcome: Allow, step: 8, useToken: true, delayed: 5 * time.Second}},
+		{"8 compensable with no compensation is unverifiable: irreversible", []func(*Call){write, func(c *Call) { c.Capability.Reversibility = manifest.Compensable }},
+			want{outcome: Allow, step: 8, useToken: true, delayed: 5 * time.Second}},
 		{"8 a zero default means no window", []func(*Call){write, func(c *Call) {
 			c.Capability.Reversibility = manifest.Irreversible
 			c.DelayedCommitDefault = 0
