@@ -18,18 +18,22 @@ import (
 
 func newClientCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "client", Short: "Manage the agents that may call the gateway"}
-	var trust, data string
+	var trust, data, assistant string
 	var neverAsk, requireToken bool
 	var uid int64
 	add := &cobra.Command{
-		Use:   "add NAME [--trust LEVEL] [--uid UID] [--require-token] [--data DIR]",
+		Use:   "add NAME [--trust LEVEL] [--uid UID] [--require-token] [--assistant KIND] [--data DIR]",
 		Short: "Add a client and print its key (its only line of output)",
 		Long: `Add a client (an agent) and print its key as the only line of output. The key is shown once;
 capgate keeps only its hash. The agent sends it as "Authorization: Bearer KEY".
 Trust levels: public, user (the default), privileged.
 --uid binds a unix user id: a process of that user that connects to the gateway's unix socket
 without a key is this client (every process of that user, so bind a user that runs only the
-agent). --require-token makes every call of the client need a token, even a low-risk read.`,
+agent). --require-token makes every call of the client need a token, even a low-risk read.
+--assistant marks another assistant (not an agent of yours): "keeps" when its provider stores
+or trains on what it is given, or does not say, "private" when it does neither. Such a client
+never reaches a sensitive data class (health, financial, location, ...), and reaches
+personal context (memory, preferences, history, ...) only when it is "private".`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := operator.ValidClientName(args[0]); err != nil {
@@ -39,6 +43,11 @@ agent). --require-token makes every call of the client need a token, even a low-
 			case "public", "user", "privileged":
 			default:
 				return usageErr("--trust: must be public, user or privileged")
+			}
+			switch assistant {
+			case "", "keeps", "private":
+			default:
+				return usageErr("--assistant: must be keeps or private")
 			}
 			var unixUID *int
 			if cmd.Flags().Changed("uid") {
@@ -50,7 +59,7 @@ agent). --require-token makes every call of the client need a token, even a low-
 			}
 			return g.onChanges(cmd, changeTarget{data: data, create: true}, func(ctx context.Context, ch *changes) error {
 				key, _, err := ch.AddClient(ctx, byTheOperator(), operator.NewClient{Name: args[0], Trust: trust, NeverAsk: neverAsk,
-					RequireToken: requireToken, UnixUID: unixUID})
+					RequireToken: requireToken, UnixUID: unixUID, Assistant: assistant})
 				if err != nil {
 					if errors.Is(err, store.ErrExists) {
 						return &exitError{code: exitNo, err: fmt.Errorf("a client named %q, or bound to that uid, exists", args[0])}
@@ -67,6 +76,7 @@ agent). --require-token makes every call of the client need a token, even a low-
 	add.Flags().StringVar(&data, "data", "", "data folder")
 	add.Flags().Int64Var(&uid, "uid", 0, "bind a unix user id: a peer of the gateway's unix socket with this uid is this client")
 	add.Flags().BoolVar(&requireToken, "require-token", false, "every call of this client needs a token, even a low-risk read")
+	add.Flags().StringVar(&assistant, "assistant", "", `another assistant, not an agent of yours: "keeps" (its provider may store or train on data) or "private" (it does neither)`)
 	cmd.AddCommand(add)
 	addClientCommands(cmd, g)
 	return cmd
@@ -81,6 +91,7 @@ type clientView struct {
 	Disabled     bool      `json:"disabled"`
 	NeverAsk     bool      `json:"never_ask"`
 	RequireToken bool      `json:"require_token"`
+	Assistant    string    `json:"assistant,omitempty"` // "keeps" or "private" for another assistant
 	UnixUID      *int      `json:"unix_uid,omitempty"`
 	Created      time.Time `json:"created"`
 	LiveTokens   int       `json:"live_tokens"` // tokens it can use now (store.Tokens.ListTokens live)
@@ -89,7 +100,7 @@ type clientView struct {
 
 func newClientView(c store.Client, live int) clientView {
 	return clientView{ID: c.ID, Name: c.Name, Trust: string(c.Trust), Disabled: c.Disabled, NeverAsk: c.NeverAsk,
-		RequireToken: c.RequireToken, UnixUID: c.UnixUID, Created: c.Created.UTC(), LiveTokens: live}
+		RequireToken: c.RequireToken, Assistant: c.Assistant, UnixUID: c.UnixUID, Created: c.Created.UTC(), LiveTokens: live}
 }
 
 // liveTokens counts each client's live tokens.
@@ -257,6 +268,9 @@ func printClient(w io.Writer, v clientView) {
 	}
 	if v.NeverAsk {
 		extra = append(extra, "never-ask")
+	}
+	if v.Assistant != "" {
+		extra = append(extra, "assistant "+v.Assistant)
 	}
 	fmt.Fprintf(w, "%s  %s  trust %s  %s  %d live token(s)  added %s", v.ID, printable(v.Name), v.Trust, state, v.LiveTokens,
 		v.Created.Format(time.RFC3339))

@@ -268,3 +268,29 @@ func TestRequireToken(t *testing.T) {
 		})
 	}
 }
+
+// capgate client add --assistant marks another assistant: keeps or private, shown by list and
+// show, recorded in the audit record's words; any other kind is a usage error that names the
+// flag, and nothing is added.
+func TestClientAddAssistant(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	d := []string{"--data", data}
+	mustCode(t, capgate(t, "", nil, append([]string{"client", "add", "other", "--assistant", "private"}, d...)...), 0)
+	for _, bad := range []string{"yes", "Private", "stores"} {
+		r := capgate(t, "", nil, append([]string{"client", "add", "bad", "--assistant", bad}, d...)...)
+		mustCode(t, r, 2)
+		if !strings.Contains(r.stderr, "--assistant") {
+			t.Errorf("%s: %q", bad, r.stderr)
+		}
+	}
+	r := capgate(t, "", nil, append([]string{"client", "list", "--json"}, d...)...)
+	mustCode(t, r, 0)
+	var list []clientView
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 || list[0].Assistant != "private" {
+		t.Fatalf("list --json: %s (%v)", r.stdout, err)
+	}
+	if r := capgate(t, "", nil, append([]string{"client", "list"}, d...)...); !strings.Contains(r.stdout, "assistant private") {
+		t.Errorf("list: %s", r.stdout)
+	}
+}

@@ -146,6 +146,10 @@ type Caller struct {
 	NeverAsk bool
 	// RequireToken: the client requires a token for every call (store.Client.RequireToken).
 	RequireToken bool
+	// Assistant says whether the client is another assistant, and which kind
+	// (store.Client.Assistant): what such a client may not reach is refused outright, and
+	// never listed to it (policy.AssistantRefusal).
+	Assistant policy.Assistant
 }
 
 // requiresToken reports whether calls of caller need a token even for a low-risk read: the
@@ -274,6 +278,7 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request, f *fact
 	now := b.o.Now()
 	f.call.ClientTrust = caller.Trust
 	f.call.ClientNeverAsk = caller.NeverAsk
+	f.call.Assistant = caller.Assistant
 	f.call.ClientRequiresToken = b.requiresToken(caller)
 	f.call.DelayedCommitDefault = b.o.DelayedCommit
 	cap, ok := b.o.Registry.Method(req.App, req.Method)

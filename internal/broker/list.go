@@ -56,7 +56,7 @@ func (b *Broker) UsableBy(caller Caller) []Usable {
 		caps := app.Doc.Manifest().Capabilities
 		for i := range caps {
 			c := &caps[i]
-			if trustRank(caller.Trust) < c.AuthLevel.Rank() || !b.o.Registry.Pinned(c.ID) {
+			if trustRank(caller.Trust) < c.AuthLevel.Rank() || !b.o.Registry.Pinned(c.ID) || policy.AssistantRefusal(caller.Assistant, c) != "" {
 				continue // refused outright: never listed
 			}
 			id := c.ParsedID() // valid: the registry holds only manifests that passed Validate
@@ -84,6 +84,7 @@ type UsableStamp struct {
 	registry     uint64
 	evaluations  uint64
 	trust        manifest.AuthLevel
+	assistant    policy.Assistant
 	requireToken bool
 	providers    uint64 // FNV-1a of each enabled app's provider state, in the registry's order
 }
@@ -91,7 +92,7 @@ type UsableStamp struct {
 // UsableStamp returns the stamp of UsableBy(caller) as of now. Read it before the listing it
 // stands for: a change between the two moves the next stamp.
 func (b *Broker) UsableStamp(caller Caller) UsableStamp {
-	st := UsableStamp{registry: b.o.Registry.Version(), evaluations: b.evaluationVersion(), trust: caller.Trust, requireToken: b.requiresToken(caller)}
+	st := UsableStamp{registry: b.o.Registry.Version(), evaluations: b.evaluationVersion(), trust: caller.Trust, assistant: caller.Assistant, requireToken: b.requiresToken(caller)}
 	const offset, prime = 14695981039346656037, 1099511628211
 	h := uint64(offset)
 	for _, app := range b.o.Registry.List() {
@@ -115,7 +116,8 @@ type Listed struct {
 	Why     string // when not working: why, in words for the person
 }
 
-// ListAll lists every capability caller's trust reaches, of enabled apps and of disabled
+// ListAll lists every capability caller's trust reaches (and, for another assistant, that
+// its kind may reach), of enabled apps and of disabled
 // ones: those UsableBy lists as working, and the others as not working right now, with why
 // (the app is disabled, its provider is down, its tool changed since it was pinned, its last
 // evaluation failed). What
@@ -132,7 +134,7 @@ func (b *Broker) ListAll(caller Caller) []Listed {
 		caps := app.Doc.Manifest().Capabilities
 		for i := range caps {
 			c := &caps[i]
-			if trustRank(caller.Trust) < c.AuthLevel.Rank() {
+			if trustRank(caller.Trust) < c.AuthLevel.Rank() || policy.AssistantRefusal(caller.Assistant, c) != "" {
 				continue
 			}
 			if u, ok := usable[c.ID]; ok {

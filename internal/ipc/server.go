@@ -139,7 +139,8 @@ func (s *Server) authenticate(r *http.Request) (broker.Caller, bool) {
 	if err != nil || c.Disabled {
 		return broker.Caller{}, false
 	}
-	return broker.Caller{ClientID: c.ID, Name: c.Name, Trust: c.Trust, NeverAsk: c.NeverAsk, RequireToken: c.RequireToken}, true
+	return broker.Caller{ClientID: c.ID, Name: c.Name, Trust: c.Trust, NeverAsk: c.NeverAsk, RequireToken: c.RequireToken,
+		Assistant: policy.Assistant(c.Assistant)}, true
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

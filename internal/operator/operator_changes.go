@@ -12,6 +12,7 @@ import (
 	"github.com/capgate/capgate/internal/conformance"
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/plugin"
+	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/internal/providers"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
@@ -99,6 +100,10 @@ type NewClient struct {
 	NeverAsk     bool // refuse what would need the person instead of asking
 	RequireToken bool // every call needs a token, even a low-risk read
 	UnixUID      *int // a peer of the unix socket with this uid is the client
+	// Assistant is "" for an agent of the person's, else the kind of other assistant the
+	// client is: "keeps" (its provider stores or trains on data, or says nothing of it) or
+	// "private" (it does neither); see policy.AssistantRefusal.
+	Assistant string
 }
 
 // MaxUnixUID is the largest unix user id a client can be bound to: (uid_t)-1 is no user.
@@ -119,6 +124,9 @@ func (n NewClient) Check() error {
 	}
 	if n.UnixUID != nil && (*n.UnixUID < 0 || *n.UnixUID > MaxUnixUID) {
 		return fmt.Errorf("%w: uid: must be a unix user id, 0 to %d", ErrInvalidClient, MaxUnixUID)
+	}
+	if n.Assistant != "" && !slices.Contains(policy.Assistants, policy.Assistant(n.Assistant)) {
+		return fmt.Errorf("%w: assistant: must be keeps or private", ErrInvalidClient)
 	}
 	return nil
 }
@@ -142,8 +150,14 @@ func (s *Service) AddClient(ctx context.Context, by Actor, n NewClient) (key str
 		return "", store.Client{}, err
 	}
 	c = store.Client{ID: id, Name: n.Name, KeyHash: hash, Trust: manifest.AuthLevel(n.Trust), NeverAsk: n.NeverAsk, Created: s.now(),
-		UnixUID: n.UnixUID, RequireToken: n.RequireToken}
+		UnixUID: n.UnixUID, RequireToken: n.RequireToken, Assistant: n.Assistant}
 	var how []string
+	switch policy.Assistant(n.Assistant) {
+	case policy.AssistantKeeps:
+		how = append(how, "another assistant whose provider may store or train on data")
+	case policy.AssistantPrivate:
+		how = append(how, "another assistant whose provider neither stores nor trains on data")
+	}
 	if n.NeverAsk {
 		how = append(how, "never asking the person")
 	}

@@ -106,7 +106,7 @@ func (c *Client) RegisterProvider(ctx context.Context, a operator.Actor, raw []b
 func (c *Client) AddClient(ctx context.Context, a operator.Actor, n operator.NewClient) (string, store.Client, error) {
 	var out addedClient
 	err := c.do(ctx, pathAddClient, addClient{By: by(a), Name: n.Name, Trust: n.Trust, NeverAsk: n.NeverAsk,
-		RequireToken: n.RequireToken, UnixUID: n.UnixUID}, &out)
+		RequireToken: n.RequireToken, UnixUID: n.UnixUID, Assistant: n.Assistant}, &out)
 	return out.Key, out.Client, err
 }
 

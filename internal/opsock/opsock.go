@@ -96,6 +96,9 @@ type addClient struct {
 	NeverAsk     bool   `json:"never_ask"`
 	RequireToken bool   `json:"require_token"`
 	UnixUID      *int   `json:"unix_uid,omitempty"`
+	// Assistant is left out when empty, so that a gateway of the release before, which
+	// knows no such member, still adds the person's own agents.
+	Assistant string `json:"assistant,omitempty"`
 }
 
 type addedClient struct {

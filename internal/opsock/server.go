@@ -57,7 +57,7 @@ func (s *Server) Handler() http.Handler {
 	}))
 	mux.HandleFunc("POST "+pathAddClient, handle(s, func(ctx context.Context, r addClient) (addedClient, error) {
 		key, c, err := s.Ops.AddClient(ctx, r.By.op(), operator.NewClient{Name: r.Name, Trust: r.Trust, NeverAsk: r.NeverAsk,
-			RequireToken: r.RequireToken, UnixUID: r.UnixUID})
+			RequireToken: r.RequireToken, UnixUID: r.UnixUID, Assistant: r.Assistant})
 		c.KeyHash = ""
 		return addedClient{Key: key, Client: c}, err
 	}))

@@ -61,6 +61,10 @@ type Call struct {
 	// (only capgate itself is): system is read as privileged, and an empty or unknown level as
 	// public.
 	ClientTrust manifest.AuthLevel
+	// Assistant says whether the client is another assistant, and which kind: the data
+	// classes such a client may not reach are refused here too (AssistantRefusal). An
+	// unknown kind is read as AssistantKeeps, the stricter.
+	Assistant Assistant
 	// ClientNeverAsk: the client is set never to raise consent requests; a call that would
 	// ask is refused instead.
 	ClientNeverAsk bool

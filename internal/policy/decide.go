@@ -23,7 +23,9 @@ import (
 //  3. The params break the capability's schema: INVALID_REQUEST, naming the field paths,
 //     never the values.
 //  4. The client's trust ranks below the capability's auth_level (public < user <
-//     privileged < system; no client is system): PERMISSION_DENIED.
+//     privileged < system; no client is system), or the client is another assistant and
+//     the capability's data classes are not for its kind (AssistantRefusal):
+//     PERMISSION_DENIED.
 //  5. With a token: no grant covers the capability's permission (token.Covers), or the
 //     token's constraints refused the params: CAPABILITY_DENIED, naming the rule. Without a
 //     token: a capability that RunsWithoutToken goes on (public and low risk; or low risk,
@@ -104,6 +106,9 @@ func Decide(c *Call) Decision {
 	if trustRank < cp.authRank {
 		return t.deny(4, CodePermissionDenied, fmt.Sprintf("%s needs a client trusted as %s, and this client is trusted as %s",
 			id, trustWord(cp.AuthLevel), trust))
+	}
+	if why := AssistantRefusal(c.Assistant, c.Capability); why != "" {
+		return t.deny(4, CodePermissionDenied, "this client is another assistant, and "+id+" is not for it: "+why)
 	}
 	if t.on() {
 		t.note(4, "the client is trusted as ", string(trust), "; ", id, " needs ", trustWord(cp.AuthLevel))

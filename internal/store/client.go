@@ -3,7 +3,7 @@ package store
 import "github.com/capgate/capgate/manifest"
 
 // ClientColumns are a client's columns in both schemas, in the order ScanClient reads them.
-const ClientColumns = `id, name, key_hash, trust, never_ask, unix_uid, created, disabled, require_token`
+const ClientColumns = `id, name, key_hash, trust, never_ask, unix_uid, created, disabled, require_token, assistant`
 
 // ClientRow is a Client as its columns hold it: UnixUID NULL when unset, Created as TimeCol
 // has it.
@@ -13,12 +13,13 @@ type ClientRow struct {
 	UnixUID                  NullInt
 	Created                  NullInt
 	Disabled, RequireToken   bool
+	Assistant                string
 }
 
 // Args is r's columns in ClientColumns order, as the arguments of a statement of n's driver.
 func (r ClientRow) Args(n NullTypes) []any {
 	return []any{r.ID, r.Name, r.KeyHash, r.Trust, r.NeverAsk, n.IntArg(r.UnixUID), n.IntArg(r.Created),
-		r.Disabled, r.RequireToken}
+		r.Disabled, r.RequireToken, r.Assistant}
 }
 
 // UpdateArgs is r's columns after the id, in ClientColumns order, then the id: the arguments
@@ -36,7 +37,7 @@ func ClientRowOf(c Client) (ClientRow, error) {
 		return ClientRow{}, err
 	}
 	r := ClientRow{ID: c.ID, Name: c.Name, KeyHash: c.KeyHash, Trust: string(c.Trust), NeverAsk: c.NeverAsk,
-		Created: created, Disabled: c.Disabled, RequireToken: c.RequireToken}
+		Created: created, Disabled: c.Disabled, RequireToken: c.RequireToken, Assistant: c.Assistant}
 	if c.UnixUID != nil {
 		r.UnixUID = NullInt{Int64: int64(*c.UnixUID), Valid: true}
 	}
@@ -49,11 +50,11 @@ func ClientRowOf(c Client) (ClientRow, error) {
 func ScanClient(sc Scanner, n NullTypes) (Client, error) {
 	var r ClientRow
 	if err := sc.Scan(&r.ID, &r.Name, &r.KeyHash, &r.Trust, &r.NeverAsk, n.Int(&r.UnixUID), n.Int(&r.Created),
-		&r.Disabled, &r.RequireToken); err != nil {
+		&r.Disabled, &r.RequireToken, &r.Assistant); err != nil {
 		return Client{}, err
 	}
 	c := Client{ID: r.ID, Name: r.Name, KeyHash: r.KeyHash, Trust: manifest.AuthLevel(r.Trust), NeverAsk: r.NeverAsk,
-		Created: r.Created.Time(), Disabled: r.Disabled, RequireToken: r.RequireToken}
+		Created: r.Created.Time(), Disabled: r.Disabled, RequireToken: r.RequireToken, Assistant: r.Assistant}
 	if r.UnixUID.Valid {
 		uid := int(r.UnixUID.Int64)
 		c.UnixUID = &uid

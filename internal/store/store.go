@@ -140,6 +140,11 @@ type Client struct {
 	// RequireToken: every call of this client needs a token (or the person's consent for
 	// the call), even a low-risk read that another client may make without one.
 	RequireToken bool
+	// Assistant is "" for an agent of the person's, or what kind of other assistant the
+	// client is (policy.Assistant: "keeps" when its provider stores or trains on what it is
+	// given, "private" when it does neither): such a client never reaches what the
+	// definitions document keeps from other assistants.
+	Assistant string
 }
 
 // Clients are the agents.

@@ -67,6 +67,13 @@ func (s *Server) clients(w http.ResponseWriter, r *http.Request, csrf string) {
 		if c.UnixUID != nil {
 			set = append(set, "is also the unix user "+strconv.Itoa(*c.UnixUID)+" on the gateway's socket")
 		}
+		switch c.Assistant {
+		case "":
+		case "private":
+			set = append(set, "is another assistant whose provider neither stores nor trains on data: never your sensitive data")
+		default:
+			set = append(set, "is another assistant that may keep what it is given: never your personal context or sensitive data")
+		}
 		v := clientView{ID: reveal(c.ID, false), Name: reveal(c.Name, false), Trust: reveal(string(c.Trust), false), Disabled: c.Disabled,
 			Settings: strings.Join(set, "; "), Created: showTime(c.Created), LiveTokens: live[c.ID]}
 		views = append(views, v)

@@ -17,7 +17,7 @@ func (s *Store) PutClient(ctx context.Context, c store.Client) error {
 	if err != nil {
 		return errs.Wrap("put client", err)
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO clients (`+store.ClientColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+	_, err = s.pool.Exec(ctx, `INSERT INTO clients (`+store.ClientColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		r.Args(nulls{})...)
 	if isUnique(err) {
 		return errs.Exists("client id, name, key hash or uid")
@@ -33,7 +33,7 @@ func (s *Store) UpdateClient(ctx context.Context, c store.Client) error {
 		return errs.Wrap("update client", err)
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE clients SET name = $1, key_hash = $2, trust = $3,
-			never_ask = $4, unix_uid = $5, created = $6, disabled = $7, require_token = $8 WHERE id = $9`,
+			never_ask = $4, unix_uid = $5, created = $6, disabled = $7, require_token = $8, assistant = $9 WHERE id = $10`,
 		r.UpdateArgs(nulls{})...)
 	if isUnique(err) {
 		return errs.Exists("client name, key hash or uid")

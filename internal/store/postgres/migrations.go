@@ -228,6 +228,9 @@ CREATE TABLE holdings (
 );
 CREATE INDEX holdings_client ON holdings (client_id, created);
 `},
+	{Version: 6, Name: "clients that are other assistants", SQL: `
+ALTER TABLE clients ADD COLUMN assistant text NOT NULL DEFAULT '';
+`},
 }
 
 // takeUseFunction is the statement that makes capgate_take_use, as steps 3 and 4 have it:

@@ -15,7 +15,7 @@ func (s *Store) PutClient(ctx context.Context, c store.Client) error {
 		return errs.Wrap("put client", err)
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := s.txExec(ctx, tx, `INSERT INTO clients (`+store.ClientColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := s.txExec(ctx, tx, `INSERT INTO clients (`+store.ClientColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.Args(nulls{})...)
 		if isUnique(err) {
 			return errs.Exists("client id, name, key hash or uid")
@@ -33,7 +33,7 @@ func (s *Store) UpdateClient(ctx context.Context, c store.Client) error {
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
 		res, err := s.txExec(ctx, tx, `UPDATE clients SET name = ?, key_hash = ?, trust = ?,
-				never_ask = ?, unix_uid = ?, created = ?, disabled = ?, require_token = ? WHERE id = ?`,
+				never_ask = ?, unix_uid = ?, created = ?, disabled = ?, require_token = ?, assistant = ? WHERE id = ?`,
 			r.UpdateArgs(nulls{})...)
 		if isUnique(err) {
 			return errs.Exists("client name, key hash or uid")

@@ -127,6 +127,9 @@ CREATE TABLE holdings (
 ) STRICT;
 CREATE INDEX holdings_client ON holdings(client_id, created);
 `},
+	{Version: 5, Name: "clients that are other assistants", SQL: `
+ALTER TABLE clients ADD COLUMN assistant TEXT NOT NULL DEFAULT '';
+`},
 }
 
 // revisionTriggers is step 2's triggers that raise the revision on every insert, update and

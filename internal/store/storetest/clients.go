@@ -38,7 +38,7 @@ func testClients(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("RoundTrip", func(t *testing.T) {
 		s, ctx := open(t), t.Context()
 		c := store.Client{ID: "cl_1", Name: "claude", KeyHash: "sha256:abcd", Trust: "privileged",
-			NeverAsk: true, UnixUID: uid(1000), Created: at(0), Disabled: true, RequireToken: true}
+			NeverAsk: true, UnixUID: uid(1000), Created: at(0), Disabled: true, RequireToken: true, Assistant: "private"}
 		must(t, "PutClient", s.PutClient(ctx, c))
 		for name, get := range map[string]func() (store.Client, error){
 			"GetClient":       func() (store.Client, error) { return s.GetClient(ctx, "cl_1") },
@@ -95,7 +95,7 @@ func testClients(t *testing.T, open func(t *testing.T) store.Store) {
 		must(t, "PutClient a", s.PutClient(ctx, a))
 		must(t, "PutClient b", s.PutClient(ctx, b))
 		a2 := store.Client{ID: "cl_a", Name: "alpha2", KeyHash: "sha256:new", Trust: "public",
-			NeverAsk: true, UnixUID: uid(42), Created: at(0), Disabled: true, RequireToken: true}
+			NeverAsk: true, UnixUID: uid(42), Created: at(0), Disabled: true, RequireToken: true, Assistant: "keeps"}
 		must(t, "UpdateClient", s.UpdateClient(ctx, a2))
 		got, err := s.GetClient(ctx, "cl_a")
 		must(t, "GetClient", err)
