@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/internal/port"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
@@ -240,6 +242,15 @@ func (r *runner) run(c *manifest.Capability, res *Result) error {
 	if len(cases) == 0 {
 		res.Status, res.Reason = StatusSuiteError, "the suite has no case for the method "+method
 		return nil
+	}
+	// What the host knows of the method holds the capability's declarations first, whether
+	// or not its calls can be run: a write with no dry run that claims an undo it does not
+	// have fails as one that runs does.
+	for _, i := range cases {
+		if why := declared(c, suite.Cases[i].Expect); why != "" {
+			res.Status, res.Case, res.Reason = StatusFailed, suite.Cases[i].Name, why
+			return nil
+		}
 	}
 	switch {
 	case c.DryRun:
@@ -472,4 +483,28 @@ func bounded(s string) string {
 		cut--
 	}
 	return out[:cut] + "…"
+}
+
+// declared says how c's declarations break what the host knows of its method (a case's
+// Expect), "" when they do not: a reversibility above the method's (as capgate reads c's:
+// policy.Reversibility), a data class the method touches that c does not declare (a
+// declared class covers its sub-classes), a surface requirement c does not declare.
+func declared(c *manifest.Capability, e port.Expect) string {
+	if e.Reversibility != "" {
+		have := policy.Reversibility(c)
+		if slices.Index(manifest.Reversibilities, have) < slices.Index(manifest.Reversibilities, e.Reversibility) {
+			return "reversibility: the capability is " + string(have) + ", and its method is at most " + string(e.Reversibility)
+		}
+	}
+	for _, dc := range e.DataClasses {
+		if !slices.ContainsFunc(c.DataClasses, func(d string) bool { return d == dc || strings.HasPrefix(dc, d+".") }) {
+			return "data_classes: the method touches " + dc + ", which the capability does not declare"
+		}
+	}
+	for _, s := range e.Surface {
+		if !slices.Contains(c.Surface, s) {
+			return "surface: the method needs " + s + " on the approval surface, which the capability does not declare"
+		}
+	}
+	return ""
 }

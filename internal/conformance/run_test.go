@@ -258,3 +258,47 @@ func TestRunFaults(t *testing.T) {
 		t.Fatalf("cancelled mid-case: %v, %v", got, err)
 	}
 }
+
+// What the host's suite knows of a method holds the capability's declarations: its
+// reversibility (read as capgate reads it), its data classes and its surface. A capability
+// that declares less than the method touches, or more reversibility than the method has,
+// fails the case that says so, even a write whose calls cannot be run; one that declares
+// what the suite says passes.
+func TestRunHoldsDeclarations(t *testing.T) {
+	const suite = `{"suite": "conformance/knowledge/v1/basic", "cases": [
+  {"name": "finds-onboarding", "method": "search", "params": {"query": "onboarding"},
+   "expect": {"max_effect": "read", "data_classes": ["documents.text"], "surface": ["screen"]}},
+  {"name": "reindex-is-final", "method": "reindex", "expect": {"max_effect": "read", "reversibility": "irreversible"}},
+  {"name": "publish-is-final", "method": "publish", "params": {"doc": "a"}, "expect": {"max_effect": "read", "reversibility": "compensable"}}]}`
+	reg := registry(t, suite)
+	for _, tt := range []struct {
+		name         string
+		replacements []string
+		id           string
+		status       conformance.Status
+		reason       string
+	}{
+		{"an undeclared data class", nil, searchID, conformance.StatusFailed, "data_classes: the method touches documents.text, which the capability does not declare"},
+		{"a data class declared, no surface", []string{`"idempotency": "natural", "environment_scope": ["dev"],`, `"idempotency": "natural", "environment_scope": ["dev"], "data_classes": ["documents"],`},
+			searchID, conformance.StatusFailed, "surface: the method needs screen on the approval surface, which the capability does not declare"},
+		{"both declared", []string{`"idempotency": "natural", "environment_scope": ["dev"],`, `"idempotency": "natural", "environment_scope": ["dev"], "data_classes": ["documents.text"], "surface": ["screen"],`},
+			searchID, conformance.StatusPassed, ""},
+		{"another class's prefix is not its parent", []string{`"idempotency": "natural", "environment_scope": ["dev"],`, `"idempotency": "natural", "environment_scope": ["dev"], "data_classes": ["documents.te"], "surface": ["screen"],`},
+			searchID, conformance.StatusFailed, "data_classes:"},
+		{"irreversible as the method", nil, reindexID, conformance.StatusPassed, ""},
+		{"an undo it claims", []string{`"dry_run": true, "evidence": ["audit.reindex"],`, `"dry_run": true, "evidence": ["audit.reindex"], "undo_window_ms": 60000,`},
+			reindexID, conformance.StatusFailed, "reversibility: the capability is reversible, and its method is at most irreversible"},
+		{"reversible said without an undo window is read as irreversible", []string{`"dry_run": true, "evidence": ["audit.reindex"],`, `"dry_run": true, "evidence": ["audit.reindex"], "reversibility": "reversible",`},
+			reindexID, conformance.StatusPassed, ""},
+		{"a write that cannot be run is held all the same", []string{`"evidence": ["audit.publish"], "environment_scope": ["dev"],`, `"evidence": ["audit.publish"], "environment_scope": ["dev"], "undo_window_ms": 1000,`},
+			publishID, conformance.StatusFailed, "reversibility: the capability is reversible, and its method is at most compensable"},
+		{"a write that cannot be run, declared as it is", nil, publishID, conformance.StatusNotRun, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := run(t, &kb{doc: loadManifest(t, tt.replacements...)}, reg, nil, tt.id)[0]
+			if got.Status != tt.status || !strings.Contains(got.Reason, tt.reason) {
+				t.Errorf("%v, want %s %q", got, tt.status, tt.reason)
+			}
+		})
+	}
+}

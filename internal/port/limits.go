@@ -40,4 +40,7 @@ const (
 	// MaxCases bounds the cases of one suite: each is one call of the provider, under its own
 	// timeout, so the bound is also the bound on how long a suite can keep an install waiting.
 	MaxCases = 64
+	// MaxCaseNames bounds a case's data classes and surface requirements: a method touches a
+	// few classes, and there are three surface requirements.
+	MaxCaseNames = 32
 )

@@ -28,7 +28,7 @@ var ErrSuiteNotFound = errors.New("conformance suite not found")
 var (
 	suiteFields  = []string{"suite", "cases"}
 	caseFields   = []string{"name", "method", "params", "expect"}
-	expectFields = []string{"error", "max_effect"}
+	expectFields = []string{"error", "max_effect", "reversibility", "data_classes", "surface"}
 )
 
 // expectedErrors are the error codes a case may expect.
@@ -69,6 +69,13 @@ var expectedErrors = []sdk.Code{sdk.CodeInvalidParams, sdk.CodeExecutionFailed, 
 //     not an answer a suite can ask for).
 //   - expect.max_effect: none or read, the worst effect the call may report. A suite runs only
 //     dry runs and calls of capabilities that read, so no case can expect more.
+//   - expect.reversibility, expect.data_classes, expect.surface (optional): what the host
+//     knows of the method, which the capability's declarations are held to: it may declare
+//     no more reversibility than reversibility (reversible > compensable > irreversible,
+//     after capgate's own reading: reversible only with an undo window); it must declare each
+//     data class of data_classes (a class covers its sub-classes); and each surface
+//     requirement (screen, voice, strong_auth) of surface. This is how the evaluation checks
+//     a capability's declared reversibility, data classes and surface requirement.
 //
 // The format is strict: unknown members, duplicate member names, numbers a double cannot hold
 // exactly and missing required members are refused, each problem named by its field path.
@@ -97,7 +104,21 @@ type Expect struct {
 	Error sdk.Code
 	// MaxEffect is the worst effect the call may report: none or read.
 	MaxEffect manifest.SideEffect
+	// Reversibility, when set, is the most reversible the method really is, as the host
+	// knows it: a capability that declares more (reversible where the method is compensable
+	// or irreversible) fails the case.
+	Reversibility manifest.Reversibility
+	// DataClasses are the data classes the method reads or writes: each must be among the
+	// capability's declared data_classes (a declared class covers its own sub-classes, so
+	// "memory" covers "memory.entries").
+	DataClasses []string
+	// Surface is what the approval surface must offer for the method (screen, voice,
+	// strong_auth): each must be among the capability's declared surface.
+	Surface []string
 }
+
+// surfaces are the surface requirements a case may name, as definitions do.
+var surfaces = []string{"screen", "voice", "strong_auth"}
 
 // SplitSuite splits a suite name such as "conformance/knowledge/v1/basic" into its port,
 // major and suite part. It reports false for anything that is not a suite name.
@@ -251,7 +272,52 @@ func (d *decoder) suiteCase(v jcs.Value, path string) Case {
 			d.add(field(ep, "max_effect"), "must be none or read: a suite runs only dry runs and reads")
 		}
 	}
+	if s, ok := d.str(ev, ep, "reversibility", false); ok {
+		if r := manifest.Reversibility(s); r.Valid() {
+			c.Expect.Reversibility = r
+		} else {
+			d.add(field(ep, "reversibility"), "must be reversible, compensable or irreversible")
+		}
+	}
+	c.Expect.DataClasses = d.names(ev, ep, "data_classes", dataClassPattern, "must match ^[a-z][a-z0-9._-]{0,127}$")
+	c.Expect.Surface = d.names(ev, ep, "surface", nil, "must be screen, voice or strong_auth")
 	return c
+}
+
+// dataClassPattern is the spelling of a data class, as manifests have it.
+var dataClassPattern = regexp.MustCompile(`^[a-z][a-z0-9._-]{0,127}$`)
+
+// names reads the optional list of distinct strings o.name: each matching pattern, or, with
+// pattern nil, one of surfaces; at most MaxCaseNames.
+func (d *decoder) names(o jcs.Value, path, name string, pattern *regexp.Regexp, rule string) []string {
+	v, ok := o.Get(name)
+	if !ok {
+		return nil
+	}
+	p := field(path, name)
+	if v.Kind != jcs.Array {
+		d.add(p, "must be an array of strings")
+		return nil
+	}
+	if len(v.Items) > MaxCaseNames {
+		d.add(p, fmt.Sprintf("more than %d entries", MaxCaseNames))
+		return nil
+	}
+	var out []string
+	for i, item := range v.Items {
+		ip := index(p, i)
+		switch {
+		case item.Kind != jcs.String:
+			d.add(ip, "must be a string")
+		case pattern != nil && !pattern.MatchString(item.Str), pattern == nil && !slices.Contains(surfaces, item.Str):
+			d.add(ip, rule)
+		case slices.Contains(out, item.Str):
+			d.add(ip, "listed twice")
+		default:
+			out = append(out, item.Str)
+		}
+	}
+	return out
 }
 
 // Suite loads the conformance suite name from the descriptor folder the registry was loaded
@@ -375,8 +441,11 @@ func readSuiteFile(root *os.Root, rel string) ([]byte, error) {
 // MarshalJSON writes s as a suite file, which ParseSuite reads back as an equal Suite.
 func (s *Suite) MarshalJSON() ([]byte, error) {
 	type expect struct {
-		Error     sdk.Code            `json:"error,omitempty"`
-		MaxEffect manifest.SideEffect `json:"max_effect"`
+		Error         sdk.Code               `json:"error,omitempty"`
+		MaxEffect     manifest.SideEffect    `json:"max_effect"`
+		Reversibility manifest.Reversibility `json:"reversibility,omitempty"`
+		DataClasses   []string               `json:"data_classes,omitempty"`
+		Surface       []string               `json:"surface,omitempty"`
 	}
 	type kase struct {
 		Name   string          `json:"name"`
@@ -390,7 +459,8 @@ func (s *Suite) MarshalJSON() ([]byte, error) {
 		if len(params) == 0 {
 			params = json.RawMessage("{}")
 		}
-		cases[i] = kase{c.Name, c.Method, params, expect{c.Expect.Error, c.Expect.MaxEffect}}
+		e := c.Expect
+		cases[i] = kase{c.Name, c.Method, params, expect{e.Error, e.MaxEffect, e.Reversibility, e.DataClasses, e.Surface}}
 	}
 	return json.Marshal(struct {
 		Suite string `json:"suite"`

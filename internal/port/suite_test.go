@@ -78,13 +78,16 @@ func TestSuiteExample(t *testing.T) {
 func TestSuiteParse(t *testing.T) {
 	s, err := port.ParseSuite([]byte(`{"suite": "conformance/knowledge/v1/basic", "cases": [
 		{"name": "finds", "method": "search", "params": {"z": 1, "a": ["x", {"b": true}]}, "expect": {"max_effect": "read"}},
-		{"name": "no-params", "method": "search", "expect": {"error": "invalid_params", "max_effect": "none"}}]}`))
+		{"name": "no-params", "method": "search", "expect": {"error": "invalid_params", "max_effect": "none"}},
+		{"name": "held", "method": "search", "expect": {"max_effect": "read", "reversibility": "compensable", "data_classes": ["memory.entries", "contacts"], "surface": ["strong_auth", "screen"]}}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := &port.Suite{Name: basic, Port: "knowledge", Major: 1, Cases: []port.Case{
 		{Name: "finds", Method: "search", Params: json.RawMessage(`{"a":["x",{"b":true}],"z":1}`), Expect: port.Expect{MaxEffect: manifest.SideEffectRead}},
 		{Name: "no-params", Method: "search", Params: json.RawMessage(`{}`), Expect: port.Expect{Error: sdk.CodeInvalidParams, MaxEffect: manifest.SideEffectNone}},
+		{Name: "held", Method: "search", Params: json.RawMessage(`{}`), Expect: port.Expect{MaxEffect: manifest.SideEffectRead, Reversibility: manifest.Compensable,
+			DataClasses: []string{"memory.entries", "contacts"}, Surface: []string{"strong_auth", "screen"}}},
 	}}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("got %+v\nwant %+v", s, want)
@@ -133,6 +136,12 @@ func TestSuiteParseRefusals(t *testing.T) {
 		{"max effect unknown", c(`{"name": "a", "method": "search", "expect": {"max_effect": "READ"}}`), "cases[0].expect.max_effect", "must be none or read", nil},
 		{"error timeout", c(`{"name": "a", "method": "search", "expect": {"error": "timeout", "max_effect": "read"}}`), "cases[0].expect.error", "must be one of", nil},
 		{"error not a string", c(`{"name": "a", "method": "search", "expect": {"error": 1, "max_effect": "read"}}`), "cases[0].expect.error", "must be a string", nil},
+		{"reversibility unknown", c(`{"name": "a", "method": "search", "expect": {"max_effect": "read", "reversibility": "mostly"}}`), "cases[0].expect.reversibility", "must be reversible, compensable or irreversible", nil},
+		{"data classes not a list", c(`{"name": "a", "method": "search", "expect": {"max_effect": "read", "data_classes": "memory"}}`), "cases[0].expect.data_classes", "must be an array", nil},
+		{"data class spelled badly", c(`{"name": "a", "method": "search", "expect": {"max_effect": "read", "data_classes": ["Memory"]}}`), "cases[0].expect.data_classes[0]", "must match", nil},
+		{"data class twice", c(`{"name": "a", "method": "search", "expect": {"max_effect": "read", "data_classes": ["memory", "memory"]}}`), "cases[0].expect.data_classes[1]", "listed twice", nil},
+		{"data class not a string", c(`{"name": "a", "method": "search", "expect": {"max_effect": "read", "data_classes": [1]}}`), "cases[0].expect.data_classes[0]", "must be a string", nil},
+		{"surface unknown", c(`{"name": "a", "method": "search", "expect": {"max_effect": "read", "surface": ["telepathy"]}}`), "cases[0].expect.surface[0]", "must be screen, voice or strong_auth", nil},
 		{"too deep", c(`{"name": "a", "method": "search", "params": {"a":` + strings.Repeat("[", port.MaxSuiteDepth) + strings.Repeat("]", port.MaxSuiteDepth) + `}, "expect": {"max_effect": "read"}}`), "", "", jcs.ErrTooDeep},
 		{"too large", c(`{"name": "a", "method": "search", "params": {"q": "` + strings.Repeat("x", port.MaxSuiteBytes) + `"}, "expect": {"max_effect": "read"}}`), "", "larger than", jcs.ErrTooLarge},
 	}
