@@ -309,7 +309,22 @@ func TestCancel(t *testing.T) {
 	}
 	_, err = alice.c.CancelTask(alice.ctx, &a2asdk.TaskIDParams{ID: task.ID})
 	wantErr(t, "cancel of a canceled task", err, a2asdk.ErrTaskNotCancelable)
-	// The person's approval after the cancel runs nothing: no call waits for it.
+	// The task's question is withdrawn: the person is not left one nothing waits on, and an
+	// approval after the cancel runs nothing.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := e.g.Store.GetConsent(e.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.State == store.ConsentCancelled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the canceled task's consent request is %s, want cancelled", c.State)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	_ = e.g.Consent.Approve(e.ctx, id, "person", false)
 	if _, err := os.Stat(filepath.Join(e.g.Workspace(), "cancelled.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a canceled write was written (%v)", err)

@@ -58,6 +58,9 @@ func (h *Handler) start(ctx context.Context, caller broker.Caller, t task) (*run
 		req: broker.Request{
 			RequestID: "a2a-" + rec.ID, Action: h.action(t), App: t.App, Method: t.Method,
 			Params: t.Params, ParamsValue: t.ParamsValue,
+			// A task that ends while it waits for the person (cancelled, out of time,
+			// capgate closing) is never asked again: its question is withdrawn.
+			WithdrawOnCancel: true,
 		},
 		dirty: make(chan struct{}, 1), done: make(chan struct{}), rec: rec, changed: make(chan struct{}),
 	}

@@ -185,6 +185,11 @@ type Request struct {
 	// answer instead of asking again. Another client's request, or another call's, is
 	// INVALID_REQUEST; an approval lets one call run, once.
 	Consent string
+	// WithdrawOnCancel: when ctx ends while the call waits for the person, the consent request
+	// is withdrawn (cancelled) rather than left pending for a later call to resume: for a
+	// front whose calls are not asked again (an A2A task that was cancelled, or ran out of
+	// time), so that the person is not left a question nothing waits on.
+	WithdrawOnCancel bool
 	// Route, for a call by definition, says how its capability was chosen ("by definition
 	// NAME@MAJOR.MINOR on the PATH path"): every record of the call begins its explanation
 	// with it, so that the audit log says which path ran.
@@ -914,6 +919,9 @@ func (b *Broker) ask(ctx context.Context, f facts, caller Caller, req Request, c
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:
+			if req.WithdrawOnCancel {
+				b.withdrawAsk(ctx, id)
+			}
 			return id, false, false, ctx.Err()
 		case wctx.Err() != nil:
 			return id, false, false, errNoAnswer
