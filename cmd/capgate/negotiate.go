@@ -46,14 +46,19 @@ With --json, print {"offered": ["name@major.minor", ...], "choices": [{"name", "
 			if err := definition.CheckRoot(l.file.DefinitionsRoot); err != nil {
 				return usageErr("definitions_root in %s: %w", l.configPath, err)
 			}
-			dir := defsDir
-			if dir == "" {
-				dir = l.file.DefinitionsDir
+			dirs := []string{defsDir}
+			if defsDir == "" {
+				// As capgate serve loads them: the definitions folder, and the definitions
+				// of the plugin ports in the ports folder.
+				dirs[0] = l.file.DefinitionsDir
+				if dirs[0] == "" {
+					dirs[0] = filepath.Join(l.dataDir, "definitions")
+				}
+				if l.file.PortsDir != "" {
+					dirs = append(dirs, filepath.Join(l.file.PortsDir, "definitions"))
+				}
 			}
-			if dir == "" {
-				dir = filepath.Join(l.dataDir, "definitions")
-			}
-			set, loadErrs := definition.LoadDir(dir, l.file.DefinitionsRoot, keys.TrustStore{Dir: l.trustedDir})
+			set, loadErrs := definition.LoadDirs(dirs, l.file.DefinitionsRoot, keys.TrustStore{Dir: l.trustedDir})
 			n := definition.Negotiate(set, list)
 			res := struct {
 				Offered   []string            `json:"offered"`

@@ -141,7 +141,7 @@ flight finish and a final audit checkpoint is signed.`,
 			}
 			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, TimeoutCeiling: ceiling, Resolver: egress.DNSResolver{Server: l.file.EgressResolver}, AllowPrivate: ih.AllowPrivate, Credentials: creds, SandboxRoot: l.file.SandboxRoot, BudgetCeiling: budgets, Store: l.store, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger, Workspace: ws, UIHosts: uiHosts,
 				DefinitionsDir: l.file.DefinitionsDir, DefinitionsRoot: l.file.DefinitionsRoot, ProviderPolicy: providerPolicy,
-				Suites: suites, EvaluationInterval: every,
+				Suites: suites, EvaluationInterval: every, PortsDir: l.file.PortsDir,
 				Sandbox: mode, Hidden: hidden, RequireToken: requireToken || l.file.RequireToken, AuditWitness: l.witness})
 			if err != nil {
 				return err

@@ -89,32 +89,47 @@ var ErrNoParent = errors.New("the definition it extends is not loaded")
 // a second file of the same name and version, and an extension whose parent is missing are
 // each left out, with a LoadError saying why. A missing folder is an empty set.
 func LoadDir(dir, root string, ks KeySource) (*Set, []error) {
+	return LoadDirs([]string{dir}, root, ks)
+}
+
+// LoadDirs is LoadDir over several folders, as one set: the host's definitions folder and the
+// definitions of its plugin ports. A name and version in two folders is a duplicate like one
+// in two files, and an extension may extend a definition of another folder. With more than
+// one folder a LoadError's File is the file's path.
+func LoadDirs(dirs []string, root string, ks KeySource) (*Set, []error) {
 	s := &Set{byRef: map[string]*Definition{}}
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return s, nil
-	}
-	if err != nil {
-		return s, []error{fmt.Errorf("definition: read the folder: %w", err)}
-	}
 	var errs []error
 	files := map[string]string{} // ref → file, for duplicates
-	for _, e := range entries {
-		if e.IsDir() || filepath.Ext(e.Name()) != ".json" {
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		def, lerr := loadFile(filepath.Join(dir, e.Name()), root, ks)
-		if lerr != nil {
-			lerr.File = e.Name()
-			errs = append(errs, lerr)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("definition: read the folder: %w", err))
 			continue
 		}
-		if other, dup := files[def.Ref()]; dup {
-			errs = append(errs, &LoadError{File: e.Name(), Err: fmt.Errorf("%w (%s)", ErrDuplicate, other)})
-			continue
+		for _, e := range entries {
+			if e.IsDir() || filepath.Ext(e.Name()) != ".json" {
+				continue
+			}
+			name := e.Name()
+			if len(dirs) > 1 {
+				name = filepath.Join(dir, name)
+			}
+			def, lerr := loadFile(filepath.Join(dir, e.Name()), root, ks)
+			if lerr != nil {
+				lerr.File = name
+				errs = append(errs, lerr)
+				continue
+			}
+			if other, dup := files[def.Ref()]; dup {
+				errs = append(errs, &LoadError{File: name, Err: fmt.Errorf("%w (%s)", ErrDuplicate, other)})
+				continue
+			}
+			files[def.Ref()] = name
+			s.byRef[def.Ref()] = def
 		}
-		files[def.Ref()] = e.Name()
-		s.byRef[def.Ref()] = def
 	}
 	// Extensions whose parent is missing go, until none is left: dropping one may orphan its
 	// own extensions.

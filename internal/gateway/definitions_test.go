@@ -547,3 +547,61 @@ func TestCallByDefinition(t *testing.T) {
 		t.Errorf("without a key: %d", status)
 	}
 }
+
+// The definitions of the host's plugin ports (the ports folder's definitions) are loaded
+// beside the definitions folder's, as one set: a capability of a port implements them, a
+// client negotiates them; a port's definition also in the definitions folder is a duplicate,
+// left out, and the first kept.
+func TestPortDefinitionsLoaded(t *testing.T) {
+	ports := t.TempDir()
+	e := newEnv(t, options{portsDir: ports, before: func(dataDir string) {
+		signRideDefinition(t, dataDir)
+		if err := os.MkdirAll(filepath.Join(ports, gateway.DefinitionsFolder), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		// The port's own definition, signed with the org.capgate key signRideDefinition
+		// trusted, and the ride definition again (a duplicate).
+		pub, key, _ := ed25519.GenerateKey(nil)
+		if err := keys.WritePublicKey(filepath.Join(dataDir, gateway.LocalTrustDir, "org.capgate.d", "ports.pub"), pub, true); err != nil {
+			t.Fatal(err)
+		}
+		def, _, err := definition.ReadFile("../definition/testdata/ride.yaml", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		signed, _ := definition.Sign(def, key)
+		if err := os.WriteFile(filepath.Join(ports, gateway.DefinitionsFolder, "ride-again.json"), signed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile("../definition/testdata/ride.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := strings.Replace(string(raw), "org.capgate.transport.ride.request", "org.capgate.transport.ride.cancel", 1)
+		path := filepath.Join(t.TempDir(), "cancel.yaml")
+		if err := os.WriteFile(path, []byte(other), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cancelDef, ps, err := definition.ReadFile(path, "")
+		if err != nil || len(ps) > 0 {
+			t.Fatalf("%v %v", ps, err)
+		}
+		signed, _ = definition.Sign(cancelDef, key)
+		if err := os.WriteFile(filepath.Join(ports, gateway.DefinitionsFolder, "cancel.json"), signed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	for _, ref := range []string{"org.capgate.transport.ride.request@1.2", "org.capgate.transport.ride.cancel@1.2"} {
+		if e.g.Definitions.Get(ref) == nil {
+			t.Errorf("%s is not loaded", ref)
+		}
+	}
+	if n := len(e.g.Definitions.All()); n != 2 {
+		t.Errorf("%d definitions loaded, want 2 (the duplicate left out)", n)
+	}
+	a := e.addClient("planner", "user")
+	status, data := e.do(a, "POST", "/v1/definitions/negotiate", []byte(`{"supports":["org.capgate.transport.ride.cancel@1.2"]}`))
+	if status != 200 || !strings.Contains(string(data), `"org.capgate.transport.ride.cancel"`) {
+		t.Errorf("negotiate: %d %s", status, data)
+	}
+}

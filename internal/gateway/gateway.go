@@ -130,6 +130,10 @@ type Config struct {
 	// AuditWitness names a witness that receives every audit checkpoint the gateway signs
 	// (AuditWitnesses): an absolute folder outside the data folder, or an http(s) URL.
 	AuditWitness string
+	// PortsDir is the host's ports folder (the configuration's ports_dir): the signed
+	// definitions of its plugin ports, in its definitions subfolder, are loaded beside
+	// DefinitionsDir's. "" for none.
+	PortsDir string
 	// Suites is the host's kit index (the ports folder's conformance suites), which the
 	// scheduled evaluations run against the running providers (Gateway.Evaluate); nil: none
 	// run here, and the test records made at install still hold.

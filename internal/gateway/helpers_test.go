@@ -188,6 +188,7 @@ type options struct {
 	before        func(dataDir string)   // prepares the data folder before the gateway opens it
 	providers     definition.Policy      // the host's rule on providers (ProviderPolicy)
 	suites        *port.Registry         // the host's kit index, which the evaluations run
+	portsDir      string                 // the host's ports folder, whose definitions are loaded
 }
 
 // env is one gateway opened on its own data folder, the notes app registered at Tier 1 with a
@@ -235,7 +236,7 @@ func newEnv(t *testing.T, o options) *env {
 		Handlers:   handlers,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: o.logLevel})),
 		ConsentTTL: o.consentTTL, ConsentWait: o.consentWait, DelayedCommit: o.delayedCommit,
-		ProviderPolicy: o.providers, Suites: o.suites,
+		ProviderPolicy: o.providers, Suites: o.suites, PortsDir: o.portsDir,
 	})
 	if err != nil {
 		t.Fatal(err)

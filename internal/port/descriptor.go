@@ -86,6 +86,10 @@ type Port struct {
 	Name    string            // "knowledge"; dotted names such as "acme.billing" are allowed
 	Major   int               // 1 for knowledge.v1
 	Methods map[string]Method // method name → floors
+	// Definitions are the definitions (by meaning) the port is the set of, each
+	// name@major.minor, in the descriptor's order: the host loads them from its ports
+	// folder's definitions, and a port naming one it does not load is reported.
+	Definitions []string
 }
 
 // String returns the port's manifest spelling, such as "knowledge.v1".
@@ -95,9 +99,10 @@ func (p *Port) String() string { return p.Name + ".v" + strconv.Itoa(p.Major) }
 // order. ParseDescriptor reads it back as an equal Port.
 func (p *Port) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		Port    string            `json:"port"`
-		Methods map[string]Method `json:"methods"`
-	}{p.String(), p.Methods})
+		Port        string            `json:"port"`
+		Methods     map[string]Method `json:"methods"`
+		Definitions []string          `json:"definitions,omitempty"`
+	}{p.String(), p.Methods, p.Definitions})
 }
 
 // SplitPort splits a port's manifest spelling such as "knowledge.v1" into its name and major.
@@ -116,7 +121,7 @@ func SplitPort(s string) (name string, major int, ok bool) {
 
 // The member names of each object of the descriptor format; any other is refused.
 var (
-	descriptorFields = []string{"port", "methods"}
+	descriptorFields = []string{"port", "methods", "definitions"}
 	methodFields     = []string{"risk", "side_effects", "idempotent", "dry_run", "evidence", "compensating_action"}
 	kitFields        = []string{"suites"}
 )
@@ -279,6 +284,31 @@ func (d *decoder) descriptor(root jcs.Value) *Port {
 		}
 		if _, ok := p.Methods[ca]; !ok || ca == m.Name {
 			d.add("methods."+m.Name+".compensating_action", "must name another method of this port")
+		}
+	}
+	if dv, ok := root.Get("definitions"); ok {
+		switch {
+		case dv.Kind != jcs.Array:
+			d.add("definitions", "must be an array of name@major.minor")
+		case len(dv.Items) > MaxMethods:
+			d.add("definitions", fmt.Sprintf("more than %d definitions", MaxMethods))
+		default:
+			for i, item := range dv.Items {
+				at := "definitions[" + strconv.Itoa(i) + "]"
+				if item.Kind != jcs.String {
+					d.add(at, "must be a string")
+					continue
+				}
+				ref, err := manifest.ParseDefinitionRef(item.Str)
+				switch {
+				case err != nil:
+					d.add(at, "must be a definition's name@major.minor")
+				case slices.Contains(p.Definitions, ref.String()):
+					d.add(at, "listed twice")
+				default:
+					p.Definitions = append(p.Definitions, ref.String())
+				}
+			}
 		}
 	}
 	return p

@@ -204,7 +204,7 @@ func (r *Registry) Port(name string, major int) (*Port, bool) {
 	if p == nil {
 		return nil, false
 	}
-	c := &Port{Name: p.Name, Major: p.Major, Methods: maps.Clone(p.Methods)}
+	c := &Port{Name: p.Name, Major: p.Major, Methods: maps.Clone(p.Methods), Definitions: slices.Clone(p.Definitions)}
 	for k, m := range c.Methods {
 		m.Evidence = slices.Clone(m.Evidence)
 		c.Methods[k] = m

@@ -75,6 +75,18 @@ func TestLoadDirRefusals(t *testing.T) {
 		{name: "unknown member in a method",
 			files: map[string]string{"k.v1.json": `{"port": "k.v1", "methods": {"search": {"risk": "low", "side_effects": "read", "idempotent": true, "dry_run": false, "riks": "low"}}}`},
 			file:  "k.v1.json", path: "methods.search", rule: "unknown member"},
+		{name: "definitions not a list",
+			files: map[string]string{"k.v1.json": `{"port": "k.v1", "definitions": "org.capgate.k.search@1.0", "methods": {"search": ` + goodMethod + `}}`},
+			file:  "k.v1.json", path: "definitions", rule: "must be an array"},
+		{name: "a definition that is no reference",
+			files: map[string]string{"k.v1.json": `{"port": "k.v1", "definitions": ["org.capgate.k.search"], "methods": {"search": ` + goodMethod + `}}`},
+			file:  "k.v1.json", path: "definitions[0]", rule: "name@major.minor"},
+		{name: "a definition listed twice",
+			files: map[string]string{"k.v1.json": `{"port": "k.v1", "definitions": ["org.capgate.k.search@1.0", "org.capgate.k.search@1.0"], "methods": {"search": ` + goodMethod + `}}`},
+			file:  "k.v1.json", path: "definitions[1]", rule: "listed twice"},
+		{name: "a definition not a string",
+			files: map[string]string{"k.v1.json": `{"port": "k.v1", "definitions": [1], "methods": {"search": ` + goodMethod + `}}`},
+			file:  "k.v1.json", path: "definitions[0]", rule: "must be a string"},
 		{name: "unknown member at the root",
 			files: map[string]string{"k.v1.json": `{"port": "k.v1", "version": "1.0", "methods": {"search": ` + goodMethod + `}}`},
 			file:  "k.v1.json", path: "", rule: "unknown member"},
@@ -292,4 +304,30 @@ func fileErrors(err error) []*port.FileError {
 	}
 	walk(err)
 	return out
+}
+
+// A port is the set of definitions it names: they are read in order, kept through the
+// registry's copy, and written back by MarshalJSON.
+func TestDescriptorDefinitions(t *testing.T) {
+	p, err := port.ParseDescriptor([]byte(`{"port": "k.v1", "definitions": ["org.capgate.k.search@1.0", "org.capgate.k.fetch@1.2"], "methods": {"search": `+goodMethod+`}}`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(p.Definitions, []string{"org.capgate.k.search@1.0", "org.capgate.k.fetch@1.2"}) {
+		t.Fatalf("definitions %v", p.Definitions)
+	}
+	data, _ := json.Marshal(p)
+	q, err := port.ParseDescriptor(data, false)
+	if err != nil || !reflect.DeepEqual(p, q) {
+		t.Fatalf("round trip of %s: %+v %v", data, q, err)
+	}
+	reg, err := port.New([]*port.Port{p}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := reg.Port("k", 1)
+	c.Definitions[0] = "changed"
+	if again, _ := reg.Port("k", 1); !reflect.DeepEqual(again.Definitions, p.Definitions) {
+		t.Error("the registry handed out its own list")
+	}
 }
