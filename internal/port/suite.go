@@ -459,8 +459,7 @@ func (s *Suite) MarshalJSON() ([]byte, error) {
 		if len(params) == 0 {
 			params = json.RawMessage("{}")
 		}
-		e := c.Expect
-		cases[i] = kase{c.Name, c.Method, params, expect{e.Error, e.MaxEffect, e.Reversibility, e.DataClasses, e.Surface}}
+		cases[i] = kase{c.Name, c.Method, params, expect(c.Expect)}
 	}
 	return json.Marshal(struct {
 		Suite string `json:"suite"`
