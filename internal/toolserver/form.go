@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -300,12 +299,6 @@ func (s *server) filledFromProfile(ctx context.Context, c *call, fields []FormFi
 // the person granted it) and waits for the person to fill it in (approve, with the answer
 // kept beside the request), decline (deny) or leave it (cancel), within the call c.
 func (s *server) askForm(ctx context.Context, c *call, p *mcpsdk.ElicitParams, fields []FormField) (*mcpsdk.ElicitResult, error) {
-	e := &s.m.o.Env
-	wctx, cancel := context.WithTimeout(ctx, CallTimeout)
-	defer cancel()
-	if c.ctx != nil {
-		defer context.AfterFunc(c.ctx, cancel)()
-	}
 	summary := fmt.Sprintf("The MCP tool server %q asks you to fill in a form, during the call of %s by the client %s. "+
 		"Give only what you want it to have: capgate sends the server exactly what you enter, and nothing if you decline. "+
 		"The form's message, titles and descriptions are the server's own words, untrusted.", s.cfg.Name, c.capabilityID, c.clientID)
@@ -316,35 +309,15 @@ func (s *server) askForm(ctx context.Context, c *call, p *mcpsdk.ElicitParams, f
 	if err != nil || len(params) > consent.MaxPayloadBytes/2 {
 		return s.declined(ctx, c, "form", ReasonFormShape+": too large to show"), nil
 	}
-	clientID := "capgate:toolserver"
-	r := consent.Request{
-		ClientID: clientID, ClientName: "capgate (tool server " + s.cfg.Name + ")", Kind: KindForm,
-		CapabilityID: c.capabilityID, Summary: clipText(summary, consent.MaxTextBytes), Params: params,
-		SideEffects: "network", Risk: "medium", Reversibility: consent.Irreversible,
+	id, answer, err := s.askInput(ctx, c, KindForm, summary, params, "medium")
+	if err != nil || id == "" {
+		return &mcpsdk.ElicitResult{Action: AnswerCancel}, err
 	}
-	payload, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
-	}
-	id := newConsentID()
-	at := e.now()
-	expires := at.Add(CallTimeout + InputGrace)
-	if d, ok := wctx.Deadline(); ok {
-		expires = at.Add(time.Until(d) + InputGrace)
-	}
-	if err := e.Store.PutConsent(ctx, store.Consent{ID: id, ClientID: clientID, Kind: KindForm, Payload: payload,
-		State: store.ConsentPending, Created: at, Expires: expires}); err != nil {
-		s.log().Warn("the form request cannot be shown to the person", "err", err)
-		c.note("capgate could not show the server's form to the person")
-		return &mcpsdk.ElicitResult{Action: AnswerCancel}, nil
-	}
-	s.log().Info("a tool server asks the person to fill in a form", "consent", id)
-	answer := s.waitAnswer(wctx, id)
 	res := &mcpsdk.ElicitResult{Action: answer}
 	var said string
 	switch answer {
 	case AnswerAccept:
-		content, ok := takeFormAnswer(context.WithoutCancel(ctx), e.Store, id)
+		content, ok := takeFormAnswer(context.WithoutCancel(ctx), s.m.o.Env.Store, id)
 		if !ok || !checkAnswer(fields, content) {
 			// An approval without an answer that fits (approved elsewhere than the form, or
 			// a stored answer that does not read) gives the server nothing.

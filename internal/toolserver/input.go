@@ -231,19 +231,10 @@ func (s *server) declined(ctx context.Context, c *call, mode, reason string) *mc
 // askPerson opens a consent request showing the URL and waits for the person's answer,
 // within the call c.
 func (s *server) askPerson(ctx context.Context, c *call, p *mcpsdk.ElicitParams) (*mcpsdk.ElicitResult, error) {
-	e := &s.m.o.Env
-	wctx, cancel := context.WithTimeout(ctx, CallTimeout)
-	defer cancel()
-	if c.ctx != nil {
-		defer context.AfterFunc(c.ctx, cancel)()
-	}
-	during := "during the call of " + c.capabilityID + " by the client " + c.clientID
-	clientID := "capgate:toolserver"
-	capID := c.capabilityID
-	summary := fmt.Sprintf("The MCP tool server %q asks you to open a page, %s. "+
+	summary := fmt.Sprintf("The MCP tool server %q asks you to open a page, during the call of %s by the client %s. "+
 		"capgate does not open it: the address below is exactly what the server sent, its host highlighted. "+
 		"Open it yourself only if you trust it, and only in your own browser; then approve to tell the server you did, "+
-		"or deny to decline. The server's message is its own words, untrusted.", s.cfg.Name, during)
+		"or deny to decline. The server's message is its own words, untrusted.", s.cfg.Name, c.capabilityID, c.clientID)
 	params, err := json.Marshal(map[string]string{"url": p.URL, "message": clipText(strings.ToValidUTF8(p.Message, "\uFFFD"), consent.MaxTextBytes)})
 	if err == nil {
 		params, err = jcs.Canonicalize(params)
@@ -251,31 +242,10 @@ func (s *server) askPerson(ctx context.Context, c *call, p *mcpsdk.ElicitParams)
 	if err != nil {
 		return s.declined(ctx, c, "url", ReasonBadURL), nil
 	}
-	r := consent.Request{
-		ClientID: clientID, ClientName: "capgate (tool server " + s.cfg.Name + ")", Kind: KindURL,
-		CapabilityID: capID, Summary: clipText(summary, consent.MaxTextBytes), Params: params,
-		SideEffects: "network", Risk: "high", Reversibility: consent.Irreversible,
+	id, answer, err := s.askInput(ctx, c, KindURL, summary, params, "high")
+	if err != nil || id == "" {
+		return &mcpsdk.ElicitResult{Action: AnswerCancel}, err
 	}
-	payload, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
-	}
-	id := newConsentID()
-	at := e.now()
-	// It expires a little after the call's end, so that capgate's own withdrawal at the end
-	// (cancelled) is what the record says, rather than an expiry only a later sweep records.
-	expires := at.Add(CallTimeout + InputGrace)
-	if d, ok := wctx.Deadline(); ok {
-		expires = at.Add(time.Until(d) + InputGrace)
-	}
-	if err := e.Store.PutConsent(ctx, store.Consent{ID: id, ClientID: clientID, Kind: KindURL, Payload: payload,
-		State: store.ConsentPending, Created: at, Expires: expires}); err != nil {
-		s.log().Warn("the URL request cannot be shown to the person", "err", err)
-		c.note("capgate could not show the server's URL request to the person")
-		return &mcpsdk.ElicitResult{Action: AnswerCancel}, nil
-	}
-	s.log().Info("a tool server asks the person to open a page", "consent", id)
-	answer := s.waitAnswer(wctx, id)
 	var said string
 	switch answer {
 	case AnswerAccept:
@@ -288,6 +258,43 @@ func (s *server) askPerson(ctx context.Context, c *call, p *mcpsdk.ElicitParams)
 	c.note(said)
 	s.auditInput(ctx, c, id, answer, said+"; what the person did on the page is not known to capgate")
 	return &mcpsdk.ElicitResult{Action: answer}, nil
+}
+
+// askInput puts an information request of the kind (KindURL, KindForm) to the person as a
+// consent request with summary and params, within the call c, and waits for the answer
+// (waitAnswer). The request expires a little after the call's end, so that capgate's own
+// withdrawal at the end (cancelled) is what the record says, rather than an expiry only a
+// later sweep records. A request that cannot be shown is "" (told to c, the answer cancel).
+func (s *server) askInput(ctx context.Context, c *call, kind, summary string, params []byte, risk string) (id, answer string, err error) {
+	e := &s.m.o.Env
+	wctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	if c.ctx != nil {
+		defer context.AfterFunc(c.ctx, cancel)()
+	}
+	clientID := "capgate:toolserver"
+	payload, err := json.Marshal(consent.Request{
+		ClientID: clientID, ClientName: "capgate (tool server " + s.cfg.Name + ")", Kind: kind,
+		CapabilityID: c.capabilityID, Summary: clipText(summary, consent.MaxTextBytes), Params: params,
+		SideEffects: "network", Risk: risk, Reversibility: consent.Irreversible,
+	})
+	if err != nil {
+		return "", "", err
+	}
+	id = newConsentID()
+	at := e.now()
+	expires := at.Add(CallTimeout + InputGrace)
+	if d, ok := wctx.Deadline(); ok {
+		expires = at.Add(time.Until(d) + InputGrace)
+	}
+	if err := e.Store.PutConsent(ctx, store.Consent{ID: id, ClientID: clientID, Kind: kind, Payload: payload,
+		State: store.ConsentPending, Created: at, Expires: expires}); err != nil {
+		s.log().Warn("the information request cannot be shown to the person", "kind", kind, "err", err)
+		c.note("capgate could not show the server's information request to the person")
+		return "", AnswerCancel, nil
+	}
+	s.log().Info("a tool server asks the person", "kind", kind, "consent", id)
+	return id, s.waitAnswer(wctx, id), nil
 }
 
 // waitAnswer waits for the person's answer to the consent request id: accept when approved,
