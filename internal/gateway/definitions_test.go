@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -256,11 +255,7 @@ func TestPlanLeavesOutWhatThePersonKeeps(t *testing.T) {
 // mcpCandidates are the capability ids MCP's capgate__find_capabilities returns for task.
 func (e *env) mcpCandidates(a agent, task string) []string {
 	e.t.Helper()
-	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "test-agent", Version: "1"}, nil)
-	cs, err := c.Connect(e.ctx, &mcpsdk.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{a.Key}}}, nil)
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	cs := e.mcpSession(a)
 	defer cs.Close()
 	res, err := cs.CallTool(e.ctx, &mcpsdk.CallToolParams{Name: "capgate__find_capabilities", Arguments: map[string]any{"task": task, "limit": 10}})
 	if err != nil || res.IsError {

@@ -126,14 +126,21 @@ func (e *env) candidates(a agent, task string) []string {
 	return ids
 }
 
-// mcpTools are the tool names an MCP client of a sees.
-func (e *env) mcpTools(a agent) map[string]bool {
+// mcpSession connects an MCP client as a; the caller closes it.
+func (e *env) mcpSession(a agent) *mcpsdk.ClientSession {
 	e.t.Helper()
 	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "test-agent", Version: "1"}, nil)
 	cs, err := c.Connect(e.ctx, &mcpsdk.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{a.Key}}}, nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	return cs
+}
+
+// mcpTools are the tool names an MCP client of a sees.
+func (e *env) mcpTools(a agent) map[string]bool {
+	e.t.Helper()
+	cs := e.mcpSession(a)
 	defer cs.Close()
 	names := map[string]bool{}
 	for tool, err := range cs.Tools(e.ctx, nil) {
