@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/profile"
@@ -56,12 +57,7 @@ func (s *Server) profilePage(w http.ResponseWriter, r *http.Request, csrf string
 	} else {
 		s.o.Logger.Warn("web: listing the tool servers failed", "err", err)
 	}
-	slices.SortFunc(v.Servers, func(a, b grantView) int {
-		if a.Name < b.Name {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(v.Servers, func(a, b grantView) int { return strings.Compare(a.Name, b.Name) })
 	s.render(w, http.StatusOK, "profile.html", page{Title: "Your profile", Nav: "profile", CSRF: csrf, Profile: v, Now: s.o.Now()})
 }
 
