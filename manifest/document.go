@@ -26,6 +26,7 @@ type Document struct {
 	validated sync.Once          // guards the fields below: Validate may be called concurrently
 	params    map[string]*Schema // capability id → compiled parameters schema
 	returns   map[string]*Schema
+	events    map[string]*Schema // event type → compiled payload_schema
 }
 
 // SyntaxError is returned when data is not a manifest's JSON at all: not JSON, a duplicate
@@ -232,9 +233,12 @@ func (doc *Document) compileSchemas() {
 			}
 		}
 	}
+	doc.events = map[string]*Schema{}
 	for i, e := range doc.manifest.Events {
 		if e.PayloadSchema != nil {
-			sc.compile(e.PayloadSchema, field(index("events", i), "payload_schema"), d)
+			if s := sc.compile(e.PayloadSchema, field(index("events", i), "payload_schema"), d); s != nil {
+				doc.events[e.EventType] = s
+			}
 		}
 	}
 	doc.problems = d.ps
@@ -246,6 +250,13 @@ func (doc *Document) compileSchemas() {
 func (doc *Document) ParametersSchema(capabilityID string) *Schema {
 	doc.Validate()
 	return doc.params[capabilityID]
+}
+
+// EventSchema returns the compiled payload_schema of an event type, as ParametersSchema:
+// nil when the document declares no such event, or it declares no payload_schema.
+func (doc *Document) EventSchema(eventType string) *Schema {
+	doc.Validate()
+	return doc.events[eventType]
 }
 
 // ReturnsSchema returns the compiled returns schema of a capability, as ParametersSchema.

@@ -194,6 +194,11 @@ type Request struct {
 	// NAME@MAJOR.MINOR on the PATH path"): every record of the call begins its explanation
 	// with it, so that the audit log says which path ran.
 	Route string
+	// CallID, when set, is the call's id instead of a fresh one: a trigger's firing gives its
+	// own, the same at every attempt of the firing, so that its records name the firing and a
+	// capability whose idempotency is keyed can take it as its key (sdk.InvocationContext's
+	// CallID). It must be "fir_" and hex (trigger.FiringID); any other is refused.
+	CallID string
 }
 
 // Result is what came of a call: the decision, and for an allowed call the provider's result.
@@ -461,13 +466,24 @@ func tokenConstraints(t token.Token, cap registry.Capability, perm manifest.Perm
 	return t.Constraints.Check(in)
 }
 
-// mandate finds the person's standing choice for permission: an exact mandate, else the most
-// specific pattern mandate that covers it. Mandates are the store's rows, their permission a
-// grant's text (a pattern such as "fs.*" is one), so they are compared as text.
+// mandate finds the person's standing choice for permission (MandateFor) as the decision
+// reads it.
 func (b *Broker) mandate(ctx context.Context, permission manifest.Permission) (*policy.Mandate, error) {
+	best, ok, err := b.MandateFor(ctx, permission)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &policy.Mandate{Autonomy: manifest.Autonomy(best.Autonomy), AgreedID: best.AgreedID, Wording: best.Wording, AgreedAt: best.AgreedAt}, nil
+}
+
+// MandateFor finds the person's standing choice for permission: an exact mandate, else the
+// most specific pattern mandate that covers it; false when none does. Mandates are the
+// store's rows, their permission a grant's text (a pattern such as "fs.*" is one), so they
+// are compared as text.
+func (b *Broker) MandateFor(ctx context.Context, permission manifest.Permission) (store.Mandate, bool, error) {
 	ms, err := b.mandates(ctx)
 	if err != nil {
-		return nil, err
+		return store.Mandate{}, false, err
 	}
 	perm := permission.String()
 	var best *store.Mandate
@@ -480,9 +496,9 @@ func (b *Broker) mandate(ctx context.Context, permission manifest.Permission) (*
 		}
 	}
 	if best == nil {
-		return nil, nil
+		return store.Mandate{}, false, nil
 	}
-	return &policy.Mandate{Autonomy: manifest.Autonomy(best.Autonomy), AgreedID: best.AgreedID, Wording: best.Wording, AgreedAt: best.AgreedAt}, nil
+	return *best, true, nil
 }
 
 func errText(err error) string {
@@ -663,6 +679,12 @@ func (b *Broker) call(ctx context.Context, caller Caller, req Request) Result {
 		req.Params = json.RawMessage("{}")
 	}
 	callID := newID("call_")
+	if req.CallID != "" {
+		if !validFiringID(req.CallID) {
+			return Result{Decision: denyDecision(), CallID: callID, Code: policy.CodeInvalidRequest, Message: "the call's id must be a firing's"}
+		}
+		callID = req.CallID
+	}
 	var f facts
 	d := b.decide(ctx, caller, req, &f)
 	f.paramsHash, f.hashed = paramsHash(req), true // every record of the call names them

@@ -25,7 +25,11 @@ type Details struct {
 	ExpiresAt   *time.Time `json:"expires_at,omitempty"`  // when the token expires, UTC
 	Lifetime    string     `json:"lifetime,omitempty"`    // how long it lives, ShowDuration: "29 days 4 h"
 	Constraints []string   `json:"constraints,omitempty"` // in words, one each (ConstraintWords), "none" for none
-	// Revocable is true for a token request: the token can be revoked at any time.
+	// Trigger says a trigger request in words, one line each: when it fires, the condition,
+	// what it does, its budget, until when, missed firings and the mandate it is bound to.
+	// Empty on other kinds.
+	Trigger []string `json:"trigger_words,omitempty"`
+	// Revocable is true for a token request and a trigger: it can be revoked at any time.
 	Revocable bool `json:"revocable"`
 	// Undo says in words whether and how what is approved can be taken back, right for the
 	// kind: a token is revocable, a read has nothing to undo, a reversible call says for how
@@ -45,6 +49,8 @@ const (
 	UndoReadOnly = "nothing to undo: it only reads"
 	UndoRevoke   = "revocable: the token can be revoked at any time (the tokens page, or capgate token revoke); what its calls did stays done"
 	notRecorded  = "not recorded"
+	// UndoStopTrigger is a trigger's Undo.
+	UndoStopTrigger = "revocable: the trigger can be stopped at any time (the triggers page, or capgate trigger delete); what its firings did stays done"
 )
 
 // Describe says r in words. It reads only r: a request's own expiry and state are the
@@ -52,6 +58,13 @@ const (
 func Describe(r Request) Details {
 	d := Details{Request: r}
 	switch {
+	case r.Kind == KindTrigger:
+		d.Revocable, d.Undo = true, UndoStopTrigger
+		if t := r.Trigger; t != nil {
+			at := t.EndsAt.UTC()
+			d.ExpiresAt, d.Uses = &at, FiringsWords(t.MaxFirings)
+			d.Trigger = TriggerWords(*t)
+		}
 	case r.Kind == KindToken:
 		d.Revocable, d.Undo = true, UndoRevoke
 		if t := r.Token; t != nil {
@@ -90,6 +103,37 @@ func UsesWords(maxUses int64) string {
 	return "at most " + strconv.FormatInt(maxUses, 10) + " uses"
 }
 
+// FiringsWords says a trigger's count budget: "at most 1 firing", "at most 30 firings".
+func FiringsWords(n int64) string {
+	if n == 1 {
+		return "at most 1 firing"
+	}
+	return "at most " + strconv.FormatInt(n, 10) + " firings"
+}
+
+// TriggerWords says a proposed trigger in words, one line each, in the order the person
+// reads them: when, only if, then, budget, until, missed firings, mandate.
+func TriggerWords(t TriggerTerms) []string {
+	out := []string{"when: " + t.Event}
+	if t.Condition != "" {
+		out = append(out, "only if this CEL condition holds for the event: "+t.Condition)
+	}
+	out = append(out, "then: "+t.Capability+", with the params shown (fixed: no event can change them)")
+	budget := FiringsWords(t.MaxFirings)
+	if t.Budget != "" {
+		budget += "; " + t.Budget
+	}
+	out = append(out, "budget: "+budget)
+	out = append(out, "until: "+t.EndsAt.UTC().Format("2006-01-02 15:04 UTC")+", then it stops for good")
+	if t.Missed == "once" {
+		out = append(out, "firings missed while capgate was down: run once when it is back")
+	} else {
+		out = append(out, "firings missed while capgate was down: skipped")
+	}
+	out = append(out, "bound to your mandate for "+t.Mandate+": every firing is decided afresh under it, and it never does more than the mandate allows")
+	return out
+}
+
 // ConstraintWords says a token's constraints beyond its uses in words, one each, nil for
 // none; the CEL condition is shown as the text it is. The approval page says a live
 // token's constraints with it too.
@@ -126,6 +170,10 @@ func (r Request) lookalikes() []Lookalike {
 	check("permission", r.Permission)
 	for i, g := range r.Grants {
 		check("grants["+strconv.Itoa(i)+"]", g)
+	}
+	if t := r.Trigger; t != nil {
+		check("trigger.event", t.Event)
+		check("trigger.condition", t.Condition)
 	}
 	if t := r.Token; t != nil {
 		for _, l := range t.lists() {

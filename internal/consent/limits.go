@@ -10,6 +10,11 @@ const (
 	// not left hanging, and that an old question is not approved out of its context.
 	DefaultTTL = 5 * time.Minute
 
+	// TriggerTTL is how long a proposed trigger waits for the person's answer. Nothing is
+	// held open while it waits (the agent goes on), so it can wait for the person to come
+	// back to the page; a day keeps an old proposal from being approved out of its context.
+	TriggerTTL = 24 * time.Hour
+
 	// DefaultPoll is how often Wait and Commit re-read the store when Options.Poll is not
 	// set, to see answers given by another process or replica. A quarter of a second feels
 	// immediate to a person and costs one primary-key read per waiter.

@@ -17,6 +17,10 @@ const (
 	KindToken  = "token"  // issuing a token that needs the person's consent
 	KindCall   = "call"   // one call
 	KindCommit = "commit" // the delayed-commit window of an allowed irreversible call
+	// KindTrigger is a trigger an agent proposes: "when X happens, do Y", with its budget
+	// and end date (Request.Trigger). Approving it lets the trigger fire, each firing
+	// decided afresh.
+	KindTrigger = "trigger"
 )
 
 // Reversibility values: a call's as its capability declares them, and a token request's.
@@ -25,8 +29,9 @@ const (
 	Reversible   = "reversible"   // undone without side effects, within the undo window if one is given
 	Compensable  = "compensable"  // made good with time and cost, by the remedy
 	Irreversible = "irreversible" // cannot be undone
-	// Revocable is a token request's: the token it issues can be revoked at any time, though
-	// what its calls did stays done. It is the only value of a token request.
+	// Revocable is a token request's and a trigger's: the token it issues, or the trigger,
+	// can be revoked at any time, though what its calls did stays done. It is the only
+	// value of those two kinds.
 	Revocable = "revocable"
 )
 
@@ -48,7 +53,7 @@ const AutonomyActIfAgreed = "act_if_agreed"
 type Request struct {
 	ClientID     string          `json:"client_id"`
 	ClientName   string          `json:"client_name,omitempty"`
-	Kind         string          `json:"kind"` // KindToken, KindCall or KindCommit
+	Kind         string          `json:"kind"` // KindToken, KindCall, KindCommit or KindTrigger
 	CapabilityID string          `json:"capability_id,omitempty"`
 	Permission   string          `json:"permission,omitempty"`
 	Summary      string          `json:"summary,omitempty"` // the capability in plain words
@@ -71,6 +76,9 @@ type Request struct {
 	// many uses it has and its constraints, as the person approves them. Nil on other kinds,
 	// and on token requests recorded before capgate showed them.
 	Token *TokenTerms `json:"token,omitempty"`
+	// Trigger is what a trigger request would let fire: its event, condition, action with
+	// its fixed target, budget and end date. Nil on other kinds.
+	Trigger *TriggerTerms `json:"trigger,omitempty"`
 	// Difference is what changed in a tool server's tool, one line per value ("- /path:
 	// old", "+ /path: new"), shown as it is: a pin request's, never a reason.
 	Difference []string `json:"difference,omitempty"`
@@ -92,6 +100,26 @@ type TokenTerms struct {
 	DeniedCommands  []string `json:"denied_commands,omitempty"`
 	DeniedPatterns  []string `json:"denied_patterns,omitempty"`
 	Condition       string   `json:"condition,omitempty"` // CEL, shown as text
+}
+
+// TriggerTerms are a proposed trigger as the person approves it. The action's params are
+// its fixed target: no event can change them.
+type TriggerTerms struct {
+	ID string `json:"id"` // the trigger's id
+	// Event says the event source in words ("at 09:00 every day (Europe/Istanbul)", "a
+	// signed request to its webhook", "the event files.changed of app ...").
+	Event     string `json:"event"`
+	Condition string `json:"condition,omitempty"` // CEL over the event, shown as text
+	// Capability is the one action the trigger may take; CapabilityID and Params of the
+	// Request are the same action and its fixed params.
+	Capability string    `json:"capability"`
+	MaxFirings int64     `json:"max_firings"`      // the count budget: it stops after this many
+	Budget     string    `json:"budget,omitempty"` // the budget in words, the sum's too
+	EndsAt     time.Time `json:"ends_at"`          // it stops for good then
+	// Missed is what becomes of firings missed while capgate was down: "skip" or "once".
+	Missed string `json:"missed"`
+	// Mandate is the permission of the person's mandate the trigger is bound to.
+	Mandate string `json:"mandate"`
 }
 
 // termList is one of a token's constraint lists: its field path, how the person reads it,
@@ -116,7 +144,7 @@ func (t TokenTerms) lists() [4]termList {
 func (r Request) normalize() Request {
 	if r.Reversibility == "" {
 		r.Reversibility = Irreversible
-		if r.Kind == KindToken {
+		if r.Kind == KindToken || r.Kind == KindTrigger {
 			r.Reversibility = Revocable
 		}
 	}
@@ -148,6 +176,13 @@ func (r Request) validate(kind string) error {
 		if r.Permission == "" {
 			add("permission", "is required for a "+kind+" request")
 		}
+	case KindTrigger:
+		if r.Trigger == nil {
+			add("trigger", "is required for a trigger request")
+		}
+		if r.Permission == "" {
+			add("permission", "is required for a trigger request")
+		}
 	}
 	if len(r.Grants) > MaxGrants {
 		add("grants", "must be at most MaxGrants")
@@ -173,10 +208,11 @@ func (r Request) validate(kind string) error {
 			add(f.name, "must be at most MaxTextBytes bytes of printable text")
 		}
 	}
+	revocable := r.Kind == KindToken || r.Kind == KindTrigger
 	switch {
-	case r.Kind == KindToken && r.Reversibility != "" && r.Reversibility != Revocable:
-		add("reversibility", "must be revocable for a token request")
-	case r.Kind != KindToken && r.Reversibility == Revocable:
+	case revocable && r.Reversibility != "" && r.Reversibility != Revocable:
+		add("reversibility", "must be revocable for a "+r.Kind+" request")
+	case !revocable && r.Reversibility == Revocable:
 		add("reversibility", "must be reversible, compensable or irreversible for a "+kind+" request")
 	case r.Reversibility != "" && !slices.Contains([]string{Reversible, Compensable, Irreversible, Revocable}, r.Reversibility):
 		add("reversibility", "must be reversible, compensable or irreversible")
@@ -210,6 +246,31 @@ func (r Request) validate(kind string) error {
 		}
 		if !validText(t.Condition, MaxTextBytes, false) {
 			add("token.condition", "must be at most MaxTextBytes bytes of printable text")
+		}
+	}
+	if t := r.Trigger; t != nil {
+		if r.Kind != KindTrigger {
+			add("trigger", "is only for a trigger request")
+		}
+		if t.EndsAt.IsZero() {
+			add("trigger.ends_at", "is required: there are no open-ended triggers")
+		}
+		if t.MaxFirings <= 0 {
+			add("trigger.max_firings", "must be positive")
+		}
+		for _, f := range []struct{ name, v string }{
+			{"trigger.id", t.ID}, {"trigger.capability", t.Capability}, {"trigger.missed", t.Missed}, {"trigger.mandate", t.Mandate},
+		} {
+			if f.v == "" || !validText(f.v, MaxFieldBytes, false) {
+				add(f.name, "must be 1 to MaxFieldBytes bytes of printable text")
+			}
+		}
+		for _, f := range []struct{ name, v string }{
+			{"trigger.event", t.Event}, {"trigger.condition", t.Condition}, {"trigger.budget", t.Budget},
+		} {
+			if !validText(f.v, MaxTextBytes, false) {
+				add(f.name, "must be at most MaxTextBytes bytes of printable text")
+			}
 		}
 	}
 	if len(r.Difference) > MaxDifferenceLines {

@@ -101,9 +101,19 @@ func (s *Service) Ask(ctx context.Context, r Request) (store.Consent, error) {
 		return store.Consent{}, fmt.Errorf("consent: ask: %w: kind commit is created by Commit", ErrInvalidRequest)
 	}
 	if r.Kind != KindToken && r.Kind != KindCall {
-		return store.Consent{}, fmt.Errorf("consent: ask: %w: kind must be token or call", ErrInvalidRequest)
+		return store.Consent{}, fmt.Errorf("consent: ask: %w: kind must be token or call (a trigger is proposed with Propose)", ErrInvalidRequest)
 	}
 	return s.put(ctx, "ask", r, s.ttl)
+}
+
+// Propose records a trigger request (KindTrigger) and returns its record: pending until the
+// person answers or it expires after TriggerTTL. Nothing waits on it: the agent that
+// proposed the trigger goes on, and the trigger fires only once it is approved.
+func (s *Service) Propose(ctx context.Context, r Request) (store.Consent, error) {
+	if r.Kind != KindTrigger {
+		return store.Consent{}, fmt.Errorf("consent: propose: %w: kind must be trigger", ErrInvalidRequest)
+	}
+	return s.put(ctx, "propose", r, TriggerTTL)
 }
 
 // put validates and records r, pending for ttl (or denied at once without a surface).

@@ -42,6 +42,7 @@ import (
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
 	"github.com/capgate/capgate/internal/toolserver"
+	"github.com/capgate/capgate/internal/trigger"
 	"github.com/capgate/capgate/internal/web"
 	"github.com/capgate/capgate/keys"
 	"github.com/capgate/capgate/manifest"
@@ -141,6 +142,14 @@ type Config struct {
 	// EvaluationInterval is how often the suites run (0: DefaultEvaluationInterval;
 	// negative: never on a schedule).
 	EvaluationInterval time.Duration
+	// TriggerTick is how often the trigger engine takes a step (0: trigger.DefaultTick;
+	// negative: never on its own, for tests that step it with their own clock).
+	TriggerTick time.Duration
+	// TriggerMaxLifetime bounds a trigger's end date from its proposal (0:
+	// trigger.DefaultMaxLifetime).
+	TriggerMaxLifetime time.Duration
+	// TriggerNow is the trigger engine's clock (nil: time.Now), for tests.
+	TriggerNow func() time.Time
 }
 
 // DefaultListen is loopback only: the gateway is not exposed to the network by default.
@@ -168,6 +177,8 @@ type Gateway struct {
 	Broker  *broker.Broker
 	Consent *consent.Service
 	Audit   *audit.Writer
+	// Triggers proposes, fires and changes the triggers ("when X happens, do Y").
+	Triggers *trigger.Engine
 	// Operator makes the person's and the operator's changes outside a call: the approval
 	// page and the operator socket (DATA/operator.sock, package opsock) ask it.
 	Operator *operator.Service
@@ -321,7 +332,9 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	g.Operator = &operator.Service{Audit: g.Audit, Consent: g.Consent, Tokens: g.Broker, Mandates: g.Broker, Clients: st, Programs: st,
 		Registry: g.Registry, ToolServers: tsEnv, Plugins: plugins,
 		Warn: func(action string, err error) { g.log.Warn("an operator's change", "action", action, "err", err) }}
-	g.web = web.New(web.Options{Consent: g.Consent, Store: st, Broker: g.Broker, Registry: g.Registry, PublicKey: key.Public().(ed25519.PublicKey), Logger: g.log, AuditHeadFile: filepath.Join(cfg.DataDir, HeadFile),
+	g.Triggers = trigger.New(trigger.Options{Store: st, Broker: g.Broker, Registry: g.Registry, Consent: g.Consent, Audit: g.Audit,
+		MaxLifetime: cfg.TriggerMaxLifetime, Tick: cfg.TriggerTick, Go: g.spawn, Now: cfg.TriggerNow, Logger: g.log})
+	g.web = web.New(web.Options{Triggers: g.Triggers, Consent: g.Consent, Store: st, Broker: g.Broker, Registry: g.Registry, PublicKey: key.Public().(ed25519.PublicKey), Logger: g.log, AuditHeadFile: filepath.Join(cfg.DataDir, HeadFile),
 		Audit:        g.Audit,
 		Operator:     g.Operator,
 		Planner:      g.Planner,
@@ -342,6 +355,9 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: tool servers: %w", err)
 	}
 	g.loadEvaluations(ctx)
+	if cfg.TriggerTick >= 0 {
+		g.spawn(g.Triggers.Run)
+	}
 	g.spawn(g.followTools)
 	g.spawn(g.followProviders)
 	g.spawn(g.followEvaluations)
@@ -560,7 +576,7 @@ func (g *Gateway) PublicKey() ed25519.PublicKey { return g.Key.Public().(ed25519
 // its card at /.well-known/agent-card.json, Prometheus metrics at /metrics and the approval
 // page at /ui/.
 func (g *Gateway) Handler() http.Handler {
-	s := &ipc.Server{Broker: g.Broker, Clients: g.Store, Tokens: g.Store, Audit: g.Audit, Registry: g.Registry, Definitions: g.Definitions, Planner: g.Planner, Logger: g.log}
+	s := &ipc.Server{Broker: g.Broker, Clients: g.Store, Tokens: g.Store, Audit: g.Audit, Registry: g.Registry, Definitions: g.Definitions, Planner: g.Planner, Triggers: g.Triggers, Logger: g.log}
 	mux := http.NewServeMux()
 	mux.Handle("/", s.Handler())
 	mux.Handle("/mcp", g.endsAtShutdown(mcp.NewHandler(mcp.Options{Broker: g.Broker, Registry: g.Registry, Holdings: g.Store, Audit: g.Audit, Authenticate: s.Authenticate, Logger: g.log, Definitions: g.Definitions, Planner: g.Planner})))

@@ -23,6 +23,7 @@ import (
 	"github.com/capgate/capgate/internal/revcache"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
+	"github.com/capgate/capgate/internal/trigger"
 )
 
 // Server is the IPC API over HTTP. The same handler serves a TCP listener and the unix socket;
@@ -41,8 +42,10 @@ type Server struct {
 	Definitions *definition.Set
 	// Planner answers POST /v1/plan/candidates; nil: the endpoint answers 503.
 	Planner *plan.Planner
-	Logger  *slog.Logger     // nil: slog.Default()
-	Now     func() time.Time // nil: time.Now
+	// Triggers answers /v1/triggers and the webhooks /v1/hooks/{id}; nil: they answer 503.
+	Triggers *trigger.Engine
+	Logger   *slog.Logger     // nil: slog.Default()
+	Now      func() time.Time // nil: time.Now
 
 	// known holds the clients found by key hash, so that a call does not read the store to
 	// learn who is calling, each tagged with the broker's store revision read before the
@@ -102,6 +105,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/plan/candidates", s.candidates)
 	mux.HandleFunc("POST /v1/plan/route", s.route)
 	mux.HandleFunc("POST /v1/plan/call", s.callByDefinition)
+	mux.HandleFunc("POST /v1/triggers", s.proposeTrigger)
+	mux.HandleFunc("GET /v1/triggers", s.listTriggers)
+	mux.HandleFunc("GET /v1/triggers/{id}", s.showTrigger)
+	mux.HandleFunc("POST /v1/hooks/{id}", s.hook)
 	mux.HandleFunc("POST /v1/tokens/revoke", s.revoke)
 	mux.HandleFunc("POST /v1/tokens/derive", s.derive)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })

@@ -109,3 +109,98 @@ func conditionHolds(expr string, params map[string]any, permission string, now t
 	}
 	return out == types.True
 }
+
+// An event condition is a trigger's: a CEL expression that must be true of an event for the
+// trigger to fire. It is a condition in the same environment as a token's, the same
+// functions, limits and cost, with the variable event (a map from string to any JSON value:
+// the event's payload, untrusted data) in place of params. An evaluation error or a result
+// that is not a bool is a refusal, as for a token's.
+
+var (
+	eventEnvOnce sync.Once
+	eventEnv     *cel.Env
+	eventEnvErr  error
+)
+
+func envOfEvents() (*cel.Env, error) {
+	eventEnvOnce.Do(func() {
+		eventEnv, eventEnvErr = cel.NewEnv(
+			cel.Variable("event", cel.MapType(cel.StringType, cel.DynType)),
+			cel.Variable("permission", cel.StringType),
+			cel.Variable("now", cel.TimestampType),
+			cel.ParserExpressionSizeLimit(MaxConditionBytes),
+			cel.ParserRecursionLimit(64),
+		)
+	})
+	return eventEnv, eventEnvErr
+}
+
+// eventPrograms caches compiled event conditions, as programs does token conditions.
+var eventPrograms = struct {
+	sync.Mutex
+	m map[string]cel.Program
+}{m: make(map[string]cel.Program)}
+
+// CompileEventCondition reports whether expr is a condition a trigger may carry: it parses,
+// its type is bool, and it uses only event, permission, now and CEL's standard functions.
+func CompileEventCondition(expr string) error {
+	_, err := compileEventCondition(expr)
+	return err
+}
+
+func compileEventCondition(expr string) (cel.Program, error) {
+	if len(expr) > MaxConditionBytes {
+		return nil, errConditionLong
+	}
+	eventPrograms.Lock()
+	prg, ok := eventPrograms.m[expr]
+	eventPrograms.Unlock()
+	if ok {
+		return prg, nil
+	}
+	e, err := envOfEvents()
+	if err != nil {
+		return nil, err
+	}
+	ast, iss := e.Compile(expr)
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	if ast.OutputType() != cel.BoolType {
+		return nil, errConditionType
+	}
+	prg, err = e.Program(ast, cel.CostLimit(MaxConditionCost))
+	if err != nil {
+		return nil, err
+	}
+	eventPrograms.Lock()
+	if len(eventPrograms.m) >= conditionCacheSize {
+		clear(eventPrograms.m)
+	}
+	eventPrograms.m[expr] = prg
+	eventPrograms.Unlock()
+	return prg, nil
+}
+
+// EventConditionHolds reports whether expr is true of the event. An error says why it could
+// not be evaluated (a missing key, a wrong type, the cost limit): the trigger does not fire
+// then, and the error is for its record, in CEL's words (which may quote the expression,
+// never the event's values).
+func EventConditionHolds(expr string, event map[string]any, permission string, now time.Time) (bool, error) {
+	prg, err := compileEventCondition(expr)
+	if err != nil {
+		return false, err
+	}
+	if event == nil {
+		event = map[string]any{}
+	}
+	out, _, err := prg.Eval(map[string]any{"event": event, "permission": permission, "now": now})
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.(types.Bool)
+	if !ok {
+		return false, errConditionType
+	}
+	return bool(b), nil
+}

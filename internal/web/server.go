@@ -18,6 +18,7 @@ import (
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/toolserver"
+	"github.com/capgate/capgate/internal/trigger"
 )
 
 //go:embed assets
@@ -75,6 +76,8 @@ type Options struct {
 	// Operator's audit log); nil, or a Planner that keeps no preferences: the page answers
 	// 404.
 	Planner *plan.Planner
+	// Triggers lists and changes the triggers on the triggers page; nil: it answers 404.
+	Triggers *trigger.Engine
 	// Operator makes the person's changes (answers, revocations, mandates, accepted tools,
 	// approved plugins, client changes), as every front does; nil: one is made of the
 	// fields here (Audit, Consent, Broker, Store, ToolServers, Plugins).
@@ -190,6 +193,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /ui/requests/{id}/form", s.authed(s.answerForm))
 	mux.HandleFunc("GET /ui/mandates", s.authed(s.mandates))
 	mux.HandleFunc("POST /ui/mandates", s.authed(s.setMandate))
+	mux.HandleFunc("GET /ui/triggers", s.authed(s.triggers))
+	mux.HandleFunc("POST /ui/triggers/{id}/{verb}", s.authed(s.changeTrigger))
 	mux.HandleFunc("GET /ui/preferences", s.authed(s.preferences))
 	mux.HandleFunc("POST /ui/preferences/{definition}", s.authed(s.setPreference))
 	mux.HandleFunc("/ui/", s.authed(func(w http.ResponseWriter, r *http.Request, _ string) {
@@ -295,7 +300,7 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 // page is what a full page template gets.
 type page struct {
 	Title       string
-	Nav         string // the nav bar's current page: requests, tokens, clients, mandates, profile, preferences, apps, activity
+	Nav         string // the nav bar's current page: requests, tokens, clients, mandates, profile, preferences, triggers, apps, activity
 	CSRF        string
 	Requests    []requestView    // the list page
 	One         *requestView     // a request's own page
@@ -305,6 +310,7 @@ type page struct {
 	Mandates    *mandatesView    // the mandates page
 	Profile     *profileView     // the profile page
 	Preferences *preferencesView // the preferences page
+	Triggers    *triggersView    // the triggers page
 	Apps        *appsView        // the apps page
 	Text        string           // a message page
 	Now         time.Time

@@ -43,6 +43,9 @@ type requestView struct {
 	Lifetime    string   `json:"lifetime,omitempty"`    // "29 days 4 h, until Dec 30, 2026 14:00 UTC"
 	Constraints []string `json:"constraints,omitempty"` // in words, "none" for none
 	Revocable   bool     `json:"revocable"`
+	// Trigger is a trigger request in words (consent.TriggerWords): when it fires, its
+	// condition, action, budget, end date, missed firings and mandate, one line each.
+	Trigger []string `json:"trigger,omitempty"`
 	// Undo is capgate's words for whether and how it can be taken back (consent.Details.Undo);
 	// Irreversible is set when they say it cannot be.
 	Undo         string         `json:"undo"`
@@ -86,6 +89,7 @@ var kindWords = map[string]string{
 	consent.KindToken:   "asks for a capability token",
 	consent.KindCall:    "asks to make one call",
 	consent.KindCommit:  "is about to make a call that cannot be undone",
+	consent.KindTrigger: "proposes a trigger: when something happens, it acts for you",
 	"pin":               "found a new or changed tool: accept its definition?",
 	toolserver.KindURL:  "asks you to open a page (shown, not opened)",
 	toolserver.KindForm: "asks you to fill in a form (only what you enter is sent)",
@@ -123,6 +127,12 @@ func newView(c store.Consent, r consent.Request, now time.Time) requestView {
 		}
 		for _, w := range d.Constraints {
 			v.Constraints = append(v.Constraints, reveal(w, false))
+		}
+	}
+	if c.Kind == consent.KindTrigger {
+		v.Revocable = d.Revocable
+		for _, w := range d.Trigger {
+			v.Trigger = append(v.Trigger, reveal(w, false))
 		}
 	}
 	v.HighRisk = r.Risk == "high" || r.SideEffects == "destructive" || r.SideEffects == "system"

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/trigger"
+)
+
+// A trigger end to end on `capgate serve`: an agent proposes a webhook trigger over the IPC
+// API, the person approves it with `capgate approvals approve`, a signed request fires it
+// (once: a replay is refused, a forged signature too), and `capgate trigger` pauses, resumes,
+// shows and deletes it.
+func TestTriggerEndToEnd(t *testing.T) {
+	data := t.TempDir()
+	add := capgate(t, "", nil, "client", "add", "agent", "--trust", "user", "--data", data)
+	mustCode(t, add, 0)
+	key := strings.TrimSpace(add.stdout)
+	st := openSQLite(t, data)
+	if err := st.PutMandate(context.Background(), store.Mandate{Permission: "system.settings.write", Autonomy: "act", Updated: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	url := startServe(t, data)
+
+	do := func(method, path, body string, header map[string]string) (int, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(method, url+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	auth := map[string]string{"Authorization": "Bearer " + key}
+	ends := time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339)
+	spec := `{"source":{"kind":"webhook"},"condition":"event.level == \"error\"",
+	 "action":{"app":"org.capgate.settings","method":"set_setting","params":{"category":"sound","key":"master_volume","value":5}},
+	 "budget":{"count":10},"ends_at":"` + ends + `","reason":"turn the volume down when the monitor reports an error"}`
+	if code, b := do("POST", "/v1/triggers", spec, nil); code != http.StatusUnauthorized {
+		t.Fatalf("a proposal without a key: %d %s", code, b)
+	}
+	if code, b := do("POST", "/v1/triggers", `{"source":{"kind":"webhook"},"target":"/etc"}`, auth); code != http.StatusBadRequest || !bytes.Contains(b, []byte("target")) {
+		t.Fatalf("an unknown member: %d %s", code, b)
+	}
+	code, b := do("POST", "/v1/triggers", spec, auth)
+	if code != http.StatusCreated {
+		t.Fatalf("POST /v1/triggers: %d %s", code, b)
+	}
+	var p trigger.Proposal
+	if err := json.Unmarshal(b, &p); err != nil || p.HookSecret == "" || p.HookPath != "/v1/hooks/"+p.ID || p.State != trigger.StateProposed {
+		t.Fatalf("the proposal: %s (%v)", b, err)
+	}
+	secret, err := trigger.ParseHookSecret(p.HookSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list := capgate(t, "", nil, "trigger", "list", "--data", data); list.code != 0 || !strings.Contains(list.stdout, p.ID) || !strings.Contains(list.stdout, "proposed") {
+		t.Fatalf("trigger list: %+v", list)
+	}
+	mustCode(t, capgate(t, "", nil, "approvals", "approve", p.ConsentID, "--data", data), 0)
+	show := func() trigger.View {
+		t.Helper()
+		r := capgate(t, "", nil, "trigger", "show", p.ID, "--json", "--data", data)
+		mustCode(t, r, 0)
+		var v trigger.View
+		if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(r.stdout, p.HookSecret) || strings.Contains(r.stdout, `"token":`) {
+			t.Fatal("trigger show shows the secret or the token")
+		}
+		return v
+	}
+	waitFor := func(what string, ok func(v trigger.View) bool) trigger.View {
+		t.Helper()
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			v := show()
+			if ok(v) {
+				return v
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("waiting for %s: %+v", what, v)
+			}
+		}
+	}
+	waitFor("the approved trigger to be active", func(v trigger.View) bool { return v.State == trigger.StateActive })
+
+	hook := func(body string, at time.Time, s []byte) (int, []byte) {
+		return do("POST", p.HookPath, body, map[string]string{trigger.HookSignatureHeader: trigger.SignHook(s, p.ID, at, []byte(body))})
+	}
+	body := `{"level":"error","category":"network","key":"proxy","value":"evil"}`
+	if code, b := hook(body, time.Now(), bytes.Repeat([]byte{1}, 32)); code != http.StatusUnauthorized {
+		t.Fatalf("a forged signature: %d %s", code, b)
+	}
+	if code, b := hook(body, time.Now().Add(-10*time.Minute), secret); code != http.StatusUnauthorized {
+		t.Fatalf("a stale signature: %d %s", code, b)
+	}
+	now := time.Now()
+	if code, b := hook(body, now, secret); code != http.StatusAccepted {
+		t.Fatalf("a signed request: %d %s", code, b)
+	}
+	if code, b := hook(body, now, secret); code != http.StatusConflict {
+		t.Fatalf("a replay: %d %s", code, b)
+	}
+	if code, b := hook(`{"level":"info"}`, time.Now(), secret); code != http.StatusAccepted {
+		t.Fatalf("a second event: %d %s", code, b)
+	}
+	v := waitFor("two firings settled", func(v trigger.View) bool {
+		n := 0
+		for _, f := range v.Recent {
+			if f.State == trigger.FiringDone || f.State == trigger.FiringSkipped {
+				n++
+			}
+		}
+		return n == 2
+	})
+	states := map[string]int{}
+	for _, f := range v.Recent {
+		states[f.State]++
+	}
+	if states[trigger.FiringDone] != 1 || states[trigger.FiringSkipped] != 1 || v.Used != 1 {
+		t.Fatalf("the error fires and the info is skipped by the condition: %v, used %d", states, v.Used)
+	}
+	// The event's members never reach the action: the fixed setting changed, no other.
+	st = openSQLite(t, data)
+	vol, _ := st.GetState(context.Background(), "org.capgate.settings", "sound.master_volume")
+	_, proxyErr := st.GetState(context.Background(), "org.capgate.settings", "network.proxy")
+	st.Close()
+	if string(vol) != "5" || proxyErr == nil {
+		t.Fatalf("after the firing: volume %s, network.proxy set: %v", vol, proxyErr == nil)
+	}
+	if code, b := do("GET", "/v1/triggers", "", auth); code != http.StatusOK || !bytes.Contains(b, []byte(p.ID)) || bytes.Contains(b, []byte(p.HookSecret)) {
+		t.Fatalf("GET /v1/triggers: %d %s", code, b)
+	}
+
+	mustCode(t, capgate(t, "", nil, "trigger", "pause", p.ID, "--data", data), 0)
+	mustCode(t, capgate(t, "", nil, "trigger", "pause", p.ID, "--data", data), 1)
+	if code, b := hook(`{"level":"error"}`, time.Now(), secret); code != http.StatusConflict {
+		t.Fatalf("a paused trigger's webhook: %d %s", code, b)
+	}
+	mustCode(t, capgate(t, "", nil, "trigger", "resume", p.ID, "--data", data), 0)
+	mustCode(t, capgate(t, "", nil, "trigger", "delete", p.ID, "--json", "--data", data), 0)
+	mustCode(t, capgate(t, "", nil, "trigger", "show", p.ID, "--data", data), 1)
+	if code, _ := hook(`{"level":"error"}`, time.Now(), secret); code != http.StatusNotFound {
+		t.Fatalf("a deleted trigger's webhook: %d", code)
+	}
+	mustCode(t, capgate(t, "", nil, "trigger", "pause", "--data", data), 2)
+	mustCode(t, capgate(t, "", nil, "trigger", "show", "trg_nope", "--data", data), 1)
+}
