@@ -48,16 +48,17 @@ type env struct {
 	ctx    context.Context
 	g      *gateway.Gateway
 	clock  *clock
-	client string // the agent's client id
-	key    string // its key
+	client  string // the agent's client id
+	key     string // its key
+	trusted string // the trusted app keys' folder
 }
 
 // newEnv opens a gateway whose trigger engine the test steps, with an agent client trusted
 // as user and the person's mandate act for system.settings.write.
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, ctx: context.Background(), clock: &clock{now: time.Now().UTC().Truncate(time.Second)}}
-	g, err := gateway.Open(e.ctx, gateway.Config{DataDir: t.TempDir(), Listen: "-", Socket: "-", TrustedDir: t.TempDir(),
+	e := &env{t: t, ctx: context.Background(), clock: &clock{now: time.Now().UTC().Truncate(time.Second)}, trusted: t.TempDir()}
+	g, err := gateway.Open(e.ctx, gateway.Config{DataDir: t.TempDir(), Listen: "-", Socket: "-", TrustedDir: e.trusted,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), DelayedCommit: -1, ConsentWait: 10 * time.Millisecond,
 		TriggerTick: -1, TriggerNow: e.clock.Now})
 	if err != nil {
