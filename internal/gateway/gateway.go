@@ -579,7 +579,7 @@ func (g *Gateway) Handler() http.Handler {
 	s := &ipc.Server{Broker: g.Broker, Clients: g.Store, Tokens: g.Store, Audit: g.Audit, Registry: g.Registry, Definitions: g.Definitions, Planner: g.Planner, Triggers: g.Triggers, Logger: g.log}
 	mux := http.NewServeMux()
 	mux.Handle("/", s.Handler())
-	mux.Handle("/mcp", g.endsAtShutdown(mcp.NewHandler(mcp.Options{Broker: g.Broker, Registry: g.Registry, Holdings: g.Store, Audit: g.Audit, Authenticate: s.Authenticate, Logger: g.log, Definitions: g.Definitions, Planner: g.Planner})))
+	mux.Handle("/mcp", g.endsAtShutdown(mcp.NewHandler(mcp.Options{Broker: g.Broker, Registry: g.Registry, Holdings: g.Store, Audit: g.Audit, Authenticate: s.Authenticate, Logger: g.log, Definitions: g.Definitions, Planner: g.Planner, Triggers: g.Triggers})))
 	// The A2A front opens only when it passes its gate (a2a.SelfTest); else it answers 503.
 	agent, err := a2a.Gate(context.Background(), a2a.NewHandler(a2a.Options{Broker: g.Broker, Registry: g.Registry, Authenticate: s.Authenticate, State: g.Store, Go: g.spawn, Logger: g.log}))
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/capgate/capgate/internal/plan"
 	"github.com/capgate/capgate/internal/registry"
 	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/trigger"
 )
 
 // Options configures the MCP front. Broker, Registry, Holdings, Audit and Authenticate are
@@ -37,6 +38,9 @@ type Options struct {
 	// Planner answers capgate__find_capabilities; nil: the tool answers that planning is
 	// not served.
 	Planner *plan.Planner
+	// Triggers answers capgate__propose_trigger; nil: the tool answers that triggers are
+	// not served.
+	Triggers *trigger.Engine
 }
 
 // Handler serves MCP over streamable HTTP: one session per client connection under the

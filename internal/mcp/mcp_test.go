@@ -35,7 +35,7 @@ func testToolsListByTrust(t *testing.T) {
 	user := tools(t, e.connect(e.addClient("alice", "user", false), nil))
 	public := tools(t, e.connect(e.addClient("kiosk", "public", false), nil))
 
-	for _, name := range []string{"capgate__request_capability", "capgate__undo", "capgate__explain", "capgate__negotiate", "capgate__find_capabilities", "echo__say"} {
+	for _, name := range []string{"capgate__request_capability", "capgate__undo", "capgate__explain", "capgate__negotiate", "capgate__find_capabilities", "capgate__propose_trigger", "echo__say"} {
 		if user[name] == nil || public[name] == nil {
 			t.Errorf("%s: missing for user (%v) or public (%v)", name, user[name] != nil, public[name] != nil)
 		}
@@ -48,7 +48,7 @@ func testToolsListByTrust(t *testing.T) {
 			t.Errorf("public: %s listed, but a public client is refused it outright", name)
 		}
 	}
-	if len(public) != 6 || len(public) >= len(user) {
+	if len(public) != 7 || len(public) >= len(user) {
 		t.Errorf("public sees %d tools, user %d", len(public), len(user))
 	}
 	if user["echo__admin"] != nil || public["echo__admin"] != nil {
@@ -523,7 +523,7 @@ func testFindCapabilitiesTool(t *testing.T) {
 
 // TestToolsListFocused asks for tools/list focused on a task (_meta capgate/task, and
 // capgate/limit): the answer holds the few candidates' tools, the fitting one among them,
-// and capgate's own five, out of the dozens the client may use, each as the unfocused list
+// and capgate's own six, out of the dozens the client may use, each as the unfocused list
 // has it; a public client is never offered more than its own list holds; a bad focus is an
 // invalid-params error that names the key; the unfocused list is unchanged after.
 func TestToolsListFocused(t *testing.T) { eachRevision(t, testToolsListFocused) }
@@ -563,10 +563,10 @@ func testToolsListFocused(t *testing.T) {
 			t.Errorf("%s: its schema differs from the unfocused list's", name)
 		}
 	}
-	if got["calc__compute"] == nil || own != 5 || len(got) > 5+3 || len(all) < 20 {
+	if got["calc__compute"] == nil || own != 6 || len(got) > 6+3 || len(all) < 20 {
 		t.Errorf("focused: %d tools (%d of capgate's) of %d: %v", len(got), own, len(all), slices.Sorted(maps.Keys(got)))
 	}
-	if d, err := focused(alice, mcpsdk.Meta{mcp.TaskMeta: "read the contents of a file"}); err != nil || len(d) > 5+5 || d["files__read_file"] == nil {
+	if d, err := focused(alice, mcpsdk.Meta{mcp.TaskMeta: "read the contents of a file"}); err != nil || len(d) > 6+5 || d["files__read_file"] == nil {
 		t.Errorf("the default limit: %v %v", slices.Sorted(maps.Keys(d)), err)
 	}
 	for _, bad := range []mcpsdk.Meta{

@@ -78,6 +78,7 @@ func (s *session) addOwnTools() {
 		InputSchema: findCapabilitiesSchema,
 		Annotations: &mcpsdk.ToolAnnotations{Title: "Find capabilities for a task", ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: boolp(false), OpenWorldHint: boolp(false)},
 	}, s.findCapabilities)
+	s.addTriggerTool()
 }
 
 func (s *session) findCapabilities(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {

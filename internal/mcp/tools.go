@@ -26,7 +26,8 @@ const (
 )
 
 func reserved(name string) bool {
-	return name == ToolRequestCapability || name == ToolUndo || name == ToolExplain || name == ToolNegotiate || name == ToolFindCapabilities
+	return name == ToolRequestCapability || name == ToolUndo || name == ToolExplain || name == ToolNegotiate || name == ToolFindCapabilities ||
+		name == ToolProposeTrigger
 }
 
 // ToolName is the MCP tool name of a capability: its app's alias, "__" and its method
