@@ -44,10 +44,10 @@ func (c *clock) set(t time.Time) {
 }
 
 type env struct {
-	t      *testing.T
-	ctx    context.Context
-	g      *gateway.Gateway
-	clock  *clock
+	t       *testing.T
+	ctx     context.Context
+	g       *gateway.Gateway
+	clock   *clock
 	client  string // the agent's client id
 	key     string // its key
 	trusted string // the trusted app keys' folder
