@@ -2,8 +2,6 @@ package trigger
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,9 +71,7 @@ func New(o Options) *Engine {
 	if o.Go == nil {
 		o.Go = func(f func(context.Context)) bool { go f(context.Background()); return true }
 	}
-	var b [8]byte
-	rand.Read(b[:])
-	return &Engine{o: o, recs: records{st: o.Store}, instance: "eng_" + hex.EncodeToString(b[:])}
+	return &Engine{o: o, recs: records{st: o.Store}, instance: newInstance()}
 }
 
 // Errors of Propose and the changes; a front maps them to its codes.

@@ -331,8 +331,10 @@ func (e *Engine) run(ctx context.Context, f Firing, event map[string]any) (Firin
 		e.stop(ctx, &t, "its client was removed or disabled")
 		return end(FiringSkipped, "its client was removed or disabled", "")
 	}
+	stopRenewing := e.renew(ctx, f)
 	res := e.o.Broker.Call(ctx, broker.CallerOf(client), broker.Request{RequestID: f.ID, CallID: f.ID, Action: t.action(),
 		App: t.App, Method: t.Method, Params: t.Params, Token: t.Token, AskOnly: true, Consent: f.ConsentID})
+	stopRenewing()
 	switch {
 	case res.OK():
 		f, err := end(FiringDone, "", "")
@@ -357,6 +359,30 @@ func (e *Engine) run(ctx context.Context, f Firing, event map[string]any) (Firin
 		return end(FiringFailed, res.Message, res.Code)
 	}
 	return end(FiringRefused, res.Message, res.Code)
+}
+
+// renew keeps the lease of the taken firing f while its call runs, every FiringLease/3, and
+// returns what stops it (and waits until it has, so that no renewal follows the firing's
+// last write).
+func (e *Engine) renew(ctx context.Context, f Firing) func() {
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(FiringLease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				f.Lease, f.Updated = e.o.Now().Add(FiringLease), e.o.Now()
+				if err := e.recs.putFiring(ctx, f); err != nil {
+					e.o.Logger.Warn("triggers: a firing's lease could not be renewed", "firing", f.ID, "err", err)
+				}
+			}
+		}
+	}()
+	return func() { close(stop); <-done }
 }
 
 // afterUse stops t once a firing used the last of its budget.
@@ -397,7 +423,7 @@ func (e *Engine) openFirings(ctx context.Context, t Trigger) error {
 					return err
 				}
 			}
-		case f.State == FiringTaken && f.Runner != e.instance && !now.Before(f.Lease):
+		case f.State == FiringTaken && f.Runner != e.instance && (!now.Before(f.Lease) || gone(f.Runner)):
 			if g, ok := e.takeOver(ctx, f); ok {
 				if err := e.recover(ctx, t, g); err != nil {
 					return err

@@ -44,10 +44,12 @@ const (
 	// missed times are recorded as one skip that counts them.
 	MaxMissedRecorded = 16
 
-	// FiringLease is how long a process that took a firing vouches that it works on it. A
-	// firing begun and not finished after it was interrupted (its process died), and
-	// another process finishes it. It is longer than any call's timeout.
-	FiringLease = 10 * time.Minute
+	// FiringLease is how long a process that took a firing vouches that it works on it; it
+	// renews the lease every third of it while the firing's call runs. A firing taken and
+	// not renewed past its lease was interrupted (its process died, or lost the store), and
+	// another process finishes it; on the same host one that sees the process gone does not
+	// wait (runner.go).
+	FiringLease = 30 * time.Second
 
 	// MaxAuditScan is the most audit entries read to learn what became of an interrupted
 	// firing, from the head its row noted when it was taken.

@@ -218,6 +218,8 @@ func fromSpec(ss *cron.SpecSchedule) *Schedule {
 	}
 }
 
+// isStarField reports a field written beginning with "*" (or robfig/cron's "?", which means
+// the same), as Vixie cron reads it for the day rule.
 func isStarField(field string) bool {
 	return strings.HasPrefix(field, "*") || strings.HasPrefix(field, "?")
 }
