@@ -72,6 +72,19 @@ func (l loaded) ceilings() (time.Duration, map[string]int64, error) {
 	return time.Duration(p.TimeoutCeilingMS) * time.Millisecond, p.BudgetCeiling, nil
 }
 
+// triggerLifetime is the signed host policy's bound on a trigger's end date (0: capgate's
+// default).
+func (l loaded) triggerLifetime() (time.Duration, error) {
+	if l.file.PolicyFile == "" {
+		return 0, nil
+	}
+	p, err := hostpolicy.Load(l.file.PolicyFile, keys.TrustStore{Dir: l.trustedDir})
+	if err != nil {
+		return 0, usageErr("config: policy_file: %w", err)
+	}
+	return time.Duration(p.TriggerMaxDays) * 24 * time.Hour, nil
+}
+
 // providerPolicy is the signed host policy's rule on the providers of a definition: none
 // without a policy file.
 func (l loaded) providerPolicy() (definition.Policy, error) {

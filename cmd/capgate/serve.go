@@ -129,6 +129,10 @@ flight finish and a final audit checkpoint is signed.`,
 			if err != nil {
 				return err
 			}
+			triggerLife, err := l.triggerLifetime()
+			if err != nil {
+				return err
+			}
 			every, err := evaluationInterval(l.file.EvaluationInterval)
 			if err != nil {
 				return usageErr("config: evaluation_interval: %w", err)
@@ -141,7 +145,7 @@ flight finish and a final audit checkpoint is signed.`,
 			}
 			gw, err := gateway.Open(ctx, gateway.Config{DataDir: dir, TimeoutCeiling: ceiling, Resolver: egress.DNSResolver{Server: l.file.EgressResolver}, AllowPrivate: ih.AllowPrivate, Credentials: creds, SandboxRoot: l.file.SandboxRoot, BudgetCeiling: budgets, Store: l.store, Listen: listen, Socket: socket, TrustedDir: l.trustedDir, Logger: logger, Workspace: ws, UIHosts: uiHosts,
 				DefinitionsDir: l.file.DefinitionsDir, DefinitionsRoot: l.file.DefinitionsRoot, ProviderPolicy: providerPolicy,
-				Suites: suites, EvaluationInterval: every, PortsDir: l.file.PortsDir,
+				Suites: suites, EvaluationInterval: every, PortsDir: l.file.PortsDir, TriggerMaxLifetime: triggerLife,
 				Sandbox: mode, Hidden: hidden, RequireToken: requireToken || l.file.RequireToken, AuditWitness: l.witness})
 			if err != nil {
 				return err

@@ -27,6 +27,10 @@ const KeyID = "capgate.policy"
 // MaxFileBytes bounds a policy file: a few prefixes and numbers.
 const MaxFileBytes = 64 << 10
 
+// MaxTriggerDays is the longest trigger_max_days a policy may set: ten years, beyond which a
+// trigger is no longer an errand but a standing order nobody remembers.
+const MaxTriggerDays = 3650
+
 // ErrUnsigned, ErrBadSignature and ErrInvalid are the ways a policy is refused.
 var (
 	ErrUnsigned     = errors.New("the policy is not signed")
@@ -47,6 +51,9 @@ type Policy struct {
 	// [app ids], "paths": [paths]}): a denied provider is never chosen, and when paths are
 	// given only those are taken (definition.Choose).
 	Providers definition.Policy
+	// TriggerMaxDays bounds a trigger's end date, in days from its proposal
+	// ("trigger_max_days", 1 to 3650); 0 means capgate's default (90 days).
+	TriggerMaxDays int64
 }
 
 var privateRanges = []netip.Prefix{
@@ -56,7 +63,7 @@ var privateRanges = []netip.Prefix{
 	netip.MustParsePrefix("fc00::/7"),
 }
 
-var fields = map[string]bool{"policy_version": true, "allow_private": true, "timeout_ceiling_ms": true, "budget_ceiling": true, "providers": true, "signature": true}
+var fields = map[string]bool{"policy_version": true, "allow_private": true, "timeout_ceiling_ms": true, "budget_ceiling": true, "providers": true, "trigger_max_days": true, "signature": true}
 
 // Parse reads and checks a policy document without verifying its signature: for Sign and for
 // reporting what a policy says. Problems name the field, never the value.
@@ -123,6 +130,13 @@ func Parse(data []byte) (Policy, error) {
 	}
 	if v, ok := root.Get("providers"); ok {
 		p.Providers = parseProviders(v, bad)
+	}
+	if v, ok := root.Get("trigger_max_days"); ok {
+		if n, ok := count(v); ok && n >= 1 && n <= MaxTriggerDays {
+			p.TriggerMaxDays = n
+		} else {
+			bad("trigger_max_days", fmt.Sprintf("must be an integer from 1 to %d", MaxTriggerDays))
+		}
 	}
 	if v, ok := root.Get("signature"); ok && v.Kind != jcs.String {
 		bad("signature", "must be a string")

@@ -63,6 +63,17 @@ func TestParseProviders(t *testing.T) {
 	}
 }
 
+// trigger_max_days bounds a trigger's end date.
+func TestTriggerMaxDays(t *testing.T) {
+	p, err := Parse([]byte(`{"policy_version":"1.0","trigger_max_days":30}`))
+	if err != nil || p.TriggerMaxDays != 30 {
+		t.Fatalf("%+v %v", p, err)
+	}
+	if p, err := Parse([]byte(`{"policy_version":"1.0"}`)); err != nil || p.TriggerMaxDays != 0 {
+		t.Fatalf("absent: %+v %v", p, err)
+	}
+}
+
 func TestParseRefuses(t *testing.T) {
 	for name, in := range map[string]string{
 		"public prefix":      `{"policy_version":"1.0","allow_private":["8.8.8.0/24"]}`,
@@ -82,6 +93,10 @@ func TestParseRefuses(t *testing.T) {
 		"denied not an id":   `{"policy_version":"1.0","providers":{"denied":["../x"]}}`,
 		"denied twice":       `{"policy_version":"1.0","providers":{"denied":["com.example.a","com.example.a"]}}`,
 		"unknown path":       `{"policy_version":"1.0","providers":{"paths":["carrier_pigeon"]}}`,
+		"trigger days zero":  `{"policy_version":"1.0","trigger_max_days":0}`,
+		"trigger days huge":  `{"policy_version":"1.0","trigger_max_days":3651}`,
+		"trigger days text":  `{"policy_version":"1.0","trigger_max_days":"30"}`,
+		"trigger days frac":  `{"policy_version":"1.0","trigger_max_days":1.5}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Parse([]byte(in))

@@ -201,7 +201,7 @@ func (e *Engine) check(ctx context.Context, caller broker.Caller, spec Spec, now
 		}
 		sched, err := ParseSchedule(s.Cron, s.TimeZone)
 		if err != nil {
-			return invalid("source.%s", strings.TrimPrefix(err.Error(), "schedule."))
+			return invalid("%s", strings.ReplaceAll(err.Error(), "schedule.", "source."))
 		}
 		words = sched.Words()
 	case SourceWebhook:
