@@ -358,6 +358,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	if cfg.TriggerTick >= 0 {
 		g.spawn(g.Triggers.Run)
 	}
+	g.followLogErrors()
 	g.spawn(g.followTools)
 	g.spawn(g.followProviders)
 	g.spawn(g.followEvaluations)

@@ -1,6 +1,9 @@
 package syslog
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -28,6 +31,22 @@ type Ring struct {
 	buf  []Entry // fixed length: the capacity
 	next int     // where the next entry goes
 	n    int     // how many entries it holds
+	seq  uint64  // entries ever added, for the event ids of error entries
+	id   string  // random: names this ring in those ids, so that no two runs share one
+
+	onError func(id string, e Entry) // OnError's
+}
+
+// OnError sets fn to be told of every error entry from now on, with an id no other entry of
+// this ring has (the app's event entry.error). fn is called outside the ring's lock, on the
+// goroutine that logged, and must not block or log.
+func (r *Ring) OnError(fn func(id string, e Entry)) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.onError = fn
+	r.mu.Unlock()
 }
 
 // NewRing returns an empty Ring holding at most capacity entries: DefaultCapacity when
@@ -39,7 +58,9 @@ func NewRing(capacity int) *Ring {
 	case capacity > MaxCapacity:
 		capacity = MaxCapacity
 	}
-	return &Ring{buf: make([]Entry, capacity)}
+	var b [8]byte
+	rand.Read(b[:]) // never returns an error (crypto/rand, Go 1.24+)
+	return &Ring{buf: make([]Entry, capacity), id: hex.EncodeToString(b[:])}
 }
 
 // Add records an entry at t (now when t is zero) with severity, one of the Severity
@@ -67,7 +88,12 @@ func (r *Ring) add(t time.Time, severity, message string) {
 	if r.n < len(r.buf) {
 		r.n++
 	}
+	r.seq++
+	seq, fn := r.seq, r.onError
 	r.mu.Unlock()
+	if fn != nil && severity == SeverityError {
+		fn(r.id+"-"+strconv.FormatUint(seq, 10), e)
+	}
 }
 
 // Len returns how many entries the Ring holds.

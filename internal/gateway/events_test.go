@@ -1,0 +1,74 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/capgate/capgate/internal/apps/settings"
+	"github.com/capgate/capgate/internal/apps/syslog"
+	"github.com/capgate/capgate/internal/broker"
+	"github.com/capgate/capgate/internal/operator"
+	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/trigger"
+	"github.com/capgate/capgate/manifest"
+)
+
+// An error entry of capgate's own log is the syslog app's event entry.error: a trigger on it
+// fires when its condition holds of the entry, and an info entry fires nothing.
+func TestLogErrorFiresTrigger(t *testing.T) {
+	ctx := context.Background()
+	g, err := Open(ctx, Config{DataDir: t.TempDir(), Listen: "-", Socket: "-", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		DelayedCommit: -1, TriggerTick: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	_, hash, _ := operator.NewClientKey()
+	if err := g.Store.PutClient(ctx, store.Client{ID: "cl_watch", Name: "watch", KeyHash: hash, Trust: manifest.AuthUser, Created: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Broker.PutMandate(ctx, store.Mandate{Permission: "system.settings.write", Autonomy: "act", Updated: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := g.Store.GetClient(ctx, "cl_watch")
+	p, err := g.Triggers.Propose(ctx, broker.CallerOf(c), trigger.Spec{
+		Source:    trigger.Source{Kind: trigger.SourceEvent, App: syslog.AppID, Event: syslog.EventError},
+		Condition: `event.message.contains("disk full")`,
+		Action: trigger.Action{App: settings.AppID, Method: "set_setting",
+			Params: json.RawMessage(`{"category":"sound","key":"master_volume","value":0}`)},
+		Budget: trigger.Budget{Count: 3}, EndsAt: time.Now().Add(time.Hour),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Consent.Approve(ctx, p.ConsentID, "the person", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Triggers.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g.log.Info("disk full, but only said")
+	g.log.Error("the backup failed", "why", "disk full")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, err := g.Store.GetState(ctx, settings.AppID, "sound.master_volume"); err == nil && string(b) == "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the error entry did not fire the trigger")
+		}
+	}
+	v, err := g.Triggers.Get(ctx, p.ID, "")
+	done := 0
+	for _, f := range v.Recent {
+		if f.State == trigger.FiringDone {
+			done++
+		}
+	}
+	if err != nil || v.Used != 1 || done != 1 {
+		t.Fatalf("one firing ran, for the error entry that holds: %+v %v", v.Recent, err)
+	}
+}
