@@ -348,3 +348,22 @@ func quoteAll(ss []string) []string {
 	}
 	return out
 }
+
+// CompileSchema compiles raw, a JSON Schema given outside a manifest (a trigger's typed
+// reply), under the rules a manifest's schemas follow: draft 7 unless it names another, no
+// remote $ref ever fetched. A schema that does not compile is Problems under path.
+func CompileSchema(raw json.RawMessage, path string) (*Schema, error) {
+	canon, err := jcs.Canonicalize(raw)
+	if err != nil {
+		return nil, Problems{{Path: path, Rule: "must be a JSON Schema object"}}
+	}
+	d := &decoder{}
+	s := newSchemaCompiler().compile(canon, path, d)
+	if len(d.ps) > 0 {
+		return nil, d.ps
+	}
+	if s == nil {
+		return nil, Problems{{Path: path, Rule: "must be a JSON Schema object"}}
+	}
+	return s, nil
+}

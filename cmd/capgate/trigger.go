@@ -168,6 +168,8 @@ func printTrigger(w io.Writer, v trigger.View) {
 		src += " POST " + v.HookPath
 	case trigger.SourceEvent:
 		src += " " + v.Source.Event + " of " + v.Source.App
+	case trigger.SourceReply:
+		src += " from client " + v.Source.From
 	}
 	fmt.Fprintf(w, "  when   %s\n", src)
 	if v.Condition != "" {

@@ -36,6 +36,7 @@ var apiRoutes = []string{
 	"POST /v1/triggers",
 	"GET /v1/triggers",
 	"GET /v1/triggers/{id}",
+	"POST /v1/triggers/{id}/reply",
 	"POST /v1/hooks/{id}",
 	"GET /healthz",
 }

@@ -108,6 +108,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/triggers", s.proposeTrigger)
 	mux.HandleFunc("GET /v1/triggers", s.listTriggers)
 	mux.HandleFunc("GET /v1/triggers/{id}", s.showTrigger)
+	mux.HandleFunc("POST /v1/triggers/{id}/reply", s.reply)
 	mux.HandleFunc("POST /v1/hooks/{id}", s.hook)
 	mux.HandleFunc("POST /v1/tokens/revoke", s.revoke)
 	mux.HandleFunc("POST /v1/tokens/derive", s.derive)

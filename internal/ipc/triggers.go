@@ -1,6 +1,7 @@
 package ipc
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -132,5 +133,35 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 	default:
 		s.log().Error("triggers: a webhook", "err", err)
 		failJSON(w, http.StatusInternalServerError, broker.CodeExecutionFailed, "the webhook could not be handled")
+	}
+}
+
+// reply answers POST /v1/triggers/{id}/reply: a typed reply of the calling client to a
+// trigger waiting for one from it, the body {"id": "...", "reply": {...}}; 202 with the
+// firing's id once it is taken, 404 for a trigger that waits for no reply of this client's,
+// 409 for a reply id taken already or a trigger that does not fire now.
+func (s *Server) reply(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		ID    string          `json:"id"`
+		Reply json.RawMessage `json:"reply"`
+	}
+	caller, ok := s.jsonRequest(w, r, &req, `{"id": "...", "reply": {...}}`)
+	if !ok {
+		return
+	}
+	if s.Triggers == nil {
+		failJSON(w, http.StatusServiceUnavailable, broker.CodeExecutionFailed, "triggers are not served here")
+		return
+	}
+	f, err := s.Triggers.Reply(r.Context(), caller, r.PathValue("id"), req.ID, req.Reply)
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusAccepted, map[string]any{"status": "accepted", "firing": f.ID})
+	case errors.Is(err, trigger.ErrReplay):
+		failJSON(w, http.StatusConflict, CodeInvalidRequest, "this reply was taken already")
+	case errors.Is(err, trigger.ErrInactive):
+		failJSON(w, http.StatusConflict, CodeInvalidRequest, err.Error())
+	default:
+		s.triggerError(w, err)
 	}
 }

@@ -17,11 +17,13 @@ const ToolProposeTrigger = "capgate__propose_trigger"
 var proposeTriggerSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"required":["source","action","budget","ends_at"],
 "properties":{
 "source":{"type":"object","additionalProperties":false,"required":["kind"],"description":"When it fires.","properties":{
- "kind":{"enum":["schedule","webhook","event"],"description":"schedule: cron in a time zone; webhook: a signed request to its own URL; event: an app's event declared in its manifest."},
+ "kind":{"enum":["schedule","webhook","event","reply"],"description":"schedule: cron in a time zone; webhook: a signed request to its own URL; event: an app's event declared in its manifest; reply: a typed reply of another client."},
  "cron":{"type":"string","maxLength":256,"description":"schedule: five fields (minute hour day-of-month month day-of-week) or @daily, @hourly, @weekly, @monthly, @yearly."},
  "time_zone":{"type":"string","maxLength":64,"description":"schedule: an IANA zone such as Europe/Istanbul; required."},
  "app":{"type":"string","maxLength":253,"description":"event: the app's id."},
- "event":{"type":"string","maxLength":128,"description":"event: the event type the app declares."}}},
+ "event":{"type":"string","maxLength":128,"description":"event: the event type the app declares."},
+ "from":{"type":"string","maxLength":256,"description":"reply: the other client (id or name) whose replies it waits for."},
+ "schema":{"type":"object","description":"reply: the JSON Schema its reply must pass."}}},
 "condition":{"type":"string","maxLength":4096,"description":"A CEL expression over event (the payload, untrusted), permission and now; it fires only when true."},
 "action":{"type":"object","additionalProperties":false,"required":["app","method"],"description":"The one action it takes, with its params fixed now: no event can change them.","properties":{
  "app":{"type":"string","maxLength":253},"method":{"type":"string","maxLength":256},"params":{"type":"object"}}},

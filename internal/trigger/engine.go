@@ -220,10 +220,33 @@ func (e *Engine) check(ctx context.Context, caller broker.Caller, spec Spec, now
 			return invalid("source.event: the app %s declares no event of that type in its manifest", s.App)
 		}
 		words = "the event " + s.Event + " of the app " + s.App
+	case SourceReply:
+		if s.Cron != "" || s.TimeZone != "" || s.App != "" || s.Event != "" {
+			return invalid("source: a reply has no cron, time_zone, app or event")
+		}
+		from, err := e.client(ctx, s.From)
+		if err != nil {
+			return invalid("source.from: names no client (its id or name)")
+		}
+		if from.ID == caller.ClientID {
+			return invalid("source.from: names the proposing client itself: a reply comes from another")
+		}
+		if len(s.Schema) == 0 {
+			return invalid("source.schema: is required: the type of the reply")
+		}
+		if _, err := manifest.CompileSchema(s.Schema, "source.schema"); err != nil {
+			return invalid("%v", err)
+		}
+		canon, _ := jcs.Canonicalize(s.Schema)
+		t.Source.From, t.Source.Schema = from.ID, canon
+		words = "a reply from the client " + from.Name + " of the type its schema gives"
 	case "":
-		return invalid("source.kind: is required: schedule, webhook or event")
+		return invalid("source.kind: is required: schedule, webhook, event or reply")
 	default:
-		return invalid("source.kind: must be schedule, webhook or event")
+		return invalid("source.kind: must be schedule, webhook, event or reply")
+	}
+	if spec.Source.Kind != SourceReply && (spec.Source.From != "" || len(spec.Source.Schema) > 0) {
+		return invalid("source: only a reply has from and schema")
 	}
 	if t.Condition != "" {
 		if err := token.CompileEventCondition(t.Condition); err != nil {
@@ -337,6 +360,17 @@ func (t Trigger) action() string {
 		return "query"
 	}
 	return "execute"
+}
+
+// client finds a client by id, else by name.
+func (e *Engine) client(ctx context.Context, ref string) (store.Client, error) {
+	if ref == "" {
+		return store.Client{}, store.ErrNotFound
+	}
+	if c, err := e.o.Store.GetClient(ctx, ref); err == nil {
+		return c, nil
+	}
+	return e.o.Store.ClientByName(ctx, ref)
 }
 
 // eventOf finds the event type an app declares in its manifest.

@@ -609,6 +609,41 @@ func (e *Engine) take(ctx context.Context, t Trigger, key string, event map[stri
 	return f, nil
 }
 
+// Reply takes a typed reply for trigger id from caller: the trigger must wait for replies
+// from that very client (another's, or no such trigger, is ErrNotFound alike), and the reply
+// must pass the trigger's schema. replyID, which the sender makes unique, keys the firing: the
+// same id again is ErrReplay.
+func (e *Engine) Reply(ctx context.Context, caller broker.Caller, id, replyID string, reply json.RawMessage) (Firing, error) {
+	if e.o.Broker == nil {
+		return Firing{}, ErrNotServed
+	}
+	if !ValidID(id) {
+		return Firing{}, ErrNotFound
+	}
+	t, err := e.recs.get(ctx, id)
+	if err != nil {
+		return Firing{}, err
+	}
+	if t.Source.Kind != SourceReply || t.Source.From != caller.ClientID {
+		return Firing{}, ErrNotFound
+	}
+	if replyID == "" || len(replyID) > 128 {
+		return Firing{}, fmt.Errorf("%w: id: must be 1 to 128 bytes", ErrInvalid)
+	}
+	event, err := eventObject(reply)
+	if err != nil {
+		return Firing{}, fmt.Errorf("%w: reply: %w", ErrInvalid, err)
+	}
+	s, err := manifest.CompileSchema(t.Source.Schema, "source.schema")
+	if err != nil {
+		return Firing{}, fmt.Errorf("%w: the trigger's schema no longer compiles", ErrInvalid)
+	}
+	if err := s.ValidateJSON(reply, "reply"); err != nil {
+		return Firing{}, fmt.Errorf("%w: the reply breaks the trigger's schema: %w", ErrInvalid, err)
+	}
+	return e.take(ctx, t, "reply:"+replyID, event)
+}
+
 // eventObject reads an event's payload: strict JSON of an object, at most MaxEventBytes.
 func eventObject(body []byte) (map[string]any, error) {
 	if len(body) > MaxEventBytes {

@@ -34,6 +34,7 @@ const (
 	SourceSchedule = "schedule" // cron in a time zone
 	SourceWebhook  = "webhook"  // POST /v1/hooks/{id}, signed with the trigger's secret
 	SourceEvent    = "event"    // an app's event, declared in its manifest's events
+	SourceReply    = "reply"    // a typed reply of another client (an agent, an assistant)
 )
 
 // The missed policies: what becomes of scheduled times that passed while capgate was down.
@@ -49,6 +50,10 @@ type Source struct {
 	TimeZone string `json:"time_zone,omitempty"` // schedule: an IANA zone, required
 	App      string `json:"app,omitempty"`       // event: the app's id
 	Event    string `json:"event,omitempty"`     // event: the event type the app declares
+	// From is a reply's sender: another client, by id or name when proposed, by id once
+	// proposed. Schema is the JSON Schema its reply must pass.
+	From   string          `json:"from,omitempty"`
+	Schema json.RawMessage `json:"schema,omitempty"`
 }
 
 // Action is the one action a trigger may take: a capability and its params, fixed when the

@@ -93,6 +93,8 @@ func sourceWords(v trigger.View) string {
 		return "a signed request to its webhook (POST " + v.HookPath + ")"
 	case trigger.SourceEvent:
 		return "the event " + v.Source.Event + " of the app " + v.Source.App
+	case trigger.SourceReply:
+		return "a typed reply of the client " + v.Source.From
 	}
 	return v.Source.Kind
 }
