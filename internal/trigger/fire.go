@@ -111,10 +111,11 @@ func (e *Engine) settle(ctx context.Context, t Trigger) error {
 	iss, err := e.o.Broker.IssueAgreed(ctx, broker.CallerOf(client), broker.Agreed{ConsentID: t.ConsentID,
 		Grants: []string{t.Permission}, ExpiresAt: t.EndsAt, MaxUses: t.MaxFirings, AuditTag: auditTag(t.ID)})
 	if errors.Is(err, broker.ErrConsentSpent) {
-		// Another engine activates it; a record still proposed long after its approval was
-		// left so by an engine that died between the two.
-		if e.o.Now().Sub(c.Answered) > FiringLease {
-			e.stop(ctx, &t, "its activation was interrupted: propose it again")
+		// Another engine activated it, or is writing it. A record still proposed long after
+		// its approval was left so by an engine that died between the token and the record.
+		fresh, gerr := e.recs.get(ctx, t.ID)
+		if gerr == nil && fresh.State == StateProposed && e.o.Now().Sub(c.Answered) > ActivationGrace {
+			e.stop(ctx, &fresh, "its activation was interrupted: propose it again")
 		}
 		return nil
 	}

@@ -51,6 +51,12 @@ const (
 	// wait (runner.go).
 	FiringLease = 30 * time.Second
 
+	// ActivationGrace is how long after the person's approval a trigger may stay proposed
+	// while another engine holds its token: the time between issuing it and writing the
+	// record is a moment, and one still proposed this long after was left so by an engine
+	// that died between the two.
+	ActivationGrace = 10 * time.Minute
+
 	// MaxAuditScan is the most audit entries read to learn what became of an interrupted
 	// firing, from the head its row noted when it was taken.
 	MaxAuditScan = 1 << 20
