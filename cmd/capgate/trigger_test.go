@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/trigger"
 )
@@ -162,4 +165,101 @@ func TestTriggerEndToEnd(t *testing.T) {
 	}
 	mustCode(t, capgate(t, "", nil, "trigger", "pause", "--data", data), 2)
 	mustCode(t, capgate(t, "", nil, "trigger", "show", "trg_nope", "--data", data), 1)
+}
+
+// A `capgate serve` killed with SIGKILL in the middle of a firing: the firing was allowed and
+// waits out its delayed-commit window (the terminal's commands cannot be undone) when the
+// process dies. The next serve sees the process gone and takes the firing up at once; the
+// audit log says it was allowed and has no outcome, and a command is not idempotent, so the
+// firing is marked interrupted and never run again: the command never ran, the log verifies.
+func TestTriggerKillDashNineMidFiring(t *testing.T) {
+	data := t.TempDir()
+	add := capgate(t, "", nil, "client", "add", "agent", "--trust", "user", "--data", data)
+	mustCode(t, add, 0)
+	key := strings.TrimSpace(add.stdout)
+	st := openSQLite(t, data)
+	if err := st.PutMandate(context.Background(), store.Mandate{Permission: "app.terminal.execute", Autonomy: "act", Updated: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	r := serveWith(t, data)
+	post := func(url, path, body string, header map[string]string) (int, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", url+path, strings.NewReader(body))
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	ends := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	code, b := post(r.url, "/v1/triggers", `{"source":{"kind":"webhook"},
+	 "action":{"app":"org.capgate.terminal","method":"execute_command","params":{"command":"touch fired.txt"}},
+	 "budget":{"count":5},"ends_at":"`+ends+`"}`, map[string]string{"Authorization": "Bearer " + key})
+	if code == http.StatusForbidden && bytes.Contains(b, []byte("not working right now")) {
+		t.Skip("the terminal does not run here (no sandbox): " + string(b))
+	}
+	if code != http.StatusCreated {
+		t.Fatalf("POST /v1/triggers: %d %s", code, b)
+	}
+	var p trigger.Proposal
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	secret, _ := trigger.ParseHookSecret(p.HookSecret)
+	mustCode(t, capgate(t, "", nil, "approvals", "approve", p.ConsentID, "--data", data), 0)
+	show := func() trigger.View {
+		t.Helper()
+		res := capgate(t, "", nil, "trigger", "show", p.ID, "--json", "--data", data)
+		mustCode(t, res, 0)
+		var v trigger.View
+		if err := json.Unmarshal([]byte(res.stdout), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for deadline := time.Now().Add(15 * time.Second); show().State != trigger.StateActive; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the approved trigger never became active")
+		}
+	}
+	body := `{"go":true}`
+	if code, b := post(r.url, p.HookPath, body, map[string]string{trigger.HookSignatureHeader: trigger.SignHook(secret, p.ID, time.Now(), []byte(body))}); code != http.StatusAccepted {
+		t.Fatalf("the webhook: %d %s", code, b)
+	}
+	// The firing is allowed and waits out its delayed commit: a commit request is pending.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		res := capgate(t, "", nil, "approvals", "list", "--json", "--data", data)
+		if strings.Contains(res.stdout, `"kind": "commit"`) || strings.Contains(res.stdout, `"kind":"commit"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no delayed commit came: %s", res.stdout)
+		}
+	}
+	r.kill()
+	r2 := serveWith(t, data)
+	defer r2.stop(t)
+	var v trigger.View
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		v = show()
+		if len(v.Recent) == 1 && v.Recent[0].State != trigger.FiringTaken {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the interrupted firing was not taken up: %+v", v.Recent)
+		}
+	}
+	if f := v.Recent[0]; f.State != trigger.FiringInterrupted {
+		t.Fatalf("the firing after the kill: %+v, want interrupted", f)
+	}
+	if _, err := os.Stat(filepath.Join(gateway.DefaultWorkspace(data), "fired.txt")); err == nil {
+		t.Fatal("the command ran, though its commit window never ended")
+	}
+	mustCode(t, capgate(t, "", nil, "audit", "verify", "--data", data), 0)
 }
