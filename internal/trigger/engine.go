@@ -184,6 +184,32 @@ func (e *Engine) Propose(ctx context.Context, caller broker.Caller, spec Spec) (
 	return Proposal{View: v, HookSecret: secretText}, nil
 }
 
+// Create is a trigger the person sets up themselves (the triggers page), to fire as the client
+// caller: checked as Propose checks an agent's, its proposal approved at once by by (who is
+// recorded as having approved it), and activated.
+func (e *Engine) Create(ctx context.Context, caller broker.Caller, spec Spec, by string) (Proposal, error) {
+	p, err := e.Propose(ctx, caller, spec)
+	if err != nil {
+		return Proposal{}, err
+	}
+	if err := e.o.Consent.Approve(ctx, p.ConsentID, by, false); err != nil {
+		return Proposal{}, err
+	}
+	t, err := e.recs.get(ctx, p.ID)
+	if err != nil {
+		return Proposal{}, err
+	}
+	if err := e.settle(ctx, t); err != nil {
+		return Proposal{}, err
+	}
+	v, err := e.Get(ctx, p.ID, "")
+	if err != nil {
+		return Proposal{}, err
+	}
+	p.View = v
+	return p, nil
+}
+
 // check reads spec into a proposed trigger for caller, or says what is wrong with it. It
 // returns the event source in words, for the person.
 func (e *Engine) check(ctx context.Context, caller broker.Caller, spec Spec, now time.Time) (Trigger, string, error) {

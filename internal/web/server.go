@@ -195,6 +195,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /ui/mandates", s.authed(s.setMandate))
 	mux.HandleFunc("GET /ui/triggers", s.authed(s.triggers))
 	mux.HandleFunc("POST /ui/triggers/{id}/{verb}", s.authed(s.changeTrigger))
+	mux.HandleFunc("POST /ui/triggers", s.authed(s.createTrigger))
 	mux.HandleFunc("GET /ui/preferences", s.authed(s.preferences))
 	mux.HandleFunc("POST /ui/preferences/{definition}", s.authed(s.setPreference))
 	mux.HandleFunc("/ui/", s.authed(func(w http.ResponseWriter, r *http.Request, _ string) {

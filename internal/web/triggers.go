@@ -1,11 +1,14 @@
 package web
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/trigger"
 )
@@ -32,7 +35,12 @@ type firingView struct {
 // triggersView is the triggers page.
 type triggersView struct {
 	Triggers []triggerView
+	Clients  []clientChoice // the enabled clients a trigger the person sets up may fire as
+	Problem  string         // what was wrong with the trigger the person last set up
 }
+
+// clientChoice is one client in the form's list.
+type clientChoice struct{ ID, Name string }
 
 // onTriggersPage is who changes a trigger here, for the audit log.
 const onTriggersPage = "the person, on the triggers page"
@@ -60,6 +68,15 @@ func (s *Server) triggers(w http.ResponseWriter, r *http.Request, csrf string) {
 		return
 	}
 	out := &triggersView{}
+	if s.o.Store != nil {
+		if cs, err := s.o.Store.ListClients(ctx); err == nil {
+			for _, c := range cs {
+				if !c.Disabled {
+					out.Clients = append(out.Clients, clientChoice{ID: c.ID, Name: reveal(c.Name, false)})
+				}
+			}
+		}
+	}
 	for i := len(vs) - 1; i >= 0 && len(out.Triggers) < MaxListed; i-- {
 		v, err := s.o.Triggers.Get(ctx, vs[i].ID, "")
 		if err != nil {
@@ -126,5 +143,57 @@ func (s *Server) changeTrigger(w http.ResponseWriter, r *http.Request, _ string)
 	default:
 		s.o.Logger.Warn("web: changing a trigger failed", "err", err)
 		s.message(w, http.StatusInternalServerError, "Something broke", "capgate could not change the trigger. Its log says why.")
+	}
+}
+
+// createTrigger sets up a trigger the person writes on the triggers page: a schedule, one
+// action with its params, a count and an end date, to fire as the client they choose. It
+// is checked as an agent's proposal is, approved by the person at once, and recorded.
+func (s *Server) createTrigger(w http.ResponseWriter, r *http.Request, _ string) {
+	if !s.triggersAvailable(w) || s.o.Store == nil {
+		return
+	}
+	f := r.PostForm
+	bad := func(msg string) {
+		s.message(w, http.StatusBadRequest, "Not set up", msg)
+	}
+	c, err := s.o.Store.GetClient(r.Context(), f.Get("client"))
+	if err != nil || c.Disabled {
+		bad("The field client must name an enabled client: the trigger fires as that client's calls.")
+		return
+	}
+	count, err := strconv.ParseInt(strings.TrimSpace(f.Get("count")), 10, 64)
+	if err != nil {
+		bad("The field count must be a whole number of firings.")
+		return
+	}
+	ends, err := time.Parse("2006-01-02", strings.TrimSpace(f.Get("ends")))
+	if err != nil {
+		bad("The field ends must be a date, such as 2027-01-31: the trigger stops at its start (UTC).")
+		return
+	}
+	params := strings.TrimSpace(f.Get("params"))
+	if params == "" {
+		params = "{}"
+	}
+	spec := trigger.Spec{
+		Source:    trigger.Source{Kind: trigger.SourceSchedule, Cron: strings.TrimSpace(f.Get("cron")), TimeZone: strings.TrimSpace(f.Get("time_zone"))},
+		Condition: strings.TrimSpace(f.Get("condition")),
+		Action:    trigger.Action{App: strings.TrimSpace(f.Get("app")), Method: strings.TrimSpace(f.Get("method")), Params: json.RawMessage(params)},
+		Budget:    trigger.Budget{Count: count}, EndsAt: ends, Missed: f.Get("missed"), Reason: "set up by the person on the triggers page",
+	}
+	if !json.Valid(spec.Action.Params) {
+		bad("The field params must be a JSON object, such as {\"category\": \"sound\", \"key\": \"master_volume\", \"value\": 10}.")
+		return
+	}
+	_, err = s.o.Triggers.Create(r.Context(), broker.CallerOf(c), spec, onTriggersPage)
+	switch {
+	case err == nil:
+		http.Redirect(w, r, "/ui/triggers", http.StatusSeeOther)
+	case errors.Is(err, trigger.ErrInvalid), errors.Is(err, trigger.ErrRefused), errors.Is(err, trigger.ErrTooMany):
+		bad(reveal(err.Error(), false))
+	default:
+		s.o.Logger.Warn("web: setting up a trigger failed", "err", err)
+		s.message(w, http.StatusInternalServerError, "Something broke", "capgate could not set up the trigger. Its log says why.")
 	}
 }

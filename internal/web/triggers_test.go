@@ -3,6 +3,7 @@ package web_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +78,51 @@ func TestTriggerOnThePages(t *testing.T) {
 	}
 	if resp, _ := b.post("/ui/triggers/"+p.ID+"/explode", map[string][]string{"csrf": {csrf}}, same); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("an unknown change: HTTP %d", resp.StatusCode)
+	}
+}
+
+// The person sets up a trigger themselves on the triggers page: checked as an agent's
+// proposal is, approved at once, active, firing as the client chosen.
+func TestPersonSetsUpTrigger(t *testing.T) {
+	e := newEnv(t, 0)
+	b := newBrowser(t, e.srv.URL, e.srv.Client())
+	same := map[string]string{"Origin": e.srv.URL, "Sec-Fetch-Site": "same-origin"}
+	csrf := b.login(e.g.LoginLink())
+	e.addClient("helper")
+	c, err := e.g.Store.ClientByName(e.ctx, "helper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, page := b.get("/ui/triggers")
+	if !strings.Contains(page, `action="/ui/triggers"`) || !strings.Contains(page, c.ID) {
+		t.Fatal("the triggers page has no form to set one up")
+	}
+	form := url.Values{"csrf": {csrf}, "client": {c.ID}, "cron": {"30 7 * * 1-5"}, "time_zone": {"Europe/Berlin"},
+		"app": {"org.capgate.settings"}, "method": {"set_setting"}, "params": {`{"category":"sound","key":"master_volume","value":40}`},
+		"count": {"20"}, "ends": {time.Now().Add(10 * 24 * time.Hour).UTC().Format("2006-01-02")}, "missed": {"skip"}}
+	if resp, body := b.post("/ui/triggers", form, same); resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "no mandate") {
+		t.Fatalf("without a mandate: HTTP %d %s", resp.StatusCode, body)
+	}
+	if err := e.g.Broker.PutMandate(e.ctx, store.Mandate{Permission: "system.settings.write", Autonomy: "act", Updated: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	bad := url.Values{}
+	for k, v := range form {
+		bad[k] = v
+	}
+	bad.Set("params", "{not json")
+	if resp, _ := b.post("/ui/triggers", bad, same); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("params that are not JSON: HTTP %d", resp.StatusCode)
+	}
+	if resp, body := b.post("/ui/triggers", form, same); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("set up: HTTP %d %s", resp.StatusCode, body)
+	}
+	vs, err := e.g.Triggers.List(e.ctx, c.ID)
+	if err != nil || len(vs) != 1 || vs[0].State != trigger.StateActive || vs[0].Next == nil {
+		t.Fatalf("the person's trigger: %+v %v", vs, err)
+	}
+	cr, err := e.g.Store.GetConsent(e.ctx, vs[0].ConsentID)
+	if err != nil || cr.State != store.ConsentApproved || !strings.Contains(cr.AnsweredBy, "triggers page") {
+		t.Fatalf("its approval: %+v %v", cr, err)
 	}
 }
