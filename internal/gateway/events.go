@@ -3,7 +3,9 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"time"
 
+	"github.com/capgate/capgate/internal/apps/files"
 	"github.com/capgate/capgate/internal/apps/syslog"
 )
 
@@ -45,4 +47,52 @@ func (g *Gateway) followLogErrors() {
 			}
 		}
 	})
+}
+
+// followFileChanges makes the changes in the workspace the files app's event file.changed,
+// while an active trigger waits for it: the folder is scanned every files.WatchInterval and
+// each scan is held against the one before (the first one after a trigger appears is the
+// baseline, and reports nothing).
+func (g *Gateway) followFileChanges(ctx context.Context) {
+	tick := time.NewTicker(files.WatchInterval)
+	defer tick.Stop()
+	var last files.Snapshot
+	warned := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if g.notStarted[files.AppID] {
+			return
+		}
+		listens, err := g.Triggers.Listens(ctx, files.AppID, files.EventChanged)
+		if err != nil || !listens {
+			last = nil
+			continue
+		}
+		snap, err := files.Scan(g.workspace, 0)
+		if err != nil {
+			if !warned {
+				g.log.Warn("triggers: the workspace cannot be watched for the files app's file.changed", "err", err)
+				warned = true
+			}
+			last = nil
+			continue
+		}
+		warned = false
+		if last != nil {
+			for _, f := range files.Diff(last, snap) {
+				payload, err := json.Marshal(f.Change)
+				if err != nil {
+					continue
+				}
+				if _, err := g.Triggers.Emit(ctx, files.AppID, files.EventChanged, f.ID(f.Stat), payload); err != nil && ctx.Err() == nil {
+					g.log.Warn("triggers: a change in the workspace was not told to its triggers", "err", err)
+				}
+			}
+		}
+		last = snap
+	}
 }

@@ -359,6 +359,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		g.spawn(g.Triggers.Run)
 	}
 	g.followLogErrors()
+	g.spawn(g.followFileChanges)
 	g.spawn(g.followTools)
 	g.spawn(g.followProviders)
 	g.spawn(g.followEvaluations)

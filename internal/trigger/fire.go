@@ -660,6 +660,21 @@ func eventObject(body []byte) (map[string]any, error) {
 	return m, nil
 }
 
+// Listens reports whether an active trigger waits for the event type of the app (by id):
+// an app that has to look for its events (a folder scanned) looks only then.
+func (e *Engine) Listens(ctx context.Context, appID, eventType string) (bool, error) {
+	ts, _, err := e.recs.list(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, t := range ts {
+		if t.State == StateActive && t.Source.Kind == SourceEvent && t.Source.Event == eventType && t.Source.App == appID {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // Emit is an app's event: payload is checked against the payload_schema its manifest
 // declares for eventType, then every active trigger on that event takes a firing keyed by
 // eventID (which the app makes unique; the same id again is the same event) and runs it.

@@ -47,3 +47,7 @@ const (
 	// listBatch is how many names list_directory reads at a time.
 	listBatch = 256
 )
+
+// MaxWatchEntries bounds a watch's scan of the folder: a scan reads every entry's metadata
+// every WatchInterval, and a folder larger than this is not watched (ErrTooManyEntries).
+const MaxWatchEntries = 20000
