@@ -19,10 +19,10 @@ const EventChanged = "file.changed"
 // Change is one change found between two Snapshots of the folder, the payload of the event
 // file.changed: the path is relative to the folder, with forward slashes.
 type Change struct {
-	Path   string `json:"path"`
-	Kind   string `json:"change"` // created, modified or removed
-	Dir    bool   `json:"dir"`
-	Size   int64  `json:"size"`
+	Path string `json:"path"`
+	Kind string `json:"change"` // created, modified or removed
+	Dir  bool   `json:"dir"`
+	Size int64  `json:"size"`
 }
 
 // ID names the change: the same change seen twice (by two replicas sharing the folder, say)
