@@ -141,3 +141,18 @@ func DefaultValidateParams(doc *manifest.Document, capabilityID string, params j
 type Undoer interface {
 	Undo(ctx context.Context, capabilityID, undoToken string, ic InvocationContext) error
 }
+
+// Emit hands the host one event of the app's own, of a type its manifest declares in events:
+// the host checks payload (a JSON object) against the event's payload_schema and gives it to
+// the triggers waiting for it. eventID is the app's, unique among its events: the same id
+// again is the same event, taken once. An error says the host refused it (an undeclared type,
+// a payload its schema refuses) or could not be reached.
+type Emit func(ctx context.Context, eventType, eventID string, payload json.RawMessage) error
+
+// EventSource is implemented by a handler whose app emits events on its own (a folder it
+// watches, a message it receives): the host calls Events once, when it can take them, on a
+// goroutine of its own, with ctx ending when the app stops, and the handler emits through
+// emit until then. Events need not return before ctx ends.
+type EventSource interface {
+	Events(ctx context.Context, emit Emit)
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/capgate/capgate/internal/gateway"
+	"github.com/capgate/capgate/internal/providers/providertest"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/trigger"
 )
@@ -262,4 +263,55 @@ func TestTriggerKillDashNineMidFiring(t *testing.T) {
 		t.Fatal("the command ran, though its commit window never ended")
 	}
 	mustCode(t, capgate(t, "", nil, "audit", "verify", "--data", data), 0)
+}
+
+// A provider process emits an event of its own through HostService: a trigger on it fires.
+func TestProviderEventFiresTrigger(t *testing.T) {
+	bin := providertest.Build(t)
+	man := filepath.Join(t.TempDir(), "manifest.json")
+	if err := os.WriteFile(man, providertest.Manifest(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	env := []string{"CAPGATE_DATA_DIR=" + data}
+	mustCode(t, capgate(t, "", env, "app", "register", man, "--alias", "echo", "--command", bin, "--", "-emit", "-emit-every", "200ms"), 0)
+	add := capgate(t, "", env, "client", "add", "agent", "--trust", "user")
+	mustCode(t, add, 0)
+	key := strings.TrimSpace(add.stdout)
+	st := openSQLite(t, data)
+	if err := st.PutMandate(context.Background(), store.Mandate{Permission: "system.settings.write", Autonomy: "act", Updated: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	r := serveWith(t, data)
+	defer r.stop(t)
+	spec := `{"source":{"kind":"event","app":"org.example.echo","event":"echo.said"},"condition":"event.text == \"tick\"",
+	 "action":{"app":"org.capgate.settings","method":"set_setting","params":{"category":"sound","key":"master_volume","value":7}},
+	 "budget":{"count":1},"ends_at":"` + time.Now().Add(time.Hour).UTC().Format(time.RFC3339) + `"}`
+	req, _ := http.NewRequest("POST", r.url+"/v1/triggers", strings.NewReader(spec))
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /v1/triggers: %d %s", resp.StatusCode, b)
+	}
+	var p trigger.Proposal
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	mustCode(t, capgate(t, "", env, "approvals", "approve", p.ConsentID), 0)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		res := capgate(t, "", env, "trigger", "show", p.ID, "--json")
+		var v trigger.View
+		if err := json.Unmarshal([]byte(res.stdout), &v); err == nil && v.State == trigger.StateStopped && v.Used == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the provider's event did not fire the trigger to its budget: %s", res.stdout)
+		}
+	}
 }

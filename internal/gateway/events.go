@@ -3,10 +3,15 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"time"
 
 	"github.com/capgate/capgate/internal/apps/files"
 	"github.com/capgate/capgate/internal/apps/syslog"
+	"github.com/capgate/capgate/internal/trigger"
+	"github.com/capgate/capgate/manifest"
+	"github.com/capgate/capgate/sdk"
 )
 
 // logEventQueue bounds the error entries waiting to be told to the triggers: a burst of
@@ -94,5 +99,21 @@ func (g *Gateway) followFileChanges(ctx context.Context) {
 			}
 		}
 		last = snap
+	}
+}
+
+// appEvents takes the events the provider of the app appID emits on its own, as that app's:
+// trigger.Engine.Emit checks the type against the app's manifest and the payload against its
+// schema. A refusal goes back to the provider as invalid params, naming why.
+func (g *Gateway) appEvents(appID string) func(ctx context.Context, eventType, eventID string, payload json.RawMessage) error {
+	return func(ctx context.Context, eventType, eventID string, payload json.RawMessage) error {
+		_, err := g.Triggers.Emit(ctx, appID, eventType, eventID, payload)
+		if errors.Is(err, trigger.ErrInvalid) {
+			return sdk.InvalidParams(manifest.Problems{{Path: "event", Rule: strings.TrimPrefix(err.Error(), trigger.ErrInvalid.Error()+": ")}})
+		}
+		if err != nil {
+			return sdk.ExecutionFailed("capgate could not take the event", true)
+		}
+		return nil
 	}
 }

@@ -276,6 +276,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		g.procs.refuse = fmt.Errorf("provider processes run only in a sandbox, and none can be made here: %w", g.sandboxErr)
 	}
 	g.procs.box, g.procs.dataDir, g.procs.sandboxRoot, g.procs.ceiling = g.sandbox, cfg.DataDir, cfg.SandboxRoot, cfg.BudgetCeiling
+	g.procs.events = g.appEvents
 	if g.procs.egress, err = g.openEgress(cfg); err != nil {
 		st.Close()
 		return nil, err

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,6 +36,9 @@ type procs struct {
 	// and providers run unconfined only where the operator chose --sandbox=off-unsafe. Their
 	// apps are registered and not working.
 	refuse error
+	// events, when set, takes the events of each app's provider, as that app's
+	// (Gateway.appEvents).
+	events func(appID string) func(ctx context.Context, eventType, eventID string, payload json.RawMessage) error
 	mu     sync.Mutex
 	byApp  map[string]*proc
 	closed bool
@@ -103,7 +107,11 @@ func (ps *procs) sync(ctx context.Context, st supervised.Store, reg *registry.Re
 			saveStatus(st, id, log, false, err)
 			continue
 		}
-		p := supervised.Start(supervised.Config{Manifest: app.Doc, Command: prog.Command, Args: prog.Args,
+		var events func(ctx context.Context, eventType, eventID string, payload json.RawMessage) error
+		if ps.events != nil {
+			events = ps.events(id)
+		}
+		p := supervised.Start(supervised.Config{Manifest: app.Doc, Command: prog.Command, Args: prog.Args, Events: events,
 			Intents: intents, SandboxRoot: ps.sandboxRoot, AppFolder: sandbox.AppFolder(ps.dataDir, app.ID), Limits: limits,
 			Digest: prog.Digest, Dir: prog.Dir, Env: supervised.DefaultEnv, Sandbox: ps.box, Egress: ps.egress, Logger: log,
 			OnState: statusTo(st, rec, id, log), OnCredential: credentialTo(rec, id, log)})

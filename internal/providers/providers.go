@@ -68,6 +68,10 @@ type Config struct {
 	// OnState, when set, is told each time the provider comes up (why nil) or goes down (why
 	// it is not working), from the supervision's goroutine.
 	OnState func(up bool, why error)
+	// Events, when set, takes the events the provider emits on its own (sdk.EventSource),
+	// as its app's: the host checks each (its type declared, its payload against the schema)
+	// and gives it to the triggers waiting for it. Nil: the provider's events are refused.
+	Events func(ctx context.Context, eventType, eventID string, payload json.RawMessage) error
 	// Logger receives what the provider prints and what happens to it (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -383,6 +387,13 @@ func (p *Process) start() (*plugin.Client, error) {
 		p.cfg.OnState(true, nil)
 	}
 	p.log.Info("provider up", "protocol", pc.NegotiatedVersion())
+	if p.cfg.Events != nil {
+		ectx, ecancel := context.WithTimeout(context.Background(), StartTimeout)
+		if err := c.ServeEvents(ectx, p.cfg.Events); err != nil {
+			p.log.Warn("the provider's events are not taken", "err", err)
+		}
+		ecancel()
+	}
 	return pc, nil
 }
 

@@ -11,6 +11,8 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/capgate/capgate/manifest"
 	providerv1 "github.com/capgate/capgate/proto/capgate/provider/v1"
@@ -26,6 +28,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	creds   Credentials
+	events  Events
 	hostID  uint32            // the broker id HostService answers at, 0 until served
 	inCalls map[string]string // the calls in flight, by call id: their capability id
 }
@@ -40,6 +43,34 @@ func (c *Client) ServeCredentials(creds Credentials) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.creds = creds
+	c.serveHost()
+}
+
+// Events takes an event the provider emits on its own (EmitEvent): eventType and eventID are
+// the provider's text, untrusted, and payload its bytes; nil accepts it, an *sdk.Error
+// refuses it.
+type Events func(ctx context.Context, eventType, eventID string, payload json.RawMessage) error
+
+// ServeEvents has the host take the events the provider emits on its own with events, and
+// tells the provider so (its Events): a provider that emits none, or does not know the call,
+// is left as it is.
+func (c *Client) ServeEvents(ctx context.Context, events Events) error {
+	c.mu.Lock()
+	c.events = events
+	c.serveHost()
+	id := c.hostID
+	c.mu.Unlock()
+	if id == 0 {
+		return nil
+	}
+	if _, err := c.c.Events(ctx, &providerv1.EventsRequest{HostService: id}); err != nil && status.Code(err) != codes.Unimplemented {
+		return fmt.Errorf("provider: Events: %w", err)
+	}
+	return nil
+}
+
+// serveHost serves the host's HostService for the provider, once; c.mu is held.
+func (c *Client) serveHost() {
 	if c.hostID != 0 || c.broker == nil {
 		return
 	}
@@ -71,6 +102,20 @@ func (h *hostServer) RequestCredential(ctx context.Context, req *providerv1.Requ
 		return &providerv1.RequestCredentialResponse{Error: errorOf(err)}, nil
 	}
 	return &providerv1.RequestCredentialResponse{Handle: handle}, nil
+}
+
+// EmitEvent takes an event the provider emits on its own, by the host's Events.
+func (h *hostServer) EmitEvent(ctx context.Context, req *providerv1.EmitEventRequest) (*providerv1.EmitEventResponse, error) {
+	h.c.mu.Lock()
+	events := h.c.events
+	h.c.mu.Unlock()
+	if events == nil {
+		return &providerv1.EmitEventResponse{Error: errorOf(sdk.PermissionDenied("the host takes no events of this provider"))}, nil
+	}
+	if err := events(ctx, req.EventType, req.EventId, req.Payload); err != nil {
+		return &providerv1.EmitEventResponse{Error: errorOf(err)}, nil
+	}
+	return &providerv1.EmitEventResponse{}, nil
 }
 
 // inFlight registers a call for RequestCredential and returns the broker id to tell the

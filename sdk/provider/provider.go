@@ -22,6 +22,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"time"
@@ -120,8 +121,39 @@ type server struct {
 	h      sdk.Handler
 	broker *plugin.GRPCBroker
 
-	mu   sync.Mutex
-	host map[uint32]providerv1.HostServiceClient // the host's services dialled, by broker id
+	mu     sync.Mutex
+	host   map[uint32]providerv1.HostServiceClient // the host's services dialled, by broker id
+	events bool                                    // the handler's Events was started
+}
+
+// Events starts the handler's own events (sdk.EventSource), once: each goes to the host's
+// EmitEvent at the broker id the host names. The events live as long as the process.
+func (s *server) Events(_ context.Context, req *providerv1.EventsRequest) (*providerv1.EventsResponse, error) {
+	src, ok := s.h.(sdk.EventSource)
+	if !ok || s.broker == nil || req.HostService == 0 {
+		return &providerv1.EventsResponse{}, nil
+	}
+	s.mu.Lock()
+	started := s.events
+	s.events = true
+	s.mu.Unlock()
+	if started {
+		return &providerv1.EventsResponse{}, nil
+	}
+	id := req.HostService
+	emit := func(ctx context.Context, eventType, eventID string, payload json.RawMessage) error {
+		c, err := s.hostService(id)
+		if err != nil {
+			return &sdk.Error{Code: sdk.CodeAppUnresponsive, Reason: "the host's service cannot be reached"}
+		}
+		r, err := c.EmitEvent(ctx, &providerv1.EmitEventRequest{EventType: eventType, EventId: eventID, Payload: payload})
+		if err != nil {
+			return &sdk.Error{Code: sdk.CodeAppUnresponsive, Reason: "the host's service did not answer"}
+		}
+		return sdkError(r.Error)
+	}
+	go src.Events(context.Background(), emit)
+	return &providerv1.EventsResponse{}, nil
 }
 
 // hostService is the host's HostService at the broker id, dialled once.

@@ -162,3 +162,49 @@ func TestNoVersionInCommon(t *testing.T) {
 		t.Fatal("a provider with no protocol version in common was started")
 	}
 }
+
+// A provider's own events reach the host through HostService once the host takes them
+// (ServeEvents): each as the provider sent it, and the host's refusal goes back to the
+// provider as an sdk.Error.
+func TestProviderEvents(t *testing.T) {
+	pc := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig: provider.Handshake, VersionedPlugins: provider.Plugins(nil),
+		Cmd: exec.Command(testProvider(t), "-emit"), AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		GRPCBrokerMultiplex: true, GRPCDialOptions: provider.DialOptions(), Logger: hclog.NewNullLogger(),
+	})
+	t.Cleanup(pc.Kill)
+	rpc, err := pc.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := rpc.Dispense(provider.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := raw.(*provider.Client)
+	type event struct{ typ, id, payload string }
+	got := make(chan event, 8)
+	err = c.ServeEvents(context.Background(), func(_ context.Context, typ, id string, payload json.RawMessage) error {
+		got <- event{typ, id, string(payload)}
+		if typ != "echo.said" {
+			return sdk.InvalidParams(manifest.Problems{{Path: "event_type", Rule: "not declared"}})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []event
+	for len(all) < 4 {
+		select {
+		case e := <-got:
+			all = append(all, e)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("events so far: %+v", all)
+		}
+	}
+	if all[0] != (event{"echo.said", "e1", `{"text":"hello"}`}) || all[1].id != "e2" || all[2].typ != "echo.nope" ||
+		all[3].payload != `{"text":"refused: invalid_params"}` {
+		t.Fatalf("events %+v", all)
+	}
+}

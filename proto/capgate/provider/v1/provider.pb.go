@@ -1139,6 +1139,191 @@ func (x *RequestCredentialResponse) GetError() *CapabilityError {
 	return nil
 }
 
+type EventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The go-plugin broker id at which HostService answers EmitEvent.
+	HostService   uint32 `protobuf:"varint,1,opt,name=host_service,json=hostService,proto3" json:"host_service,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventsRequest) Reset() {
+	*x = EventsRequest{}
+	mi := &file_capgate_provider_v1_provider_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventsRequest) ProtoMessage() {}
+
+func (x *EventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_capgate_provider_v1_provider_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventsRequest.ProtoReflect.Descriptor instead.
+func (*EventsRequest) Descriptor() ([]byte, []int) {
+	return file_capgate_provider_v1_provider_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *EventsRequest) GetHostService() uint32 {
+	if x != nil {
+		return x.HostService
+	}
+	return 0
+}
+
+type EventsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventsResponse) Reset() {
+	*x = EventsResponse{}
+	mi := &file_capgate_provider_v1_provider_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventsResponse) ProtoMessage() {}
+
+func (x *EventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_capgate_provider_v1_provider_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventsResponse.ProtoReflect.Descriptor instead.
+func (*EventsResponse) Descriptor() ([]byte, []int) {
+	return file_capgate_provider_v1_provider_proto_rawDescGZIP(), []int{19}
+}
+
+type EmitEventRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EventType     string                 `protobuf:"bytes,1,opt,name=event_type,json=eventType,proto3" json:"event_type,omitempty"` // declared in the manifest's events
+	EventId       string                 `protobuf:"bytes,2,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`       // unique among the provider's events: the same id is the same event
+	Payload       []byte                 `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`                      // a JSON object, checked against the event's payload_schema
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmitEventRequest) Reset() {
+	*x = EmitEventRequest{}
+	mi := &file_capgate_provider_v1_provider_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmitEventRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmitEventRequest) ProtoMessage() {}
+
+func (x *EmitEventRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_capgate_provider_v1_provider_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmitEventRequest.ProtoReflect.Descriptor instead.
+func (*EmitEventRequest) Descriptor() ([]byte, []int) {
+	return file_capgate_provider_v1_provider_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *EmitEventRequest) GetEventType() string {
+	if x != nil {
+		return x.EventType
+	}
+	return ""
+}
+
+func (x *EmitEventRequest) GetEventId() string {
+	if x != nil {
+		return x.EventId
+	}
+	return ""
+}
+
+func (x *EmitEventRequest) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+type EmitEventResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *CapabilityError       `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"` // set when the host refused the event
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmitEventResponse) Reset() {
+	*x = EmitEventResponse{}
+	mi := &file_capgate_provider_v1_provider_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmitEventResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmitEventResponse) ProtoMessage() {}
+
+func (x *EmitEventResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_capgate_provider_v1_provider_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmitEventResponse.ProtoReflect.Descriptor instead.
+func (*EmitEventResponse) Descriptor() ([]byte, []int) {
+	return file_capgate_provider_v1_provider_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *EmitEventResponse) GetError() *CapabilityError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 var File_capgate_provider_v1_provider_proto protoreflect.FileDescriptor
 
 const file_capgate_provider_v1_provider_proto_rawDesc = "" +
@@ -1214,14 +1399,26 @@ const file_capgate_provider_v1_provider_proto_rawDesc = "" +
 	"\acall_id\x18\x02 \x01(\tR\x06callId\"o\n" +
 	"\x19RequestCredentialResponse\x12\x16\n" +
 	"\x06handle\x18\x01 \x01(\tR\x06handle\x12:\n" +
-	"\x05error\x18\x02 \x01(\v2$.capgate.provider.v1.CapabilityErrorR\x05error2\xfd\x02\n" +
+	"\x05error\x18\x02 \x01(\v2$.capgate.provider.v1.CapabilityErrorR\x05error\"2\n" +
+	"\rEventsRequest\x12!\n" +
+	"\fhost_service\x18\x01 \x01(\rR\vhostService\"\x10\n" +
+	"\x0eEventsResponse\"f\n" +
+	"\x10EmitEventRequest\x12\x1d\n" +
+	"\n" +
+	"event_type\x18\x01 \x01(\tR\teventType\x12\x19\n" +
+	"\bevent_id\x18\x02 \x01(\tR\aeventId\x12\x18\n" +
+	"\apayload\x18\x03 \x01(\fR\apayload\"O\n" +
+	"\x11EmitEventResponse\x12:\n" +
+	"\x05error\x18\x01 \x01(\v2$.capgate.provider.v1.CapabilityErrorR\x05error2\xd0\x03\n" +
 	"\x0fProviderService\x12`\n" +
 	"\vGetManifest\x12'.capgate.provider.v1.GetManifestRequest\x1a(.capgate.provider.v1.GetManifestResponse\x12i\n" +
 	"\x0eValidateParams\x12*.capgate.provider.v1.ValidateParamsRequest\x1a+.capgate.provider.v1.ValidateParamsResponse\x12P\n" +
 	"\x06Invoke\x12\".capgate.provider.v1.InvokeRequest\x1a .capgate.provider.v1.InvokeEvent0\x01\x12K\n" +
-	"\x04Undo\x12 .capgate.provider.v1.UndoRequest\x1a!.capgate.provider.v1.UndoResponse2\x81\x01\n" +
+	"\x04Undo\x12 .capgate.provider.v1.UndoRequest\x1a!.capgate.provider.v1.UndoResponse\x12Q\n" +
+	"\x06Events\x12\".capgate.provider.v1.EventsRequest\x1a#.capgate.provider.v1.EventsResponse2\xdd\x01\n" +
 	"\vHostService\x12r\n" +
-	"\x11RequestCredential\x12-.capgate.provider.v1.RequestCredentialRequest\x1a..capgate.provider.v1.RequestCredentialResponseBAZ?github.com/capgate/capgate/proto/capgate/provider/v1;providerv1b\x06proto3"
+	"\x11RequestCredential\x12-.capgate.provider.v1.RequestCredentialRequest\x1a..capgate.provider.v1.RequestCredentialResponse\x12Z\n" +
+	"\tEmitEvent\x12%.capgate.provider.v1.EmitEventRequest\x1a&.capgate.provider.v1.EmitEventResponseBAZ?github.com/capgate/capgate/proto/capgate/provider/v1;providerv1b\x06proto3"
 
 var (
 	file_capgate_provider_v1_provider_proto_rawDescOnce sync.Once
@@ -1235,7 +1432,7 @@ func file_capgate_provider_v1_provider_proto_rawDescGZIP() []byte {
 	return file_capgate_provider_v1_provider_proto_rawDescData
 }
 
-var file_capgate_provider_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_capgate_provider_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_capgate_provider_v1_provider_proto_goTypes = []any{
 	(*GetManifestRequest)(nil),        // 0: capgate.provider.v1.GetManifestRequest
 	(*GetManifestResponse)(nil),       // 1: capgate.provider.v1.GetManifestResponse
@@ -1255,6 +1452,10 @@ var file_capgate_provider_v1_provider_proto_goTypes = []any{
 	(*UndoResponse)(nil),              // 15: capgate.provider.v1.UndoResponse
 	(*RequestCredentialRequest)(nil),  // 16: capgate.provider.v1.RequestCredentialRequest
 	(*RequestCredentialResponse)(nil), // 17: capgate.provider.v1.RequestCredentialResponse
+	(*EventsRequest)(nil),             // 18: capgate.provider.v1.EventsRequest
+	(*EventsResponse)(nil),            // 19: capgate.provider.v1.EventsResponse
+	(*EmitEventRequest)(nil),          // 20: capgate.provider.v1.EmitEventRequest
+	(*EmitEventResponse)(nil),         // 21: capgate.provider.v1.EmitEventResponse
 }
 var file_capgate_provider_v1_provider_proto_depIdxs = []int32{
 	10, // 0: capgate.provider.v1.ValidateParamsResponse.error:type_name -> capgate.provider.v1.CapabilityError
@@ -1269,21 +1470,26 @@ var file_capgate_provider_v1_provider_proto_depIdxs = []int32{
 	2,  // 9: capgate.provider.v1.UndoRequest.context:type_name -> capgate.provider.v1.InvocationContext
 	10, // 10: capgate.provider.v1.UndoResponse.error:type_name -> capgate.provider.v1.CapabilityError
 	10, // 11: capgate.provider.v1.RequestCredentialResponse.error:type_name -> capgate.provider.v1.CapabilityError
-	0,  // 12: capgate.provider.v1.ProviderService.GetManifest:input_type -> capgate.provider.v1.GetManifestRequest
-	3,  // 13: capgate.provider.v1.ProviderService.ValidateParams:input_type -> capgate.provider.v1.ValidateParamsRequest
-	5,  // 14: capgate.provider.v1.ProviderService.Invoke:input_type -> capgate.provider.v1.InvokeRequest
-	14, // 15: capgate.provider.v1.ProviderService.Undo:input_type -> capgate.provider.v1.UndoRequest
-	16, // 16: capgate.provider.v1.HostService.RequestCredential:input_type -> capgate.provider.v1.RequestCredentialRequest
-	1,  // 17: capgate.provider.v1.ProviderService.GetManifest:output_type -> capgate.provider.v1.GetManifestResponse
-	4,  // 18: capgate.provider.v1.ProviderService.ValidateParams:output_type -> capgate.provider.v1.ValidateParamsResponse
-	6,  // 19: capgate.provider.v1.ProviderService.Invoke:output_type -> capgate.provider.v1.InvokeEvent
-	15, // 20: capgate.provider.v1.ProviderService.Undo:output_type -> capgate.provider.v1.UndoResponse
-	17, // 21: capgate.provider.v1.HostService.RequestCredential:output_type -> capgate.provider.v1.RequestCredentialResponse
-	17, // [17:22] is the sub-list for method output_type
-	12, // [12:17] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	10, // 12: capgate.provider.v1.EmitEventResponse.error:type_name -> capgate.provider.v1.CapabilityError
+	0,  // 13: capgate.provider.v1.ProviderService.GetManifest:input_type -> capgate.provider.v1.GetManifestRequest
+	3,  // 14: capgate.provider.v1.ProviderService.ValidateParams:input_type -> capgate.provider.v1.ValidateParamsRequest
+	5,  // 15: capgate.provider.v1.ProviderService.Invoke:input_type -> capgate.provider.v1.InvokeRequest
+	14, // 16: capgate.provider.v1.ProviderService.Undo:input_type -> capgate.provider.v1.UndoRequest
+	18, // 17: capgate.provider.v1.ProviderService.Events:input_type -> capgate.provider.v1.EventsRequest
+	16, // 18: capgate.provider.v1.HostService.RequestCredential:input_type -> capgate.provider.v1.RequestCredentialRequest
+	20, // 19: capgate.provider.v1.HostService.EmitEvent:input_type -> capgate.provider.v1.EmitEventRequest
+	1,  // 20: capgate.provider.v1.ProviderService.GetManifest:output_type -> capgate.provider.v1.GetManifestResponse
+	4,  // 21: capgate.provider.v1.ProviderService.ValidateParams:output_type -> capgate.provider.v1.ValidateParamsResponse
+	6,  // 22: capgate.provider.v1.ProviderService.Invoke:output_type -> capgate.provider.v1.InvokeEvent
+	15, // 23: capgate.provider.v1.ProviderService.Undo:output_type -> capgate.provider.v1.UndoResponse
+	19, // 24: capgate.provider.v1.ProviderService.Events:output_type -> capgate.provider.v1.EventsResponse
+	17, // 25: capgate.provider.v1.HostService.RequestCredential:output_type -> capgate.provider.v1.RequestCredentialResponse
+	21, // 26: capgate.provider.v1.HostService.EmitEvent:output_type -> capgate.provider.v1.EmitEventResponse
+	20, // [20:27] is the sub-list for method output_type
+	13, // [13:20] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_capgate_provider_v1_provider_proto_init() }
@@ -1305,7 +1511,7 @@ func file_capgate_provider_v1_provider_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_capgate_provider_v1_provider_proto_rawDesc), len(file_capgate_provider_v1_provider_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -35,6 +35,7 @@ const (
 	ProviderService_ValidateParams_FullMethodName = "/capgate.provider.v1.ProviderService/ValidateParams"
 	ProviderService_Invoke_FullMethodName         = "/capgate.provider.v1.ProviderService/Invoke"
 	ProviderService_Undo_FullMethodName           = "/capgate.provider.v1.ProviderService/Undo"
+	ProviderService_Events_FullMethodName         = "/capgate.provider.v1.ProviderService/Events"
 )
 
 // ProviderServiceClient is the client API for ProviderService service.
@@ -55,6 +56,10 @@ type ProviderServiceClient interface {
 	Invoke(ctx context.Context, in *InvokeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[InvokeEvent], error)
 	// Undo undoes a call within its undo window, with the undo token its result returned.
 	Undo(ctx context.Context, in *UndoRequest, opts ...grpc.CallOption) (*UndoResponse, error)
+	// Events tells the provider where the host's service is for the events it emits on its
+	// own (sdk.EventSource), once the host takes them. A provider that emits none may leave
+	// it unimplemented.
+	Events(ctx context.Context, in *EventsRequest, opts ...grpc.CallOption) (*EventsResponse, error)
 }
 
 type providerServiceClient struct {
@@ -114,6 +119,16 @@ func (c *providerServiceClient) Undo(ctx context.Context, in *UndoRequest, opts 
 	return out, nil
 }
 
+func (c *providerServiceClient) Events(ctx context.Context, in *EventsRequest, opts ...grpc.CallOption) (*EventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EventsResponse)
+	err := c.cc.Invoke(ctx, ProviderService_Events_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProviderServiceServer is the server API for ProviderService service.
 // All implementations must embed UnimplementedProviderServiceServer
 // for forward compatibility.
@@ -132,6 +147,10 @@ type ProviderServiceServer interface {
 	Invoke(*InvokeRequest, grpc.ServerStreamingServer[InvokeEvent]) error
 	// Undo undoes a call within its undo window, with the undo token its result returned.
 	Undo(context.Context, *UndoRequest) (*UndoResponse, error)
+	// Events tells the provider where the host's service is for the events it emits on its
+	// own (sdk.EventSource), once the host takes them. A provider that emits none may leave
+	// it unimplemented.
+	Events(context.Context, *EventsRequest) (*EventsResponse, error)
 	mustEmbedUnimplementedProviderServiceServer()
 }
 
@@ -153,6 +172,9 @@ func (UnimplementedProviderServiceServer) Invoke(*InvokeRequest, grpc.ServerStre
 }
 func (UnimplementedProviderServiceServer) Undo(context.Context, *UndoRequest) (*UndoResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Undo not implemented")
+}
+func (UnimplementedProviderServiceServer) Events(context.Context, *EventsRequest) (*EventsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Events not implemented")
 }
 func (UnimplementedProviderServiceServer) mustEmbedUnimplementedProviderServiceServer() {}
 func (UnimplementedProviderServiceServer) testEmbeddedByValue()                         {}
@@ -240,6 +262,24 @@ func _ProviderService_Undo_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ProviderService_Events_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServiceServer).Events(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ProviderService_Events_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServiceServer).Events(ctx, req.(*EventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ProviderService_ServiceDesc is the grpc.ServiceDesc for ProviderService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -259,6 +299,10 @@ var ProviderService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Undo",
 			Handler:    _ProviderService_Undo_Handler,
 		},
+		{
+			MethodName: "Events",
+			Handler:    _ProviderService_Events_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -272,6 +316,7 @@ var ProviderService_ServiceDesc = grpc.ServiceDesc{
 
 const (
 	HostService_RequestCredential_FullMethodName = "/capgate.provider.v1.HostService/RequestCredential"
+	HostService_EmitEvent_FullMethodName         = "/capgate.provider.v1.HostService/EmitEvent"
 )
 
 // HostServiceClient is the client API for HostService service.
@@ -285,6 +330,10 @@ type HostServiceClient interface {
 	// declares in its credential_intents and the call's grant allows. Never credential
 	// material: an opaque handle only the host's egress proxy honours.
 	RequestCredential(ctx context.Context, in *RequestCredentialRequest, opts ...grpc.CallOption) (*RequestCredentialResponse, error)
+	// EmitEvent emits one of the provider's own events, of a type its manifest declares in
+	// events: the host checks the payload against the event's payload_schema and gives it to
+	// the triggers waiting for it. The event is the provider's own app's, never another's.
+	EmitEvent(ctx context.Context, in *EmitEventRequest, opts ...grpc.CallOption) (*EmitEventResponse, error)
 }
 
 type hostServiceClient struct {
@@ -305,6 +354,16 @@ func (c *hostServiceClient) RequestCredential(ctx context.Context, in *RequestCr
 	return out, nil
 }
 
+func (c *hostServiceClient) EmitEvent(ctx context.Context, in *EmitEventRequest, opts ...grpc.CallOption) (*EmitEventResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EmitEventResponse)
+	err := c.cc.Invoke(ctx, HostService_EmitEvent_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HostServiceServer is the server API for HostService service.
 // All implementations must embed UnimplementedHostServiceServer
 // for forward compatibility.
@@ -316,6 +375,10 @@ type HostServiceServer interface {
 	// declares in its credential_intents and the call's grant allows. Never credential
 	// material: an opaque handle only the host's egress proxy honours.
 	RequestCredential(context.Context, *RequestCredentialRequest) (*RequestCredentialResponse, error)
+	// EmitEvent emits one of the provider's own events, of a type its manifest declares in
+	// events: the host checks the payload against the event's payload_schema and gives it to
+	// the triggers waiting for it. The event is the provider's own app's, never another's.
+	EmitEvent(context.Context, *EmitEventRequest) (*EmitEventResponse, error)
 	mustEmbedUnimplementedHostServiceServer()
 }
 
@@ -328,6 +391,9 @@ type UnimplementedHostServiceServer struct{}
 
 func (UnimplementedHostServiceServer) RequestCredential(context.Context, *RequestCredentialRequest) (*RequestCredentialResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method RequestCredential not implemented")
+}
+func (UnimplementedHostServiceServer) EmitEvent(context.Context, *EmitEventRequest) (*EmitEventResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method EmitEvent not implemented")
 }
 func (UnimplementedHostServiceServer) mustEmbedUnimplementedHostServiceServer() {}
 func (UnimplementedHostServiceServer) testEmbeddedByValue()                     {}
@@ -368,6 +434,24 @@ func _HostService_RequestCredential_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _HostService_EmitEvent_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EmitEventRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServiceServer).EmitEvent(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HostService_EmitEvent_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServiceServer).EmitEvent(ctx, req.(*EmitEventRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // HostService_ServiceDesc is the grpc.ServiceDesc for HostService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -378,6 +462,10 @@ var HostService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RequestCredential",
 			Handler:    _HostService_RequestCredential_Handler,
+		},
+		{
+			MethodName: "EmitEvent",
+			Handler:    _HostService_EmitEvent_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -31,7 +31,8 @@ const Manifest = `{"app_id":"org.example.echo","version":"1.0.0","manifest_versi
  {"id":"tools.org.example.echo.save","name":"Save","description":"Saves a text; undoable.","category":"TEXT_INPUT",
   "parameters":{"type":"object","properties":{"text":{"type":"string"}}},"returns":{"type":"object"},"side_effects":"write","undo_window_ms":60000,
   "evidence":["echo.saved"]}
-]}`
+],
+ "events":[{"event_type":"echo.said","description":"Something was said.","payload_schema":{"type":"object","required":["text"],"properties":{"text":{"type":"string"}}}}]}`
 
 // handler is the test provider; its flags make it misbehave as the host's tests need.
 type handler struct {
@@ -39,6 +40,42 @@ type handler struct {
 	// overreach reports a system effect from save; dryWrite reports save's write even in a
 	// dry run; crash exits in the middle of wait.
 	overreach, dryWrite, crash, ignoreCancel, noEvidence bool
+	// emit emits events of its own once the host takes them (Events); every, when set,
+	// emits echo.said "tick" that often after them, each with an id of its own.
+	emit  bool
+	every time.Duration
+}
+
+// Events emits, with -emit: echo.said "hello" (e1); once the host took it, echo.said (e2);
+// an event the manifest does not declare (e3); and then echo.said saying how the host
+// answered e3 (e4).
+func (h handler) Events(ctx context.Context, emit sdk.Emit) {
+	if !h.emit {
+		return
+	}
+	if err := emit(ctx, "echo.said", "e1", json.RawMessage(`{"text":"hello"}`)); err != nil {
+		return
+	}
+	_ = emit(ctx, "echo.said", "e2", json.RawMessage(`{"text":"the host took e1"}`))
+	answer := "taken"
+	if err := emit(ctx, "echo.nope", "e3", json.RawMessage(`{}`)); err != nil {
+		answer = "refused"
+		if se, ok := err.(*sdk.Error); ok {
+			answer += ": " + string(se.Code)
+		}
+	}
+	_ = emit(ctx, "echo.said", "e4", json.RawMessage(`{"text":`+jsonString(answer)+`}`))
+	if h.every <= 0 {
+		return
+	}
+	for n := 1; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(h.every):
+		}
+		_ = emit(ctx, "echo.said", fmt.Sprintf("tick-%d-%d", os.Getpid(), n), json.RawMessage(`{"text":"tick"}`))
+	}
 }
 
 func (h handler) Manifest() *manifest.Document { return h.doc }
@@ -177,6 +214,8 @@ func main() {
 	flag.BoolVar(&h.crash, "crash", false, "exit in the middle of a call to wait")
 	flag.BoolVar(&h.ignoreCancel, "ignore-cancel", false, "ignore the deadline of a call to wait")
 	flag.BoolVar(&h.noEvidence, "no-evidence", false, "never emit save's declared evidence")
+	flag.BoolVar(&h.emit, "emit", false, "emit events of its own once the host takes them")
+	flag.DurationVar(&h.every, "emit-every", 0, "with -emit, emit echo.said \"tick\" this often after")
 	printManifest := flag.Bool("manifest", false, "print the manifest and exit")
 	hold := flag.Bool("hold", false, "outlive capgate if it can: ignore SIGPIPE, SIGTERM, SIGHUP and SIGINT")
 	flag.Parse()
