@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -73,26 +72,9 @@ func (b *Broker) IssueAgreed(ctx context.Context, caller Caller, a Agreed) (Issu
 	if err := b.spend(ctx, a.ConsentID); err != nil {
 		return Issued{}, err
 	}
-	wire, err := token.Sign(t, b.o.TokenKey)
-	if err != nil {
-		return Issued{}, err
-	}
 	rec := audit.Record{Action: "request_capability", ClientID: caller.ClientID, TokenID: t.ID, AuditTag: clip(a.AuditTag), Kind: "decision",
-		ConsentID: a.ConsentID, Decision: "allow", Result: "issued",
-		Explanation: "issued for a trigger the person approved"}
-	if _, err := b.o.Audit.Append(ctx, rec); err != nil {
-		return Issued{}, errors.New("the token was not issued: its audit record could not be written")
-	}
-	body, err := t.Body()
-	if err != nil {
-		return Issued{}, err
-	}
-	st := store.Token{ID: t.ID, ClientID: t.ClientID, IssuedAt: time.Unix(t.IssuedAt, 0), ExpiresAt: time.Unix(t.ExpiresAt, 0),
-		MaxUses: t.Constraints.MaxUses, AuditTag: t.AuditTag, Hash: token.WireHash(wire), Body: body}
-	if err := b.o.Store.PutToken(ctx, st); err != nil {
-		return Issued{}, err
-	}
-	return Issued{Wire: wire, ID: t.ID, ExpiresAt: time.Unix(t.ExpiresAt, 0), ConsentID: a.ConsentID}, nil
+		ConsentID: a.ConsentID, Explanation: "issued for a trigger the person approved"}
+	return b.issue(ctx, t, rec)
 }
 
 // CallerOf is the caller a stored client calls as, as every front authenticates it.

@@ -184,6 +184,12 @@ func (b *Broker) RequestCapability(ctx context.Context, caller Caller, r Capabil
 			return Issued{ConsentID: t.ConsentID}, err
 		}
 	}
+	return b.issue(ctx, t, rec)
+}
+
+// issue signs t, records rec as the allowed decision that issued it (durable first: a token
+// is never issued unrecorded), and stores it.
+func (b *Broker) issue(ctx context.Context, t token.Token, rec audit.Record) (Issued, error) {
 	wire, err := token.Sign(t, b.o.TokenKey)
 	if err != nil {
 		return Issued{}, err

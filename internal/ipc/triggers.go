@@ -16,13 +16,8 @@ import (
 // calling client's; the answer (201) is the trigger, proposed and waiting for the person,
 // with its webhook's secret, shown this once.
 func (s *Server) proposeTrigger(w http.ResponseWriter, r *http.Request) {
-	caller, ok := s.authenticate(r)
+	caller, ok := s.triggerCaller(w, r)
 	if !ok {
-		s.unauthorized(w, "")
-		return
-	}
-	if s.Triggers == nil {
-		failJSON(w, http.StatusServiceUnavailable, broker.CodeExecutionFailed, "triggers are not served here")
 		return
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, trigger.MaxSpecBytes))
@@ -41,6 +36,21 @@ func (s *Server) proposeTrigger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, p)
+}
+
+// triggerCaller authenticates the caller of a trigger route, answering 401, or 503 when no
+// triggers are served, itself.
+func (s *Server) triggerCaller(w http.ResponseWriter, r *http.Request) (broker.Caller, bool) {
+	caller, ok := s.authenticate(r)
+	if !ok {
+		s.unauthorized(w, "")
+		return broker.Caller{}, false
+	}
+	if s.Triggers == nil {
+		failJSON(w, http.StatusServiceUnavailable, broker.CodeExecutionFailed, "triggers are not served here")
+		return broker.Caller{}, false
+	}
+	return caller, true
 }
 
 // triggerError answers an error of the trigger engine.
@@ -64,13 +74,8 @@ func (s *Server) triggerError(w http.ResponseWriter, err error) {
 
 // listTriggers answers GET /v1/triggers: the calling client's own triggers, oldest first.
 func (s *Server) listTriggers(w http.ResponseWriter, r *http.Request) {
-	caller, ok := s.authenticate(r)
+	caller, ok := s.triggerCaller(w, r)
 	if !ok {
-		s.unauthorized(w, "")
-		return
-	}
-	if s.Triggers == nil {
-		failJSON(w, http.StatusServiceUnavailable, broker.CodeExecutionFailed, "triggers are not served here")
 		return
 	}
 	vs, err := s.Triggers.List(r.Context(), caller.ClientID)
@@ -84,13 +89,8 @@ func (s *Server) listTriggers(w http.ResponseWriter, r *http.Request) {
 // showTrigger answers GET /v1/triggers/{id}: one of the calling client's triggers, with its
 // recent firings; another client's is not found.
 func (s *Server) showTrigger(w http.ResponseWriter, r *http.Request) {
-	caller, ok := s.authenticate(r)
+	caller, ok := s.triggerCaller(w, r)
 	if !ok {
-		s.unauthorized(w, "")
-		return
-	}
-	if s.Triggers == nil {
-		failJSON(w, http.StatusServiceUnavailable, broker.CodeExecutionFailed, "triggers are not served here")
 		return
 	}
 	v, err := s.Triggers.Get(r.Context(), r.PathValue("id"), caller.ClientID)

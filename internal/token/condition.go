@@ -49,24 +49,34 @@ func CompileCondition(expr string) error {
 	return err
 }
 
-// programs caches compiled conditions by their text. It is cleared when full: conditions
-// are few, and clearing keeps the bound without bookkeeping.
-var programs = struct {
-	sync.Mutex
-	m map[string]cel.Program
-}{m: make(map[string]cel.Program)}
+// programCache caches compiled conditions of one environment by their text. It is cleared
+// when full: conditions are few, and clearing keeps the bound without bookkeeping.
+type programCache struct {
+	env func() (*cel.Env, error)
+	mu  sync.Mutex
+	m   map[string]cel.Program
+}
 
-func compileCondition(expr string) (cel.Program, error) {
+// programs are token conditions, eventPrograms trigger conditions.
+var (
+	programs      = &programCache{env: env, m: make(map[string]cel.Program)}
+	eventPrograms = &programCache{env: envOfEvents, m: make(map[string]cel.Program)}
+)
+
+func compileCondition(expr string) (cel.Program, error) { return programs.compile(expr) }
+
+// compile compiles expr in the cache's environment: bool, within the limits, cached.
+func (c *programCache) compile(expr string) (cel.Program, error) {
 	if len(expr) > MaxConditionBytes {
 		return nil, errConditionLong
 	}
-	programs.Lock()
-	prg, ok := programs.m[expr]
-	programs.Unlock()
+	c.mu.Lock()
+	prg, ok := c.m[expr]
+	c.mu.Unlock()
 	if ok {
 		return prg, nil
 	}
-	e, err := env()
+	e, err := c.env()
 	if err != nil {
 		return nil, err
 	}
@@ -81,12 +91,12 @@ func compileCondition(expr string) (cel.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	programs.Lock()
-	if len(programs.m) >= conditionCacheSize {
-		clear(programs.m)
+	c.mu.Lock()
+	if len(c.m) >= conditionCacheSize {
+		clear(c.m)
 	}
-	programs.m[expr] = prg
-	programs.Unlock()
+	c.m[expr] = prg
+	c.mu.Unlock()
 	return prg, nil
 }
 
@@ -135,51 +145,11 @@ func envOfEvents() (*cel.Env, error) {
 	return eventEnv, eventEnvErr
 }
 
-// eventPrograms caches compiled event conditions, as programs does token conditions.
-var eventPrograms = struct {
-	sync.Mutex
-	m map[string]cel.Program
-}{m: make(map[string]cel.Program)}
-
 // CompileEventCondition reports whether expr is a condition a trigger may carry: it parses,
 // its type is bool, and it uses only event, permission, now and CEL's standard functions.
 func CompileEventCondition(expr string) error {
-	_, err := compileEventCondition(expr)
+	_, err := eventPrograms.compile(expr)
 	return err
-}
-
-func compileEventCondition(expr string) (cel.Program, error) {
-	if len(expr) > MaxConditionBytes {
-		return nil, errConditionLong
-	}
-	eventPrograms.Lock()
-	prg, ok := eventPrograms.m[expr]
-	eventPrograms.Unlock()
-	if ok {
-		return prg, nil
-	}
-	e, err := envOfEvents()
-	if err != nil {
-		return nil, err
-	}
-	ast, iss := e.Compile(expr)
-	if iss.Err() != nil {
-		return nil, iss.Err()
-	}
-	if ast.OutputType() != cel.BoolType {
-		return nil, errConditionType
-	}
-	prg, err = e.Program(ast, cel.CostLimit(MaxConditionCost))
-	if err != nil {
-		return nil, err
-	}
-	eventPrograms.Lock()
-	if len(eventPrograms.m) >= conditionCacheSize {
-		clear(eventPrograms.m)
-	}
-	eventPrograms.m[expr] = prg
-	eventPrograms.Unlock()
-	return prg, nil
 }
 
 // EventConditionHolds reports whether expr is true of the event. An error says why it could
@@ -187,7 +157,7 @@ func compileEventCondition(expr string) (cel.Program, error) {
 // then, and the error is for its record, in CEL's words (which may quote the expression,
 // never the event's values).
 func EventConditionHolds(expr string, event map[string]any, permission string, now time.Time) (bool, error) {
-	prg, err := compileEventCondition(expr)
+	prg, err := eventPrograms.compile(expr)
 	if err != nil {
 		return false, err
 	}
