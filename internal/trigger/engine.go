@@ -122,6 +122,9 @@ func (e *Engine) Propose(ctx context.Context, caller broker.Caller, spec Spec) (
 	if e.o.Broker == nil || e.o.Consent == nil || e.o.Registry == nil {
 		return Proposal{}, ErrNotServed
 	}
+	if caller.NeverAsk {
+		return Proposal{}, fmt.Errorf("%w: the client is set never to ask, and a trigger waits for the person's approval", ErrRefused)
+	}
 	now := e.o.Now()
 	t, schedWords, err := e.check(ctx, caller, spec, now)
 	if err != nil {
@@ -531,16 +534,7 @@ func (e *Engine) Delete(ctx context.Context, id, by string) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
-	fs, err := e.recs.firings(ctx, id)
-	if err != nil {
-		return View{}, err
-	}
-	for _, f := range fs {
-		if err := e.recs.deleteFiring(ctx, id, f.Key); err != nil {
-			return View{}, err
-		}
-	}
-	return v, e.recs.delete(ctx, id)
+	return v, e.forget(ctx, id)
 }
 
 // change makes one change to trigger id, recorded as the decision of by before and its
@@ -577,6 +571,19 @@ func (e *Engine) halt(ctx context.Context, t *Trigger, why string) {
 		_ = e.o.Consent.Cancel(ctx, t.ConsentID, "capgate (the trigger stopped)")
 	}
 	t.State, t.Stopped, t.Updated = StateStopped, why, e.o.Now()
+	// A firing that waits for the person waits on nothing now: its question is withdrawn.
+	if fs, err := e.recs.firings(ctx, t.ID); err == nil {
+		for _, f := range fs {
+			if f.State != FiringWaiting {
+				continue
+			}
+			if f.ConsentID != "" && e.o.Consent != nil {
+				_ = e.o.Consent.Cancel(ctx, f.ConsentID, "capgate (the trigger stopped)")
+			}
+			f.State, f.Why, f.Updated = FiringRefused, "the trigger stopped: "+why, e.o.Now()
+			_ = e.recs.putFiring(ctx, f)
+		}
+	}
 	if t.TokenID != "" {
 		var err error
 		if e.o.Broker != nil {

@@ -167,6 +167,14 @@ func TestProposeRefusals(t *testing.T) {
 			t.Fatalf("got %v", err)
 		}
 	})
+	t.Run("client set never to ask", func(t *testing.T) {
+		c := e.caller()
+		c.NeverAsk = true
+		_, err := e.g.Triggers.Propose(e.ctx, c, base())
+		if !errors.Is(err, trigger.ErrRefused) || !strings.Contains(err.Error(), "never to ask") {
+			t.Fatalf("got %v", err)
+		}
+	})
 	t.Run("the amount bounds the count", func(t *testing.T) {
 		s := base()
 		s.Budget.Amount = &trigger.Amount{Field: "value", Max: "25"}
@@ -391,5 +399,47 @@ func TestEnginesFireEachTimeOnce(t *testing.T) {
 	}
 	if n := e.countRecords(p.ID, "execute", "success"); n != 5 {
 		t.Fatalf("%d calls ran, want 5", n)
+	}
+}
+
+// A trigger stopped while a firing waits for the person withdraws that question; a stopped
+// trigger is listed for a month, then forgotten.
+func TestStoppedWithdrawsAndIsForgotten(t *testing.T) {
+	e := newEnv(t)
+	e.mandate("system.settings.write", "ask")
+	p := e.propose(e.spec("*/5 * * * *", "UTC", 30, 10))
+	e.approve(p)
+	e.at(e.nextSlot().Add(time.Second))
+	var consentID string
+	for _, f := range e.get(p.ID).Recent {
+		if f.State == trigger.FiringWaiting {
+			consentID = f.ConsentID
+		}
+	}
+	if consentID == "" {
+		t.Fatalf("no firing waits: %+v", e.get(p.ID).Recent)
+	}
+	if _, err := e.g.Triggers.Pause(e.ctx, p.ID, "the person"); err != nil {
+		t.Fatal(err)
+	}
+	e.mandate("system.settings.write", "handoff")
+	if _, err := e.g.Triggers.Resume(e.ctx, p.ID, "the person"); err != nil {
+		t.Fatal(err)
+	}
+	e.at(e.nextSlot().Add(time.Second))
+	v := e.get(p.ID)
+	if v.State != trigger.StateStopped {
+		t.Fatalf("under a handoff mandate: %s", v.State)
+	}
+	if c, err := e.g.Store.GetConsent(e.ctx, consentID); err != nil || c.State != store.ConsentCancelled {
+		t.Fatalf("the waiting firing's question after the stop: %+v %v", c, err)
+	}
+	e.at(e.clock.Now().Add(29 * 24 * time.Hour))
+	if _, err := e.g.Triggers.Get(e.ctx, p.ID, ""); err != nil {
+		t.Fatalf("a stopped trigger is gone before a month: %v", err)
+	}
+	e.at(e.clock.Now().Add(2 * 24 * time.Hour))
+	if _, err := e.g.Triggers.Get(e.ctx, p.ID, ""); !errors.Is(err, trigger.ErrNotFound) {
+		t.Fatalf("a stopped trigger a month on: %v", err)
 	}
 }

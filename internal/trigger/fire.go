@@ -60,6 +60,12 @@ func (e *Engine) Step(ctx context.Context) error {
 func (e *Engine) stepOne(ctx context.Context, t Trigger) error {
 	now := e.o.Now()
 	switch t.State {
+	case StateStopped:
+		// A stopped trigger is kept for the person to see why, then forgotten (the audit
+		// log keeps its history), so that the host's MaxTriggers holds live ones.
+		if now.Sub(t.Updated) > KeepStopped {
+			return e.forget(ctx, t.ID)
+		}
 	case StateProposed:
 		return e.settle(ctx, t)
 	case StateActive, StatePaused:
@@ -75,6 +81,20 @@ func (e *Engine) stepOne(ctx context.Context, t Trigger) error {
 		}
 	}
 	return nil
+}
+
+// forget removes trigger id and its firings.
+func (e *Engine) forget(ctx context.Context, id string) error {
+	fs, err := e.recs.firings(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, f := range fs {
+		if err := e.recs.deleteFiring(ctx, id, f.Key); err != nil {
+			return err
+		}
+	}
+	return e.recs.delete(ctx, id)
 }
 
 // settle activates a proposal the person approved, and stops one they did not.

@@ -21,6 +21,10 @@ const (
 	// the engine reads them all.
 	MaxTriggers = 4096
 
+	// KeepStopped is how long a stopped trigger stays listed, with why it stopped, before it
+	// is forgotten (the audit log keeps its history): a month to notice it.
+	KeepStopped = 30 * 24 * time.Hour
+
 	// MaxSpecBytes is the largest proposal read: an action's params and a condition fit.
 	MaxSpecBytes = 64 << 10
 
