@@ -100,7 +100,7 @@ Exit codes: 0 success, 1 a check that says no, 2 a usage error.`,
 	root.AddCommand(newToolServerCmd(g))
 	root.AddCommand(newUICmd(g))
 	root.AddCommand(newDefinitionCmd(g), newNegotiateCmd(g))
-	root.AddCommand(newTriggerCmd(g))
+	root.AddCommand(newTriggerCmd(g), newDesktopCmd(g))
 	refuseUnknownSubcommands(root)
 	return root
 }

@@ -32,9 +32,10 @@ type Bus struct {
 var ErrNoBus = errors.New("desktop: no accessibility bus in this session")
 
 // Connect finds the accessibility bus through the session bus (DBUS_SESSION_BUS_ADDRESS)
-// and connects to it.
+// and connects to it. ctx bounds the connecting; the connection lives until Close (godbus
+// would close a connection given a context when the context ends).
 func Connect(ctx context.Context) (*Bus, error) {
-	session, err := dbus.ConnectSessionBus(dbus.WithContext(ctx))
+	session, err := dbus.ConnectSessionBus()
 	if err != nil {
 		return nil, fmt.Errorf("%w: the session bus: %w", ErrNoBus, err)
 	}
@@ -45,7 +46,7 @@ func Connect(ctx context.Context) (*Bus, error) {
 	if err := session.Object("org.a11y.Bus", "/org/a11y/bus").CallWithContext(cctx, "org.a11y.Bus.GetAddress", 0).Store(&addr); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoBus, err)
 	}
-	conn, err := dbus.Connect(addr, dbus.WithContext(ctx))
+	conn, err := dbus.Connect(addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: connecting to it: %w", ErrNoBus, err)
 	}

@@ -1,15 +1,30 @@
 package desktop_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/capgate/capgate/internal/desktop"
+	"github.com/capgate/capgate/internal/desktop/desktoptest"
 	"github.com/capgate/capgate/manifest"
 	"github.com/capgate/capgate/sdk"
 )
+
+// session is a desktop of the test's own (desktoptest.Start).
+type session struct {
+	t   *testing.T
+	ctx context.Context
+	bus *desktop.Bus
+	app desktop.App
+}
+
+func startSession(t *testing.T) *session {
+	d := desktoptest.Start(t, "../..")
+	return &session{t: t, ctx: context.Background(), bus: d.Bus, app: d.App}
+}
 
 // derive walks the session's app and derives its manifest.
 func (s *session) derive() (*desktop.Derived, *manifest.Document) {
@@ -157,5 +172,23 @@ func TestInvoke(t *testing.T) {
 	}
 	if got := text("get_text_count"); got != "count: 2" {
 		t.Fatalf("the label after the refused press: %q", got)
+	}
+}
+
+// A tree whose shape changed (a button shown) derives another shape, and its new button a
+// capability of its own.
+func TestShapeChanges(t *testing.T) {
+	s := startSession(t)
+	before, doc := s.derive()
+	h := desktop.NewHandler(s.bus, s.app.Name, doc, before)
+	if _, err := h.Invoke(s.ctx, "ui."+before.AppID+".toggle_enabled", json.RawMessage(`{}`), sdk.InvocationContext{}); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := s.derive()
+	if after.Shape == before.Shape {
+		t.Fatal("a button shown did not change the shape")
+	}
+	if _, ok := after.Elements["ui."+after.AppID+".press_extra"]; !ok {
+		t.Fatalf("the new button has no capability: %v", after.Elements)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,10 +15,14 @@ import (
 	"github.com/capgate/capgate/internal/apps/settings"
 	"github.com/capgate/capgate/internal/apps/syslog"
 	"github.com/capgate/capgate/internal/broker"
+	"github.com/capgate/capgate/internal/desktop"
+	"github.com/capgate/capgate/internal/desktop/desktoptest"
 	"github.com/capgate/capgate/internal/operator"
+	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/trigger"
 	"github.com/capgate/capgate/manifest"
+	"github.com/capgate/capgate/sdk"
 )
 
 // An error entry of capgate's own log is the syslog app's event entry.error: a trigger on it
@@ -139,4 +144,57 @@ func TestFileChangeFiresTrigger(t *testing.T) {
 		}
 	}
 	waitDone(t, g, p.ID, 1)
+}
+
+// A desktop app added from its accessibility tree runs through the broker, and stops working
+// once its tree changes shape, until it is added again.
+func TestDesktopAppStopsWhenItsTreeChanges(t *testing.T) {
+	s := desktoptest.Start(t, "../..")
+	ctx := context.Background()
+	g, err := Open(ctx, Config{DataDir: t.TempDir(), Listen: "-", Socket: "-", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		DelayedCommit: -1, TriggerTick: -1, DesktopRecheck: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	tree, err := s.Bus.Walk(ctx, s.App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := desktop.Derive(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := desktop.SaveRecord(ctx, g.Store, desktop.RecordOf(d, s.App.Name, time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	app, err := g.Registry.Register(ctx, d.Manifest, "counter")
+	if err != nil || app.Tier != manifest.Tier2 {
+		t.Fatalf("register: %+v %v", app, err)
+	}
+	caller := broker.Caller{ClientID: "cl_person", Name: "person", Trust: manifest.AuthPrivileged, NeverAsk: true}
+	explain := func(method string) policy.Decision {
+		return g.Broker.Explain(ctx, caller, broker.Request{Action: "execute", App: "counter", Method: method, Params: json.RawMessage(`{}`)})
+	}
+	if dec := explain("get_text_count"); dec.Step == 1 && !dec.Allowed() {
+		t.Fatalf("the added app is not working: %+v", dec)
+	}
+	h, st := g.Broker.Provider(app.ID)
+	if st != broker.Working {
+		t.Fatalf("provider state %v", st)
+	}
+	if _, err := h.Invoke(ctx, "ui."+d.AppID+".toggle_enabled", json.RawMessage(`{}`), sdk.InvocationContext{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, st := g.Broker.Provider(app.ID); st == broker.NotWorking {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the app kept working after its tree changed shape")
+		}
+	}
+	if dec := explain("get_text_count"); dec.Allowed() || dec.Step != 1 || !strings.Contains(dec.Explanation, "not working right now") {
+		t.Fatalf("a call after the change: %+v", dec)
+	}
 }

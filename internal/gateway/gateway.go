@@ -150,6 +150,9 @@ type Config struct {
 	TriggerMaxLifetime time.Duration
 	// TriggerNow is the trigger engine's clock (nil: time.Now), for tests.
 	TriggerNow func() time.Time
+	// DesktopRecheck is how often each desktop app in use is walked again and held against
+	// the shape it was added with (0: DefaultDesktopRecheck).
+	DesktopRecheck time.Duration
 }
 
 // DefaultListen is loopback only: the gateway is not exposed to the network by default.
@@ -193,6 +196,7 @@ type Gateway struct {
 	closers    []io.Closer  // built-in apps that hold processes or open folders
 	tools      *toolserver.Manager
 	procs      *procs        // the provider processes of the apps that run out of process
+	desktops   *desktops     // the desktop apps, run through their accessibility interfaces
 	web        *web.Server   // the approval page, /ui/
 	toolsKick  chan struct{} // a registry reload asks the tool-server connections to sync
 	// providersKick asks followProviders to sync; providersMu runs one sync at a time.
@@ -315,12 +319,13 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		MirrorPath: filepath.Join(cfg.DataDir, AuditFile), HeadPath: filepath.Join(cfg.DataDir, HeadFile), Witnesses: witnesses, Logger: g.log})
 	g.Consent = consent.New(st, &consent.Options{Surface: true, TTL: cfg.ConsentTTL})
 	g.metrics = newMetrics(st)
+	g.desktops = &desktops{st: st, reg: g.Registry, log: g.log, every: cfg.DesktopRecheck}
 	g.tools = toolserver.NewManager(toolserver.Options{Env: toolserver.Env{Store: st, Registry: g.Registry, DataDir: cfg.DataDir, Version: "capgate", Sandbox: g.childSandbox(), Network: g.network()},
 		Audit: g.Audit, Logger: g.log, Relist: cfg.ToolServerRelist})
 	g.Broker, err = broker.New(broker.Options{Store: st, Registry: g.Registry, Tokens: token.NewVerifier(key.Public().(ed25519.PublicKey), 4096),
 		Audit: g.Audit, Consent: g.Consent, Handlers: handlers, TokenKey: key, Meter: g.metrics,
 		ConsentWait: cfg.ConsentWait, DelayedCommit: cfg.DelayedCommit, PathDir: g.workspace, TimeoutCeiling: cfg.TimeoutCeiling,
-		AlsoNeeds: map[string][]string{python.ExecuteFileID: {"fs.read"}}, Providers: providers{notStarted: g.notStarted, tools: g.tools, procs: g.procs},
+		AlsoNeeds: map[string][]string{python.ExecuteFileID: {"fs.read"}}, Providers: providers{notStarted: g.notStarted, tools: g.tools, procs: g.procs, desktops: g.desktops},
 		RequireToken: cfg.RequireToken})
 	if err != nil {
 		g.Close()
@@ -361,6 +366,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 	}
 	g.followLogErrors()
 	g.spawn(g.followFileChanges)
+	g.spawn(g.desktops.recheck)
 	g.spawn(g.followTools)
 	g.spawn(g.followProviders)
 	g.spawn(g.followEvaluations)
@@ -391,6 +397,7 @@ type providers struct {
 	notStarted map[string]bool // fixed at Open: read without a lock
 	tools      *toolserver.Manager
 	procs      *procs
+	desktops   *desktops
 }
 
 var _ broker.Providers = providers{}
@@ -403,6 +410,12 @@ func (p providers) Provider(id manifest.AppID) (sdk.Handler, broker.State) {
 		return nil, broker.NotWorking
 	}
 	if h, up, ok := p.procs.provider(appID); ok {
+		if !up {
+			return nil, broker.NotWorking
+		}
+		return h, broker.Working
+	}
+	if h, up, ok := p.desktops.provider(appID); ok {
 		if !up {
 			return nil, broker.NotWorking
 		}
