@@ -25,7 +25,11 @@ const (
 // Bus is a connection to the accessibility bus. It is safe for concurrent use.
 type Bus struct {
 	conn *dbus.Conn
+	addr string
 }
+
+// Address is the accessibility bus's D-Bus address, as the session bus gave it.
+func (b *Bus) Address() string { return b.addr }
 
 // ErrNoBus is a session without an accessibility bus: no session bus, or none answers
 // org.a11y.Bus.GetAddress.
@@ -50,7 +54,7 @@ func Connect(ctx context.Context) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: connecting to it: %w", ErrNoBus, err)
 	}
-	return &Bus{conn: conn}, nil
+	return &Bus{conn: conn, addr: addr}, nil
 }
 
 // Close closes the connection.

@@ -14,6 +14,7 @@ import (
 	"github.com/capgate/capgate/internal/apps/files"
 	"github.com/capgate/capgate/internal/apps/settings"
 	"github.com/capgate/capgate/internal/apps/syslog"
+	"github.com/capgate/capgate/internal/apps/terminal"
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/desktop"
 	"github.com/capgate/capgate/internal/desktop/desktoptest"
@@ -196,5 +197,50 @@ func TestDesktopAppStopsWhenItsTreeChanges(t *testing.T) {
 	}
 	if dec := explain("get_text_count"); dec.Allowed() || dec.Step != 1 || !strings.Contains(dec.Explanation, "not working right now") {
 		t.Fatalf("a call after the change: %+v", dec)
+	}
+}
+
+// Nothing reaches the accessibility bus from inside a sandbox: a command the terminal runs
+// finds neither the bus's socket nor the session's address.
+func TestSandboxReachesNoAccessibilityBus(t *testing.T) {
+	s := desktoptest.Start(t, "../..")
+	socket, ok := strings.CutPrefix(strings.Split(s.Bus.Address(), ",")[0], "unix:path=")
+	if !ok {
+		t.Skipf("the accessibility bus is not at a socket path here: %s", s.Bus.Address())
+	}
+	if _, err := os.Stat(socket); err != nil {
+		t.Fatalf("the bus's socket %s is not there outside the sandbox: %v", socket, err)
+	}
+	ctx := context.Background()
+	g, err := Open(ctx, Config{DataDir: t.TempDir(), Listen: "-", Socket: "-", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		DelayedCommit: -1, TriggerTick: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if g.SandboxProblem() != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no sandbox: %v", g.SandboxProblem())
+		}
+		t.Skipf("no sandbox here: %v", g.SandboxProblem())
+	}
+	h, st := g.Broker.Provider(manifest.MustParseAppID(terminal.AppID))
+	if st != broker.Working {
+		t.Fatalf("the terminal is not working: %v", st)
+	}
+	run := func(command string) string {
+		t.Helper()
+		params, _ := json.Marshal(map[string]any{"command": command})
+		res, err := h.Invoke(ctx, terminal.ExecuteID, params, sdk.InvocationContext{ClientID: "cl_test", CallID: "c1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(res.Data)
+	}
+	if out := run("ls -la " + socket); !strings.Contains(out, `"status":"error"`) || !strings.Contains(out, "No such file") {
+		t.Errorf("the sandbox sees the accessibility bus's socket: %s", out)
+	}
+	if out := run("env"); strings.Contains(out, "DBUS_SESSION_BUS_ADDRESS") || strings.Contains(out, "DISPLAY") {
+		t.Errorf("the sandbox is told the session's buses: %s", out)
 	}
 }
