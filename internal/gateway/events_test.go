@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/desktop"
 	"github.com/capgate/capgate/internal/desktop/desktoptest"
+	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/policy"
 	"github.com/capgate/capgate/internal/store"
@@ -197,6 +199,26 @@ func TestDesktopAppStopsWhenItsTreeChanges(t *testing.T) {
 	}
 	if dec := explain("get_text_count"); dec.Allowed() || dec.Step != 1 || !strings.Contains(dec.Explanation, "not working right now") {
 		t.Fatalf("a call after the change: %+v", dec)
+	}
+	// The person is asked to review what it offers now: the new button is shown.
+	review := gatewaytest.WaitPending(t, g.Store, desktop.KindReview)
+	_, req, err := g.Consent.Get(ctx, review)
+	if err != nil || !slices.Contains(req.Difference, "+ ui."+d.AppID+".press_extra") {
+		t.Fatalf("the review: %+v %v", req, err)
+	}
+	if err := g.Consent.Approve(ctx, review, "the person", false); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if dec := explain("press_extra"); dec.Step > 1 || dec.Allowed() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the review the new button is not a working capability: %+v", explain("press_extra"))
+		}
+	}
+	if dec := explain("get_text_count"); dec.Step == 1 && !dec.Allowed() {
+		t.Fatalf("after the review the app is not working: %+v", dec)
 	}
 }
 

@@ -319,7 +319,7 @@ func Open(ctx context.Context, cfg Config) (*Gateway, error) {
 		MirrorPath: filepath.Join(cfg.DataDir, AuditFile), HeadPath: filepath.Join(cfg.DataDir, HeadFile), Witnesses: witnesses, Logger: g.log})
 	g.Consent = consent.New(st, &consent.Options{Surface: true, TTL: cfg.ConsentTTL})
 	g.metrics = newMetrics(st)
-	g.desktops = &desktops{st: st, reg: g.Registry, log: g.log, every: cfg.DesktopRecheck}
+	g.desktops = &desktops{st: st, reg: g.Registry, log: g.log, audit: g.Audit, every: cfg.DesktopRecheck}
 	g.tools = toolserver.NewManager(toolserver.Options{Env: toolserver.Env{Store: st, Registry: g.Registry, DataDir: cfg.DataDir, Version: "capgate", Sandbox: g.childSandbox(), Network: g.network()},
 		Audit: g.Audit, Logger: g.log, Relist: cfg.ToolServerRelist})
 	g.Broker, err = broker.New(broker.Options{Store: st, Registry: g.Registry, Tokens: token.NewVerifier(key.Public().(ed25519.PublicKey), 4096),

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/capgate/capgate/internal/consent"
+	"github.com/capgate/capgate/internal/desktop"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/toolserver"
 )
@@ -91,6 +92,7 @@ var kindWords = map[string]string{
 	consent.KindCommit:  "is about to make a call that cannot be undone",
 	consent.KindTrigger: "proposes a trigger: when something happens, it acts for you",
 	"pin":               "found a new or changed tool: accept its definition?",
+	desktop.KindReview:  "found a change in a desktop app's window: accept what it offers now?",
 	toolserver.KindURL:  "asks you to open a page (shown, not opened)",
 	toolserver.KindForm: "asks you to fill in a form (only what you enter is sent)",
 }
