@@ -14,6 +14,7 @@ import (
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/conformance"
 	"github.com/capgate/capgate/internal/delta"
+	"github.com/capgate/capgate/internal/desktop"
 	"github.com/capgate/capgate/internal/lock"
 	"github.com/capgate/capgate/internal/operator"
 	"github.com/capgate/capgate/internal/plugin"
@@ -61,6 +62,9 @@ type appView struct {
 	// Failed are the app's capabilities whose last evaluation failed: not working right
 	// now, and never offered, until a run passes.
 	Failed []failedView
+	// Review is the open review of a desktop app whose accessibility tree changed: the
+	// consent request that asks the person to accept what it offers now.
+	Review string
 }
 
 // failedView is a capability whose last evaluation failed, and why in the host's words.
@@ -194,6 +198,14 @@ func (s *Server) appsPage(r *http.Request) *appsView {
 		}
 		if _, ok := toolserver.NameOf(a.ID.String()); ok {
 			av.Kind = "tool server"
+		} else if strings.HasPrefix(a.ID.String(), desktop.AppPrefix) {
+			av.Kind = "desktop app"
+			if s.o.Store != nil {
+				if r, err := desktop.LoadReview(ctx, s.o.Store, a.ID.String()); err == nil {
+					av.Review = r.ConsentID
+					av.Why = "its accessibility tree changed since it was added: review what it offers now"
+				}
+			}
 		} else if lf != nil && locked(lf, a.ID.String()) {
 			av.Kind = "plugin"
 		}
