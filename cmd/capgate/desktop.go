@@ -33,15 +33,11 @@ as capgate serve must: run both in the desktop session of the person.`,
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := context.Background()
-			bus, err := desktop.Connect(ctx)
+			bus, apps, err := desktopApps(ctx)
 			if err != nil {
-				return &exitError{code: exitNo, err: err}
+				return err
 			}
 			defer bus.Close()
-			apps, err := bus.Apps(ctx)
-			if err != nil {
-				return &exitError{code: exitNo, err: err}
-			}
 			type row struct {
 				Name  string `json:"name"`
 				AppID string `json:"app_id,omitempty"`
@@ -74,15 +70,11 @@ its tree offers now.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := context.Background()
-			bus, err := desktop.Connect(ctx)
+			bus, apps, err := desktopApps(ctx)
 			if err != nil {
-				return &exitError{code: exitNo, err: err}
+				return err
 			}
 			defer bus.Close()
-			apps, err := bus.Apps(ctx)
-			if err != nil {
-				return &exitError{code: exitNo, err: err}
-			}
 			var app *desktop.App
 			for i := range apps {
 				if apps[i].Name == args[0] {
@@ -142,4 +134,19 @@ its tree offers now.`,
 	add.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	cmd.AddCommand(list, add)
 	return cmd
+}
+
+// desktopApps connects to the accessibility bus of the command's session and lists its apps;
+// the caller closes the bus. Without a bus, or when it does not answer, the command says no.
+func desktopApps(ctx context.Context) (*desktop.Bus, []desktop.App, error) {
+	bus, err := desktop.Connect(ctx)
+	if err != nil {
+		return nil, nil, &exitError{code: exitNo, err: err}
+	}
+	apps, err := bus.Apps(ctx)
+	if err != nil {
+		bus.Close()
+		return nil, nil, &exitError{code: exitNo, err: err}
+	}
+	return bus, apps, nil
 }

@@ -27,15 +27,21 @@ var (
 	celEnvErr  error
 )
 
+// newEnv is a condition's environment with data (a map from string to any JSON value) named
+// as given, beside permission and now, and the parser's limits.
+func newEnv(data string) (*cel.Env, error) {
+	return cel.NewEnv(
+		cel.Variable(data, cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("permission", cel.StringType),
+		cel.Variable("now", cel.TimestampType),
+		cel.ParserExpressionSizeLimit(MaxConditionBytes),
+		cel.ParserRecursionLimit(64),
+	)
+}
+
 func env() (*cel.Env, error) {
 	celEnvOnce.Do(func() {
-		celEnv, celEnvErr = cel.NewEnv(
-			cel.Variable("params", cel.MapType(cel.StringType, cel.DynType)),
-			cel.Variable("permission", cel.StringType),
-			cel.Variable("now", cel.TimestampType),
-			cel.ParserExpressionSizeLimit(MaxConditionBytes),
-			cel.ParserRecursionLimit(64),
-		)
+		celEnv, celEnvErr = newEnv("params")
 	})
 	return celEnv, celEnvErr
 }
@@ -134,13 +140,7 @@ var (
 
 func envOfEvents() (*cel.Env, error) {
 	eventEnvOnce.Do(func() {
-		eventEnv, eventEnvErr = cel.NewEnv(
-			cel.Variable("event", cel.MapType(cel.StringType, cel.DynType)),
-			cel.Variable("permission", cel.StringType),
-			cel.Variable("now", cel.TimestampType),
-			cel.ParserExpressionSizeLimit(MaxConditionBytes),
-			cel.ParserRecursionLimit(64),
-		)
+		eventEnv, eventEnvErr = newEnv("event")
 	})
 	return eventEnv, eventEnvErr
 }

@@ -246,7 +246,7 @@ func (e *Engine) check(ctx context.Context, caller broker.Caller, spec Spec, now
 			return invalid("source: an app event names its app and event")
 		}
 		if _, ok := e.eventOf(s.App, s.Event); !ok {
-			return invalid("source.event: the app %s declares no event of that type in its manifest", s.App)
+			return invalid("source.event: the app declares no event of that type in its manifest")
 		}
 		words = "the event " + s.Event + " of the app " + s.App
 	case SourceReply:
@@ -314,7 +314,7 @@ func (e *Engine) check(ctx context.Context, caller broker.Caller, spec Spec, now
 	t.Params = canon
 	c, ok := e.o.Registry.Method(spec.Action.App, spec.Action.Method)
 	if !ok {
-		return invalid("action: the app %s has no enabled capability %s", spec.Action.App, spec.Action.Method)
+		return invalid("action: names no enabled capability of an installed app (app and method as GET /v1/capabilities lists them)")
 	}
 	t.Capability, t.Permission = c.ID.String(), c.Permission.String()
 	t.Query = c.Cap.SideEffects.Rank() <= manifest.SideEffectRead.Rank()
@@ -342,7 +342,7 @@ func (e *Engine) check(ctx context.Context, caller broker.Caller, spec Spec, now
 		return invalid("budget.count: must be 1 to %d firings", MaxFirings)
 	}
 	if a := spec.Budget.Amount; a != nil {
-		n, err := amountBound(a, t.Params, c.Params)
+		n, err := amountBound(a, t.Params)
 		if err != nil {
 			return Trigger{}, "", err
 		}
@@ -355,7 +355,7 @@ func (e *Engine) check(ctx context.Context, caller broker.Caller, spec Spec, now
 
 // amountBound checks a sum budget against the fixed params and returns the firings it
 // allows: the sum's bound divided by the one amount every firing spends.
-func amountBound(a *Amount, params json.RawMessage, schema *manifest.Schema) (int64, error) {
+func amountBound(a *Amount, params json.RawMessage) (int64, error) {
 	invalid := func(format string, args ...any) (int64, error) {
 		return 0, fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 	}
@@ -374,7 +374,6 @@ func amountBound(a *Amount, params json.RawMessage, schema *manifest.Schema) (in
 	if !ok || v <= 0 {
 		return invalid("budget.amount.field: the action's params hold no positive number at %s", a.Field)
 	}
-	_ = schema
 	n := math.Floor(maxSum/v + 1e-9)
 	if n < 1 {
 		return invalid("budget.amount.max: is less than one firing's amount")

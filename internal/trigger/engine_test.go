@@ -149,6 +149,11 @@ func TestProposeRefusals(t *testing.T) {
 			if !errors.Is(err, c.err) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want %v naming %q", err, c.err, c.want)
 			}
+			for _, v := range []string{"org.example.none", "delete_everything"} {
+				if strings.Contains(err.Error(), v) {
+					t.Errorf("the error echoes the value %q: %v", v, err)
+				}
+			}
 		})
 	}
 	t.Run("handoff mandate", func(t *testing.T) {
