@@ -39,7 +39,7 @@ func (g *Gateway) syncProviders(ctx context.Context) {
 		g.log.Warn("provider sync failed", "err", err)
 	}
 	if f != nil {
-		if err := plugin.Prune(g.cfg.DataDir, f); err != nil {
+		if err := plugin.Prune(g.cfg.DataDir); err != nil {
 			g.log.Warn("removing the packages of removed plugins", "err", err)
 		}
 	}

@@ -164,13 +164,24 @@ func Runs(e lock.Entry) bool {
 // Prune removes the kept packages the lock no longer names, installed or pending, and what
 // installs that did not finish left. While an install holds the keep lock (it has kept a
 // package the lock does not name yet), Prune does nothing: the lockfile that install writes
-// brings the next sync, and its Prune.
-func Prune(dataDir string, f *lock.File) error {
+// brings the next sync, and its Prune. The lockfile is read under the keep lock, never
+// before it: a lockfile read earlier may predate an install that kept its package, wrote
+// the lock and let go meanwhile, and pruning by it would remove that package.
+func Prune(dataDir string) error {
+	return prune(dataDir, func() (*lock.File, error) { return lock.Load(dataDir) })
+}
+
+// prune is Prune with the lockfile read by load, which it calls holding the keep lock.
+func prune(dataDir string, load func() (*lock.File, error)) error {
 	release, ok, err := holdKeepLock(dataDir, true, true)
 	if err != nil || !ok {
 		return err
 	}
 	defer release()
+	f, err := load()
+	if err != nil {
+		return err
+	}
 	keep := map[string]bool{}
 	for _, e := range f.Plugins {
 		keep[PackageDir(dataDir, e.AppID, e.Digest)] = true

@@ -32,7 +32,8 @@ func TestPruneWaitsForInstalls(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	if err := Prune(data, f); err != nil {
+	loaded := func() (*lock.File, error) { return f, nil }
+	if err := prune(data, loaded); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []string{named, unnamed, staging} {
@@ -41,7 +42,16 @@ func TestPruneWaitsForInstalls(t *testing.T) {
 		}
 	}
 	release()
-	if err := Prune(data, f); err != nil {
+	// The lockfile is read with the keep lock held: an install that kept its package and
+	// wrote the lock before it let go is in what prune reads.
+	underLock := func() (*lock.File, error) {
+		if r, ok, _ := holdKeepLock(data, false, true); ok {
+			r()
+			t.Error("prune read the lockfile without holding the keep lock")
+		}
+		return f, nil
+	}
+	if err := prune(data, underLock); err != nil {
 		t.Fatal(err)
 	}
 	for d, want := range map[string]bool{named: true, unnamed: false, staging: false} {
