@@ -18,8 +18,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/store/postgres/pgtest"
-	_ "github.com/capgate/capgate/internal/store/sqlite" // the "sqlite" database/sql driver, to tamper as an attacker would
+	"github.com/capgate/capgate/internal/store/sqlite" // its log and the "sqlite" database/sql driver, to tamper as an attacker would
 )
 
 // callsThrough adds a client to the gateway at r, takes a token and makes n calls with it;
@@ -115,6 +116,18 @@ func copyDir(t *testing.T, from string) string {
 	return to
 }
 
+// cutAudit cuts the audit log of the SQLite store in data after seq keep, as someone holding
+// the data folder could.
+func cutAudit(t *testing.T, data string, keep int64) {
+	t.Helper()
+	err := sqlite.RewriteAuditUnsafe(filepath.Join(data, "capgate.db"), func(es []store.AuditEntry) []store.AuditEntry {
+		return es[:min(int64(len(es)), keep)]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func sqliteExec(t *testing.T, data string, queries ...string) {
 	t.Helper()
 	db, err := sql.Open("sqlite", filepath.Join(data, "capgate.db"))
@@ -147,7 +160,8 @@ func TestAuditVerifyDeletedTail(t *testing.T) {
 
 	t.Run("last records and checkpoints", func(t *testing.T) {
 		d := copyDir(t, data)
-		sqliteExec(t, d, fmt.Sprintf(`DELETE FROM audit_log WHERE seq > %d`, last-6), fmt.Sprintf(`DELETE FROM audit_checkpoints WHERE seq > %d`, last-6))
+		cutAudit(t, d, last-6)
+		sqliteExec(t, d, fmt.Sprintf(`DELETE FROM audit_checkpoints WHERE seq > %d`, last-6))
 		v, res := verifyJSON(t, []string{"CAPGATE_DATA_DIR=" + d})
 		mustCode(t, res, 1)
 		if !v.has(last, "head_file", fmt.Sprintf("the log ends at seq %d but the head file holds a checkpoint at seq %d", last-6, last)) ||
@@ -162,7 +176,8 @@ func TestAuditVerifyDeletedTail(t *testing.T) {
 	})
 	t.Run("every record and checkpoint", func(t *testing.T) {
 		d := copyDir(t, data)
-		sqliteExec(t, d, `DELETE FROM audit_log`, `DELETE FROM audit_checkpoints`)
+		cutAudit(t, d, 0)
+		sqliteExec(t, d, `DELETE FROM audit_checkpoints`)
 		v, res := verifyJSON(t, []string{"CAPGATE_DATA_DIR=" + d})
 		mustCode(t, res, 1)
 		if !v.has(1, "state", "the log is empty but the store holds 1 client, 1 token") {
@@ -181,7 +196,8 @@ func TestAuditVerifyDeletedTail(t *testing.T) {
 		// The client's records and the token's issue are the first records; everything from
 		// the token's issue on is deleted, the head file and the mirror with it.
 		d := copyDir(t, data)
-		sqliteExec(t, d, `DELETE FROM audit_log WHERE seq > 2`, `DELETE FROM audit_checkpoints`)
+		cutAudit(t, d, 2)
+		sqliteExec(t, d, `DELETE FROM audit_checkpoints`)
 		os.Remove(filepath.Join(d, "audit.head"))
 		os.Remove(filepath.Join(d, "audit.jsonl"))
 		v, res := verifyJSON(t, []string{"CAPGATE_DATA_DIR=" + d})
@@ -455,7 +471,8 @@ func TestAuditWitness(t *testing.T) {
 		t.Fatalf("an older checkpoint: %s", resp.Status)
 	}
 
-	sqliteExec(t, data, fmt.Sprintf(`DELETE FROM audit_log WHERE seq > %d`, v.HeadSeq-5), `DELETE FROM audit_checkpoints`)
+	cutAudit(t, data, v.HeadSeq-5)
+	sqliteExec(t, data, `DELETE FROM audit_checkpoints`)
 	os.Remove(filepath.Join(data, "audit.head"))
 	os.Remove(filepath.Join(data, "audit.jsonl"))
 	v2, res := verifyJSON(t, env, "--audit-witness", url)

@@ -78,6 +78,12 @@ const (
 	// out a slow disk, bounded so that a stuck mirror never holds the log in memory.
 	mirrorQueue = 256
 
+	// mirrorEvery is the least time between two writes of the mirror file: the batches made
+	// durable meanwhile wait in mirrorQueue and go in one write, under one lock of the file,
+	// instead of one each (a lock, a look at the file and a write, about 6 µs of CPU a
+	// batch under load). The mirror is a copy after the store; it lags by this much more.
+	mirrorEvery = 10 * time.Millisecond
+
 	// headKeptEntries bounds the entries the head file's keeper holds between two writes for
 	// the check that links the head it wrote last to the new one; past it the keeper starts
 	// again from the newest batch, and a head older than all it holds is read from the store.

@@ -56,12 +56,51 @@ func newMirrorFile(path string, s store.Audit, log *slog.Logger, errs *atomic.In
 func (m *mirrorFile) run(in <-chan []store.AuditEntry, done chan<- struct{}) {
 	defer close(done)
 	m.sync(nil)
-	for batch := range in {
+	var next []store.AuditEntry // a batch taken that does not follow the ones before it
+	for {
+		batch := next
+		if batch == nil {
+			var ok bool
+			if batch, ok = <-in; !ok {
+				break
+			}
+		}
+		batch, next = gatherBatches(batch, in)
 		m.sync(batch)
+		if next == nil {
+			time.Sleep(mirrorEvery)
+		}
 	}
 	if m.f != nil {
 		if err := m.f.Close(); err != nil {
 			m.failed(err)
+		}
+	}
+}
+
+// gatherBatches appends to batch the batches waiting in in that follow it without a gap (a
+// batch may be missing: the writer drops those it cannot queue), and returns the one that does
+// not follow, if any, for the next write.
+func gatherBatches(batch []store.AuditEntry, in <-chan []store.AuditEntry) (all, next []store.AuditEntry) {
+	all = batch
+	for {
+		select {
+		case b, ok := <-in:
+			if !ok {
+				return all, nil
+			}
+			if len(b) == 0 {
+				continue
+			}
+			if len(all) > 0 && b[0].Seq != all[len(all)-1].Seq+1 {
+				return all, b
+			}
+			if len(all) == len(batch) {
+				all = append([]store.AuditEntry(nil), batch...) // not the writer's slice
+			}
+			all = append(all, b...)
+		default:
+			return all, nil
 		}
 	}
 }

@@ -5,9 +5,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/capgate/capgate/internal/store"
 )
 
 // mirrorLog makes a log of n entries in a fresh in-memory store with its mirror file, and
@@ -224,5 +227,45 @@ func TestMirrorSharedByWriters(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(path); string(got) != want.String() {
 		t.Fatalf("shared mirror has %d lines, the log %d", bytes.Count(got, []byte("\n")), writers*each)
+	}
+}
+
+// Batches that wait are written together when they follow one another; one after a gap (a
+// batch the writer could not queue) waits for the next write, which reads the gap from the
+// store first. The writer's slices are never appended to.
+func TestGatherBatches(t *testing.T) {
+	entries := func(from, n int64) []store.AuditEntry {
+		out := make([]store.AuditEntry, 0, n+8) // room a careless append would write into
+		for i := range n {
+			out = append(out, store.AuditEntry{Seq: from + i})
+		}
+		return out
+	}
+	seqs := func(es []store.AuditEntry) (out []int64) {
+		for _, e := range es {
+			out = append(out, e.Seq)
+		}
+		return out
+	}
+	in := make(chan []store.AuditEntry, 8)
+	first := entries(1, 2)
+	in <- entries(3, 1)
+	in <- entries(4, 2)
+	in <- entries(9, 1) // after a gap
+	in <- entries(10, 1)
+	all, next := gatherBatches(first, in)
+	if got := seqs(all); !slices.Equal(got, []int64{1, 2, 3, 4, 5}) || !slices.Equal(seqs(next), []int64{9}) {
+		t.Fatalf("gathered %v, next %v", got, seqs(next))
+	}
+	if len(first[:cap(first)]) > 2 && first[:3][2].Seq != 0 {
+		t.Fatal("the first batch's slice was appended to")
+	}
+	all, next = gatherBatches(next, in)
+	if got := seqs(all); !slices.Equal(got, []int64{9, 10}) || next != nil {
+		t.Fatalf("gathered %v, next %v", got, seqs(next))
+	}
+	close(in)
+	if all, next = gatherBatches(entries(11, 1), in); len(all) != 1 || next != nil {
+		t.Fatalf("after close: %v %v", seqs(all), seqs(next))
 	}
 }

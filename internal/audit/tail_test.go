@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,6 +22,8 @@ import (
 type backend struct {
 	st   store.Store
 	exec func(t *testing.T, query string)
+	// cutLog deletes the log's entries after seq keep, as someone holding the store could.
+	cutLog func(t *testing.T, keep int64)
 }
 
 func sqliteBackend(t *testing.T, dir string) backend {
@@ -32,19 +35,14 @@ func sqliteBackend(t *testing.T, dir string) backend {
 	}
 	sw := &swappable{Store: st}
 	t.Cleanup(func() { sw.Store.(*sqlite.Store).Close() })
-	return backend{st: sw, exec: func(t *testing.T, query string) {
+	// Edited as by someone with the files while capgate is stopped: the store is closed,
+	// edited, and opened again.
+	edit := func(t *testing.T, fn func() error) {
 		t.Helper()
-		// Edited as by someone with the file while capgate is stopped: the store is closed
-		// (its audit journal then empty, every entry in audit_log), edited, and opened again.
 		if err := sw.Store.(*sqlite.Store).Close(); err != nil {
 			t.Fatal(err)
 		}
-		db, err := sql.Open("sqlite", path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if _, err := db.Exec(query); err != nil {
+		if err := fn(); err != nil {
 			t.Fatal(err)
 		}
 		again, err := sqlite.Open(t.Context(), path)
@@ -52,6 +50,25 @@ func sqliteBackend(t *testing.T, dir string) backend {
 			t.Fatal(err)
 		}
 		sw.Store = again
+	}
+	return backend{st: sw, exec: func(t *testing.T, query string) {
+		t.Helper()
+		edit(t, func() error {
+			db, err := sql.Open("sqlite", path)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			_, err = db.Exec(query)
+			return err
+		})
+	}, cutLog: func(t *testing.T, keep int64) {
+		t.Helper()
+		edit(t, func() error {
+			return sqlite.RewriteAuditUnsafe(path, func(es []store.AuditEntry) []store.AuditEntry {
+				return es[:min(int64(len(es)), keep)]
+			})
+		})
 	}}
 }
 
@@ -69,7 +86,7 @@ func postgresBackend(t *testing.T) backend {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return backend{st: st, exec: func(t *testing.T, query string) {
+	exec := func(t *testing.T, query string) {
 		t.Helper()
 		conn, err := pgx.Connect(t.Context(), dsn)
 		if err != nil {
@@ -79,6 +96,10 @@ func postgresBackend(t *testing.T) backend {
 		if _, err := conn.Exec(t.Context(), query); err != nil {
 			t.Fatal(err)
 		}
+	}
+	return backend{st: st, exec: exec, cutLog: func(t *testing.T, keep int64) {
+		t.Helper()
+		exec(t, fmt.Sprintf(`DELETE FROM audit_log WHERE seq > %d`, keep))
 	}}
 }
 
@@ -193,7 +214,7 @@ func TestDeletedTail(t *testing.T) {
 				dir := t.TempDir()
 				b := open(t, dir)
 				opts := gatewayLog(t, b, dir, 23, true)
-				b.exec(t, `DELETE FROM audit_log WHERE seq > 20`)
+				b.cutLog(t, 20)
 				b.exec(t, `DELETE FROM audit_checkpoints WHERE seq > 20`)
 				// What today's check says: intact, and nothing after the last checkpoint.
 				if rep, err := Verify(t.Context(), b.st, pub); err != nil || !rep.OK() || len(rep.Warnings) != 0 {
@@ -213,7 +234,7 @@ func TestDeletedTail(t *testing.T) {
 				dir := t.TempDir()
 				b := open(t, dir)
 				opts := gatewayLog(t, b, dir, 23, true)
-				b.exec(t, `DELETE FROM audit_log`)
+				b.cutLog(t, 0)
 				b.exec(t, `DELETE FROM audit_checkpoints`)
 				if rep, err := Verify(t.Context(), b.st, pub); err != nil || !rep.OK() {
 					t.Fatalf("the store alone: %+v %v", rep, err)
@@ -235,7 +256,7 @@ func TestDeletedTail(t *testing.T) {
 				dir := t.TempDir()
 				b := open(t, dir)
 				opts := gatewayLog(t, b, dir, 23, false)
-				b.exec(t, `DELETE FROM audit_log WHERE seq > 21`)
+				b.cutLog(t, 21)
 				rep, _ := VerifyWith(t.Context(), b.st, pub, opts)
 				if rep.OK() || !hasProblem(rep, 23, SourceHeadFile, "entries 22 to 23 are missing from the store") {
 					t.Fatalf("problems: %v", rep.Problems)
@@ -247,7 +268,7 @@ func TestDeletedTail(t *testing.T) {
 				dir := t.TempDir()
 				b := open(t, dir)
 				gatewayLog(t, b, dir, 23, true)
-				b.exec(t, `DELETE FROM audit_log WHERE seq > 3`)
+				b.cutLog(t, 3)
 				b.exec(t, `DELETE FROM audit_checkpoints`)
 				rep, _ := VerifyWith(t.Context(), b.st, pub, &VerifyOptions{State: b.st})
 				if rep.OK() || !hasProblem(rep, 0, SourceState, "token tok_issued is in the store but its issue is not in the log") {
@@ -271,7 +292,7 @@ func TestDeletedTail(t *testing.T) {
 					t.Fatal(err)
 				}
 				rehashFrom(m, 21)
-				b.exec(t, `DELETE FROM audit_log WHERE seq > 21`)
+				b.cutLog(t, 21)
 				b.exec(t, `DELETE FROM audit_checkpoints WHERE seq > 20`)
 				if err := b.st.AppendAudit(t.Context(), m.entries[21:]); err != nil {
 					t.Fatal(err)
@@ -292,7 +313,7 @@ func TestWriterKeepsHeadEvidence(t *testing.T) {
 	dir := t.TempDir()
 	b := sqliteBackend(t, dir)
 	opts := gatewayLog(t, b, dir, 23, true)
-	b.exec(t, `DELETE FROM audit_log WHERE seq > 20`)
+	b.cutLog(t, 20)
 	b.exec(t, `DELETE FROM audit_checkpoints WHERE seq > 20`)
 	before, err := ReadHeadFile(opts.HeadFile)
 	if err != nil {

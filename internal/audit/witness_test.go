@@ -162,7 +162,7 @@ func TestWriterWitnessAndVerify(t *testing.T) {
 		t.Fatalf("intact: %+v %v", rep, err)
 	}
 
-	b.exec(t, `DELETE FROM audit_log WHERE seq > 12`)
+	b.cutLog(t, 12)
 	b.exec(t, `DELETE FROM audit_checkpoints WHERE seq > 10`)
 	hf := NewHeadFile(headPath)
 	// The attacker rewrites the head file too (a fresh one, at the cut log's head).

@@ -75,6 +75,8 @@ type GatewayOptions struct {
 	Replicas int
 	// CPUProfile, when set, names a file to write a CPU profile of the load phase to (for
 	// go tool pprof): the gateway and the load generator together, as they share the machine.
+	// With Floor, the empty exchange's profile goes beside it, in CPUProfile+".floor", so
+	// that a call's CPU can be held against the exchange's, function by function.
 	CPUProfile string
 	// Trace, when set, names a file to write an execution trace of the load phase to (for go
 	// tool trace, whose -pprof=sync, net, syscall and sched views show where calls wait).
@@ -303,7 +305,20 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 	}
 	var floor *Floors
 	if opts.Floor {
+		var pf *os.File
+		if opts.CPUProfile != "" {
+			if pf, err = os.Create(opts.CPUProfile + ".floor"); err != nil {
+				return GatewayReport{}, fmt.Errorf("bench: cpu profile: %w", err)
+			}
+			if err := pprof.StartCPUProfile(pf); err != nil {
+				return GatewayReport{}, fmt.Errorf("bench: cpu profile: %w", err)
+			}
+		}
 		f, err := measureFloors(ctx, dir, opts.Duration, key, issued.Wire, opts)
+		if pf != nil {
+			pprof.StopCPUProfile()
+			pf.Close()
+		}
 		if err != nil {
 			return GatewayReport{}, err
 		}

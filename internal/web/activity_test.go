@@ -16,6 +16,7 @@ import (
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/store/sqlite"
 )
 
 var entryID = regexp.MustCompile(`id="a-(\d+)"`)
@@ -276,19 +277,24 @@ func TestActivityVerifyCached(t *testing.T) {
 	if _, page := b.get("/ui/activity"); !strings.Contains(page, "intact: 3 records") {
 		t.Fatal("a fresh log is not intact")
 	}
-	db, err := sql.Open("sqlite", filepath.Join(e.data, gateway.DBFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	dbPath := filepath.Join(e.data, gateway.DBFile)
 	var body []byte
-	if err := db.QueryRow(`SELECT body FROM audit_log WHERE seq = 1`).Scan(&body); err != nil {
-		t.Fatal(err)
+	setBody := func(b []byte) {
+		t.Helper()
+		if err := sqlite.RewriteAuditUnsafe(dbPath, func(es []store.AuditEntry) []store.AuditEntry {
+			if body == nil {
+				body = es[0].Body
+			}
+			if b != nil {
+				es[0].Body = b
+			}
+			return es
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	tampered := []byte(strings.Replace(string(body), "call_0", "call_9", 1))
-	if _, err := db.Exec(`UPDATE audit_log SET body = ? WHERE seq = 1`, tampered); err != nil {
-		t.Fatal(err)
-	}
+	setBody(nil)
+	setBody([]byte(strings.Replace(string(body), "call_0", "call_9", 1)))
 	if _, page := b.get("/ui/activity"); !strings.Contains(page, "intact: 3 records") {
 		t.Error("the verdict was not kept while the log's head stayed the same")
 	}
@@ -298,9 +304,7 @@ func TestActivityVerifyCached(t *testing.T) {
 	if _, page := b.get("/ui/activity"); !strings.Contains(page, "NOT intact: 1 problem(s) in 4 records") || !strings.Contains(page, "seq 1: hash does not match") {
 		t.Error("the grown log was not verified again")
 	}
-	if _, err := db.Exec(`UPDATE audit_log SET body = ? WHERE seq = 1`, body); err != nil {
-		t.Fatal(err)
-	}
+	setBody(body)
 	if _, page := b.get("/ui/activity"); !strings.Contains(page, "NOT intact") {
 		t.Error("the verdict was not kept while the log's head stayed the same")
 	}
@@ -347,14 +351,16 @@ func TestActivityDeletedTail(t *testing.T) {
 			t.Fatalf("the head file did not reach seq %d: %+v %v", head.Seq, c.Head, err)
 		}
 	}
+	if err := sqlite.RewriteAuditUnsafe(filepath.Join(e.data, gateway.DBFile), func(es []store.AuditEntry) []store.AuditEntry {
+		return es[:head.Seq-2]
+	}); err != nil {
+		t.Fatal(err)
+	}
 	db, err := sql.Open("sqlite", filepath.Join(e.data, gateway.DBFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(`DELETE FROM audit_log WHERE seq > ?`, head.Seq-2); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := db.Exec(`DELETE FROM audit_checkpoints WHERE seq > ?`, head.Seq-2); err != nil {
 		t.Fatal(err)
 	}

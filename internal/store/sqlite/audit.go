@@ -7,9 +7,9 @@ import (
 	"github.com/capgate/capgate/internal/store"
 )
 
-// AppendAudit appends entries, all or none, as one frame of the audit journal, synced: the
-// first must follow the head (Seq head+1, PrevHash the head's Hash; Seq 1 and "" on an empty
-// log) and each next one the one before, else ErrConflict and nothing is written.
+// AppendAudit appends entries, all or none, as one frame of the audit log, synced: the first
+// must follow the head (Seq head+1, PrevHash the head's Hash; Seq 1 and "" on an empty log)
+// and each next one the one before, else ErrConflict and nothing is written.
 func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) error {
 	if len(entries) == 0 {
 		return nil
@@ -17,8 +17,7 @@ func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) err
 	if err := store.CheckAudit(entries, nil); err != nil {
 		return errs.Wrap("append audit", err)
 	}
-	// The journal is the append (journal.go); the index follows it.
-	if err := s.journal.appendBatch(ctx, entries); err != nil {
+	if err := s.alog.append(ctx, entries); err != nil {
 		return errs.Wrap("append audit", err)
 	}
 	return nil
@@ -26,12 +25,11 @@ func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) err
 
 // AuditHead returns the last entry, or ErrNotFound for an empty log.
 func (s *Store) AuditHead(ctx context.Context) (store.AuditEntry, error) {
-	if err := s.journal.index(ctx); err != nil {
-		return store.AuditEntry{}, errs.Wrap("audit head", err)
+	e, err := s.alog.head(ctx)
+	if err == store.ErrNotFound {
+		return e, errs.NotFound("audit head")
 	}
-	e, err := store.ScanAudit(s.db.QueryRowContext(ctx,
-		`SELECT `+store.AuditColumns+` FROM audit_log ORDER BY seq DESC LIMIT 1`), nulls{})
-	return e, errs.Row("audit head", "audit head", err)
+	return e, errs.Wrap("audit head", err)
 }
 
 // AuditRange returns the entries with from <= Seq <= to (to 0: to the end), ordered by Seq,
@@ -40,21 +38,8 @@ func (s *Store) AuditRange(ctx context.Context, from, to int64, limit int) ([]st
 	if err := store.CheckLimit(limit); err != nil {
 		return nil, errs.Wrap("audit range", err)
 	}
-	held, err := s.journal.indexHolds(ctx, from, to, limit)
-	if err != nil {
-		return nil, errs.Wrap("audit range", err)
-	}
-	if !held {
-		if err := s.journal.index(ctx); err != nil {
-			return nil, errs.Wrap("audit range", err)
-		}
-	}
-	lim := int64(limit)
-	if limit == 0 {
-		lim = -1 // SQLite: no limit
-	}
-	return list(ctx, s, nil, "audit range", store.ScanAudit, `SELECT `+store.AuditColumns+` FROM audit_log
-		WHERE seq >= ? AND (? = 0 OR seq <= ?) ORDER BY seq LIMIT ?`, from, to, to, lim)
+	es, err := s.alog.read(ctx, from, to, limit)
+	return es, errs.Wrap("audit range", err)
 }
 
 // PutCheckpoint records a checkpoint; a Seq already checkpointed is ErrExists.

@@ -6,8 +6,8 @@
 // write lock makes a writer wait instead of fail. Every write runs in a BEGIN IMMEDIATE
 // transaction: it takes the write lock before reading, so the read-then-write methods
 // (TakeUse, AnswerConsent) are atomic across processes and never deadlock into SQLITE_BUSY by
-// upgrading a read lock. The audit chain is appended to a journal of its own, the audit_log
-// table an index of it (journal.go).
+// upgrading a read lock. The audit chain is kept beside the database, in a folder of segment
+// files of its own (auditlog.go).
 //
 // Times are stored as Unix nanoseconds (INTEGER, UTC) and come back in UTC with full
 // nanosecond precision; the zero time is stored as NULL and comes back as the zero time. A
@@ -49,7 +49,7 @@ type Store struct {
 	path     string   // the database file, absolute
 	changes  *changes // shared with every process on the file (changes.go)
 	states   stateCache
-	journal  *journal // the audit chain's durable copy (journal.go)
+	alog     *auditLog // the audit chain (auditlog.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -93,7 +93,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	if err := s.openJournal(ctx); err != nil {
+	if err := s.openAuditLog(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
@@ -120,7 +120,7 @@ func (s *Store) Path() string { return s.path }
 
 // Close closes the database. Using the store afterwards returns an error.
 func (s *Store) Close() error {
-	jerr := s.journal.close()
+	jerr := s.alog.close()
 	s.stmts.Range(func(_, st any) bool { st.(*sql.Stmt).Close(); return true })
 	return errors.Join(jerr, s.db.Close())
 }
