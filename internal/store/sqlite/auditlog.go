@@ -28,18 +28,22 @@ import (
 // every markEvery bytes) is kept in memory, built from the files by the reads that need it.
 //
 // A segment is named by the seq of its first entry (segmentName) and holds frames followed by
-// zeros: it grows a megabyte at a time (segmentGrow), zeros written and synced ahead, so that
-// an append overwrites blocks the file has and its sync changes none of the file's metadata.
-// A length of zero ends its frames. Once the frames of the last segment pass segmentBytes,
-// the next append starts a new one, created whole (zeros, synced, renamed into place, the
-// folder synced) before anything is written to it; a segment with another after it is never
-// written again, and loses its zeros.
+// zeros. It is made whole before it is used: segmentBytes of zeros (more for a frame larger
+// than that), written and synced, then renamed into place and the folder synced, so that an
+// append overwrites blocks the file has, its sync changes none of the file's metadata (a third
+// cheaper than a sync that grows the file), and no append waits for a file to grow. The next
+// segment is made ready in the background once the last is half full. A length of zero ends a
+// segment's frames. When a frame, and the zero length after it, no longer fit in the last
+// segment, the append starts the next one; a segment with another after it is never written
+// again, and loses its zeros.
 //
 // Every process on the database appends under an exclusive lock (flock) of the file beside
 // the folder (auditLockSuffix), after reading what the others appended since it last looked:
-// the frames after the last one it knows, and a segment named by the seq after the log's last
-// entry. So the chain stays one across processes. Reads take the lock only to look, then read
-// frames that are synced and never change.
+// the frames after the last one it knows and, when the lock file's counters moved, the folder.
+// The lock file holds two counters (uint64, big-endian): segments started, raised before each
+// is put in place, and logs rewritten (RewriteAuditUnsafe). So the chain stays one across
+// processes, and a look at a log no other process touched costs two small reads. Reads take
+// the lock only to look, then read frames that are synced and never change.
 //
 // After a crash: a frame cut short at the end of the last segment's frames was never
 // acknowledged (its sync did not return) and is zeroed at the next lock; a frame that fails
@@ -61,10 +65,11 @@ const (
 	segmentDigits = 20
 	// lockPoll bounds the wait between tries of a lock held elsewhere.
 	lockPoll = time.Millisecond
-	// segmentGrow is how much a segment grows at a time, in zeros written and synced ahead of
-	// its frames: a frame then overwrites blocks the file already has, and its sync changes
-	// none of the file's metadata, which costs a third less than a sync that grows the file.
-	segmentGrow = 1 << 20
+	// preparedPrefix begins the name of a segment being made ready, before it has one; the
+	// process id that makes it follows.
+	preparedPrefix = ".prepared-"
+	// zeroChunk is how many zeros a segment is written with at a time.
+	zeroChunk = 1 << 20
 	// readChunk is how much a read of frames takes from a file at a time.
 	readChunk = 256 << 10
 	// maxKeptBuffer bounds the frame buffer an append keeps for the next: a larger one, made
@@ -74,8 +79,9 @@ const (
 
 // Variables so that tests can change them.
 var (
-	// segmentBytes is the size of frames past which the next append starts a new segment.
-	segmentBytes int64 = 64 << 20
+	// segmentBytes is the size a segment is made with: its frames fill it, then the next
+	// append starts another. 16 MiB, as PostgreSQL's write-ahead log segments.
+	segmentBytes int64 = 16 << 20
 	// markEvery is the most bytes of frames between two marks of a segment: a read of one
 	// entry reads at most about this much before it.
 	markEvery int64 = 64 << 10
@@ -93,18 +99,23 @@ type auditLog struct {
 
 	mu     sync.Mutex // this process's appenders, and readers while they look; the file lock holds off others
 	closed bool
-	lockf  *os.File // the lock file, open while the store is
-	known  bool     // segs was read from the folder
+	lockf  *os.File  // the lock file, open while the store is
+	seen   [2]uint64 // its counters when the folder was last read
+	known  bool      // segs was read from the folder
 	segs   []*segment
 	// The last segment, which appends go to: open read-write, the end of its frames and its
 	// size (frames, then zeros). f is nil when the log has no segment.
 	f       *os.File
-	ino     uint64 // f's inode: a folder put in the place of the one read is read anew
 	size    int64
 	alloc   int64
 	last    store.AuditEntry // the log's head; Seq 0: empty
 	damaged error
 	buf     []byte // the frame being written, kept for the next append
+	// The next segment, made ready in the background: a file of segmentBytes zeros, synced,
+	// under a name of its own until a segment is started with it.
+	prepared     *os.File
+	preparedPath string
+	preparing    bool
 }
 
 // segment is one file of the log, and what reads have learned of it.
@@ -191,8 +202,44 @@ func (l *auditLog) close() error {
 		}
 		sg.rmu.Unlock()
 	}
+	if l.prepared != nil {
+		l.prepared.Close()
+		os.Remove(l.preparedPath)
+		l.prepared = nil
+	}
 	errs = append(errs, l.lockf.Close())
 	return errors.Join(errs...)
+}
+
+// counters reads the lock file's counters: segments started, logs rewritten. The file lock
+// is held.
+func (l *auditLog) counters() ([2]uint64, error) {
+	var b [16]byte
+	n, err := l.lockf.ReadAt(b[:], 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return [2]uint64{}, fmt.Errorf("audit log: read %s: %w", filepath.Base(l.lockPath), err)
+	}
+	if n < len(b) {
+		clear(b[n:]) // a new lock file: nothing counted yet
+	}
+	return [2]uint64{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}, nil
+}
+
+// count adds one to the lock file's counter i (0: segments started, 1: logs rewritten) and
+// returns the counters. The file lock is held.
+func (l *auditLog) count(i int) ([2]uint64, error) {
+	c, err := l.counters()
+	if err != nil {
+		return c, err
+	}
+	c[i]++
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], c[0])
+	binary.BigEndian.PutUint64(b[8:], c[1])
+	if _, err := l.lockf.WriteAt(b[:], 0); err != nil {
+		return c, fmt.Errorf("audit log: write %s: %w", filepath.Base(l.lockPath), err)
+	}
+	return c, nil
 }
 
 // lock takes the log's file lock and brings what l knows up to date with the files. l.mu is
@@ -235,49 +282,25 @@ func flock(ctx context.Context, f *os.File) error {
 }
 
 // look reads what other processes appended since l last looked: the frames after the last it
-// knows, and the segments started after it. l.mu and the file lock are held.
+// knows, and the folder anew when a segment was started or the log rewritten. l.mu and the
+// file lock are held.
 func (l *auditLog) look() error {
-	if l.known && l.f != nil {
-		// The folder may have been put in place of the one read (only a tool outside capgate
-		// does that, the store closed): read it anew.
-		var st unix.Stat_t
-		if err := unix.Stat(l.segs[len(l.segs)-1].path, &st); err != nil || st.Ino != l.ino {
-			l.forget()
-		}
+	c, err := l.counters()
+	if err != nil {
+		return err
 	}
-	if !l.known {
+	if c[1] != l.seen[1] {
+		l.forget() // rewritten: nothing read of the old log holds
+	}
+	if !l.known || c != l.seen {
 		if err := l.readFolder(); err != nil {
 			return err
 		}
-	} else if l.f != nil {
-		if err := l.readLast(); err != nil {
-			return err
-		}
+		l.seen = c
+		return nil
 	}
-	for l.damaged == nil {
-		next := l.last.Seq + 1
-		if l.f != nil && l.segs[len(l.segs)-1].first == next {
-			return nil // the last segment is the next entry's, and empty
-		}
-		path := filepath.Join(l.dir, segmentName(next))
-		f, err := os.OpenFile(path, os.O_RDWR, 0)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("audit log: %w", err)
-		}
-		// Another process started the next segment: the last one is done.
-		if err := l.seal(); err != nil {
-			f.Close()
-			return err
-		}
-		if err := l.useLast(f, &segment{first: next, path: path}); err != nil {
-			return err
-		}
-		if err := l.readLast(); err != nil {
-			return err
-		}
+	if l.f != nil {
+		return l.readLast()
 	}
 	return nil
 }
@@ -296,20 +319,42 @@ func (l *auditLog) forget() {
 		}
 		sg.rmu.Unlock()
 	}
+	if l.prepared != nil {
+		// Made in the folder that was: it may be gone with it.
+		l.prepared.Close()
+		os.Remove(l.preparedPath)
+		l.prepared = nil
+	}
 	l.segs, l.known, l.size, l.alloc, l.last, l.damaged = nil, false, 0, 0, store.AuditEntry{}, nil
 }
 
 // readFolder lists the segments and reads the last one; when it holds no frame, the log's
-// head is the last entry of the one before.
+// head is the last entry of the one before. What reads learned of segments known before is
+// kept. Segments being made ready by processes that are gone are removed.
 func (l *auditLog) readFolder() error {
 	des, err := os.ReadDir(l.dir)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}
-	l.segs = l.segs[:0]
+	known := make(map[int64]*segment, len(l.segs))
+	for _, sg := range l.segs {
+		known[sg.first] = sg
+	}
+	if l.f != nil {
+		l.f.Close()
+		l.f = nil
+	}
+	l.segs, l.size, l.alloc, l.last, l.damaged = l.segs[:0], 0, 0, store.AuditEntry{}, nil
 	for _, de := range des {
-		if first, ok := parseSegmentName(de.Name()); ok && de.Type().IsRegular() {
-			l.segs = append(l.segs, &segment{first: first, path: filepath.Join(l.dir, de.Name())})
+		name := de.Name()
+		if first, ok := parseSegmentName(name); ok && de.Type().IsRegular() {
+			sg := known[first]
+			if sg == nil {
+				sg = &segment{first: first, path: filepath.Join(l.dir, name)}
+			}
+			l.segs = append(l.segs, sg)
+		} else if strings.HasPrefix(name, preparedPrefix) {
+			removeAbandoned(filepath.Join(l.dir, name))
 		}
 	}
 	sort.Slice(l.segs, func(i, j int) bool { return l.segs[i].first < l.segs[j].first })
@@ -343,6 +388,18 @@ func (l *auditLog) readFolder() error {
 	return nil
 }
 
+// removeAbandoned removes a segment being made ready whose process is gone.
+func removeAbandoned(path string) {
+	rest := strings.TrimPrefix(filepath.Base(path), preparedPrefix)
+	pid, err := strconv.Atoi(rest[:max(0, strings.IndexByte(rest, '-'))])
+	if err != nil || pid == os.Getpid() {
+		return
+	}
+	if unix.Kill(pid, 0) == unix.ESRCH {
+		os.Remove(path)
+	}
+}
+
 // useLast makes f, the file of sg, the last segment, with nothing of it read yet.
 func (l *auditLog) useLast(f *os.File, sg *segment) error {
 	var st unix.Stat_t
@@ -350,7 +407,7 @@ func (l *auditLog) useLast(f *os.File, sg *segment) error {
 		f.Close()
 		return fmt.Errorf("audit log: %w", err)
 	}
-	l.f, l.ino, l.size, l.alloc = f, st.Ino, 0, st.Size
+	l.f, l.size, l.alloc = f, 0, st.Size
 	l.segs = append(l.segs, sg)
 	return nil
 }
@@ -377,25 +434,26 @@ func (l *auditLog) seal() error {
 // frame that fails its checks with another frame after it, or whose seq does not follow, sets
 // l.damaged.
 func (l *auditLog) readLast() error {
+	sg := l.segs[len(l.segs)-1]
+	if l.size+4 <= l.alloc {
+		// Most looks find nothing appended: one small read says so.
+		var n [4]byte
+		if _, err := l.f.ReadAt(n[:], l.size); err != nil {
+			l.damaged = fmt.Errorf("%w: %s is shorter than what was read of it (%d bytes): %v", ErrAuditDamaged, sg.path, l.size, err)
+			return nil
+		}
+		if binary.BigEndian.Uint32(n[:]) == 0 {
+			return nil
+		}
+	}
 	var st unix.Stat_t
 	if err := unix.Fstat(int(l.f.Fd()), &st); err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}
 	l.alloc = st.Size
-	sg := l.segs[len(l.segs)-1]
 	if l.alloc < l.size {
 		l.damaged = fmt.Errorf("%w: %s is shorter (%d bytes) than what was read of it (%d)", ErrAuditDamaged, sg.path, l.alloc, l.size)
 		return nil
-	}
-	if l.size+4 <= l.alloc {
-		// Most looks find nothing appended: one small read says so.
-		var n [4]byte
-		if _, err := l.f.ReadAt(n[:], l.size); err != nil {
-			return fmt.Errorf("audit log: read: %w", err)
-		}
-		if binary.BigEndian.Uint32(n[:]) == 0 {
-			return nil
-		}
 	}
 	expect := l.last.Seq + 1
 	if l.size == 0 {
@@ -480,7 +538,7 @@ func (l *auditLog) cut(from, to int64) error {
 
 // zeroFile writes zeros over [from, to) of f.
 func zeroFile(f *os.File, from, to int64) error {
-	zeros := make([]byte, min(max(to-from, 0), 64<<10))
+	zeros := make([]byte, min(max(to-from, 0), zeroChunk))
 	for off := from; off < to; {
 		n := min(int64(len(zeros)), to-off)
 		if _, err := f.WriteAt(zeros[:n], off); err != nil {
@@ -491,26 +549,41 @@ func zeroFile(f *os.File, from, to int64) error {
 	return nil
 }
 
-// startSegment creates the segment whose first entry is first, whole and synced, and makes it
-// the last: the one before it is sealed. l.mu and the file lock are held.
-func (l *auditLog) startSegment(first int64) error {
-	path := filepath.Join(l.dir, segmentName(first))
-	tmp := path + ".new"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+// startSegment starts the segment whose first entry is first, with room for at least need
+// bytes, and makes it the last: the one before it is sealed. The lock file's count of
+// segments started moves first, so that every other process reads the folder again at its
+// next look. l.mu and the file lock are held.
+func (l *auditLog) startSegment(first, need int64) error {
+	c, err := l.count(0)
 	if err != nil {
-		return fmt.Errorf("audit log: new segment: %w", err)
+		return err
 	}
-	if err := zeroFile(f, 0, segmentGrow); err != nil {
-		f.Close()
-		return fmt.Errorf("audit log: new segment: %w", err)
+	path := filepath.Join(l.dir, segmentName(first))
+	f, from := l.prepared, l.preparedPath
+	l.prepared = nil
+	if f != nil {
+		if st, err := f.Stat(); err != nil || st.Size() < need {
+			f.Close()
+			os.Remove(from)
+			f = nil
+		}
 	}
-	if err := f.Sync(); err != nil {
+	if f != nil && os.Rename(from, path) != nil {
 		f.Close()
-		return fmt.Errorf("audit log: new segment: %w", err)
+		os.Remove(from)
+		f = nil
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		f.Close()
-		return fmt.Errorf("audit log: new segment: %w", err)
+	if f == nil {
+		// Nothing ready (a burst, a large frame, or the first append): made here, whole.
+		from = path + ".new"
+		if f, err = makeSegment(from, max(segmentBytes, need)); err != nil {
+			return err
+		}
+		if err := os.Rename(from, path); err != nil {
+			f.Close()
+			os.Remove(from)
+			return fmt.Errorf("audit log: new segment: %w", err)
+		}
 	}
 	if err := syncDir(l.dir); err != nil {
 		f.Close()
@@ -520,7 +593,53 @@ func (l *auditLog) startSegment(first int64) error {
 		f.Close()
 		return err
 	}
+	l.seen = c
 	return l.useLast(f, &segment{first: first, path: path})
+}
+
+// makeSegment creates the file at path with size zeros, synced.
+func makeSegment(path string, size int64) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit log: new segment: %w", err)
+	}
+	if err := zeroFile(f, 0, size); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("audit log: new segment: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("audit log: new segment: %w", err)
+	}
+	return f, nil
+}
+
+// prepareNext makes the next segment ready in the background, when the last is half full and
+// none is ready or being made. l.mu is held.
+func (l *auditLog) prepareNext() {
+	if l.prepared != nil || l.preparing || l.size < l.alloc/2 {
+		return
+	}
+	l.preparing = true
+	path := filepath.Join(l.dir, preparedPrefix+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(l.last.Seq, 10))
+	size := segmentBytes
+	go func() {
+		f, err := makeSegment(path, size)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.preparing = false
+		if err != nil {
+			return // the next segment is made when it is started
+		}
+		if l.closed || l.prepared != nil {
+			f.Close()
+			os.Remove(path)
+			return
+		}
+		l.prepared, l.preparedPath = f, path
+	}()
 }
 
 func syncDir(path string) error {
@@ -532,23 +651,6 @@ func syncDir(path string) error {
 	if err := d.Sync(); err != nil {
 		return fmt.Errorf("audit log: sync %s: %w", filepath.Base(path), err)
 	}
-	return nil
-}
-
-// ensureSpace grows the last segment with zeros, synced, until at least free bytes follow its
-// frames. l.mu and the file lock are held.
-func (l *auditLog) ensureSpace(free int64) error {
-	if l.alloc-l.size >= free {
-		return nil
-	}
-	grow := max(segmentGrow, free-(l.alloc-l.size))
-	if err := zeroFile(l.f, l.alloc, l.alloc+grow); err != nil {
-		return fmt.Errorf("audit log: grow: %w", err)
-	}
-	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("audit log: grow: %w", err)
-	}
-	l.alloc += grow
 	return nil
 }
 
@@ -574,14 +676,11 @@ func (l *auditLog) append(ctx context.Context, entries []store.AuditEntry) error
 	} else {
 		l.buf = nil
 	}
-	if l.f == nil || l.size >= segmentBytes {
-		if err := l.startSegment(entries[0].Seq); err != nil {
+	// Room for the frame and the zero length after it, else the next segment.
+	if need := int64(len(frame)) + frameHeader; l.f == nil || l.size+need > l.alloc {
+		if err := l.startSegment(entries[0].Seq, need); err != nil {
 			return err
 		}
-	}
-	// Room for the frame and the zero length after it.
-	if err := l.ensureSpace(int64(len(frame)) + frameHeader); err != nil {
-		return err
 	}
 	if _, err := l.f.WriteAt(frame, l.size); err != nil {
 		l.undo(int64(len(frame)))
@@ -595,6 +694,7 @@ func (l *auditLog) append(ctx context.Context, entries []store.AuditEntry) error
 	e := entries[len(entries)-1]
 	e.At = atCol(e.At).Time() // as a reading of the log gives it back
 	l.last = e
+	l.prepareNext()
 	return nil
 }
 

@@ -8,11 +8,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/store/storetest"
@@ -381,7 +385,7 @@ func TestAuditLogEmptyLastSegment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.alog.startSegment(want[len(want)-1].Seq + 1); err != nil {
+	if err := a.alog.startSegment(want[len(want)-1].Seq+1, 64); err != nil {
 		t.Fatal(err)
 	}
 	unlock()
@@ -633,4 +637,139 @@ func FuzzDecodeFrame(f *testing.F) {
 			t.Fatalf("frameSpan says %d bytes, %d entries from %d, %v", total, count, first, ok)
 		}
 	})
+}
+
+// The next segment is made ready in the background once the last is half full, and the
+// append that fills the last one starts the next with it, not with a file of its own.
+func TestAuditLogPreparesTheNextSegment(t *testing.T) {
+	smallSegments(t, 8192, 1024)
+	path := filepath.Join(t.TempDir(), "capgate.db")
+	a := openAt(t, path)
+	ready := func() (string, bool) {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			a.alog.mu.Lock()
+			p, ok := a.alog.preparedPath, a.alog.prepared != nil
+			a.alog.mu.Unlock()
+			if ok {
+				return p, true
+			}
+		}
+		return "", false
+	}
+	var all []store.AuditEntry
+	for len(segments(t, path)) < 2 {
+		a.alog.mu.Lock()
+		half := a.alog.size >= a.alog.alloc/2 && a.alog.f != nil
+		a.alog.mu.Unlock()
+		var prepared uint64
+		if half {
+			p, ok := ready()
+			if !ok {
+				t.Fatal("no segment was made ready with the last one half full")
+			}
+			var st unix.Stat_t
+			if err := unix.Stat(p, &st); err != nil {
+				t.Fatal(err)
+			}
+			prepared = st.Ino
+		}
+		n := len(segments(t, path))
+		var h store.AuditEntry
+		if len(all) > 0 {
+			h = all[len(all)-1]
+		}
+		batch := storetest.EntriesAfter(h, 2, "p")
+		if err := a.AppendAudit(t.Context(), batch); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, batch...)
+		if segs := segments(t, path); len(segs) > n && n > 0 {
+			var st unix.Stat_t
+			if err := unix.Stat(filepath.Join(path+auditLogSuffix, segs[len(segs)-1]), &st); err != nil {
+				t.Fatal(err)
+			}
+			if prepared == 0 || st.Ino != prepared {
+				t.Fatal("the new segment is not the one made ready")
+			}
+		}
+	}
+	wantLog(t, openAt(t, path), all)
+	// The sealed segment lost its zeros.
+	first := filepath.Join(path+auditLogSuffix, segments(t, path)[0])
+	if fi, err := os.Stat(first); err != nil || fi.Size() != framesEnd(t, first) {
+		t.Fatalf("the sealed segment is %d bytes, its frames %d (%v)", fi.Size(), framesEnd(t, first), err)
+	}
+}
+
+// A segment being made ready by a process that is gone is removed when the folder is read;
+// one of a live process is left.
+func TestAuditLogRemovesAbandonedSegments(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "capgate.db")
+	a := openAt(t, path)
+	appendBatches(t, a, 1)
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := filepath.Join(path+auditLogSuffix, fmt.Sprintf("%s%d-7", preparedPrefix, cmd.Process.Pid))
+	live := filepath.Join(path+auditLogSuffix, fmt.Sprintf("%s%d-7", preparedPrefix, os.Getppid()))
+	for _, p := range []string{dead, live} {
+		if err := os.WriteFile(p, make([]byte, 64), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	openAt(t, path)
+	if _, err := os.Stat(dead); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the dead process's segment was left: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the live process's segment was removed: %v", err)
+	}
+}
+
+// A segment counted as started but never put in place (a crash between the two) is no
+// segment: the other stores read the folder again and go on in the last one.
+func TestAuditLogSegmentCountedNotMade(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "capgate.db")
+	a, b := openAt(t, path), openAt(t, path)
+	want := appendBatches(t, a, 2)
+	a.alog.mu.Lock()
+	unlock, err := a.alog.lock(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.alog.count(0); err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	a.alog.mu.Unlock()
+	next := storetest.EntriesAfter(want[len(want)-1], 2, "b")
+	if err := b.AppendAudit(t.Context(), next); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, next...)
+	wantLog(t, a, want)
+	wantLog(t, b, want)
+	if n := len(segments(t, path)); n != 1 {
+		t.Fatalf("%d segments, want 1", n)
+	}
+}
+
+// A log rewritten under an open store is what that store reads next: the rewrite's count
+// makes it read the folder anew, marks and all.
+func TestAuditLogRewrittenUnderAnOpenStore(t *testing.T) {
+	smallSegments(t, 600, 100)
+	path := filepath.Join(t.TempDir(), "capgate.db")
+	a := openAt(t, path)
+	want := appendBatches(t, a, 10)
+	wantLog(t, a, want) // marks built
+	if err := RewriteAuditUnsafe(path, func(es []store.AuditEntry) []store.AuditEntry { return es[:7] }); err != nil {
+		t.Fatal(err)
+	}
+	wantLog(t, a, want[:7])
+	next := storetest.EntriesAfter(want[6], 1, "after")
+	if err := a.AppendAudit(t.Context(), next); err != nil {
+		t.Fatal(err)
+	}
+	wantLog(t, openAt(t, path), append(slices.Clone(want[:7]), next...))
 }

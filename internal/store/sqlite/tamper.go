@@ -68,5 +68,9 @@ func RewriteAuditUnsafe(path string, edit func([]store.AuditEntry) []store.Audit
 	if err := os.Rename(tmp, l.dir); err != nil {
 		return err
 	}
+	// Every store on the database reads the new folder at its next look.
+	if _, err := l.count(1); err != nil {
+		return err
+	}
 	return os.RemoveAll(old)
 }
