@@ -199,7 +199,7 @@ database round trips per call (goal: at most 2).`,
 	cmd.Flags().IntVar(&opts.Workers, "workers", 32, "concurrent keep-alive HTTP clients")
 	cmd.Flags().IntVar(&opts.Replicas, "replicas", 1, "gateways served on the one store (more than one needs --store postgres://...)")
 	cmd.Flags().StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the load phase to this file (go tool pprof); with --floor, the empty exchange's to this file with .floor added")
-	cmd.Flags().StringVar(&opts.Trace, "trace", "", "write an execution trace of the load phase to this file (go tool trace; -pprof=sync shows where calls wait)")
+	cmd.Flags().StringVar(&opts.Trace, "trace", "", "write an execution trace of the load phase to this file (go tool trace; -pprof=sync shows where calls wait); with --floor, the empty exchange's to this file with .floor added")
 	cmd.Flags().BoolVar(&opts.Floor, "floor", false,
 		"also measure the floors on this machine (the empty HTTP exchange with the same workers; one client's calls beside one exchange and one synchronous 4 KiB write) and report the goals as ratios to them")
 	cmd.Flags().BoolVar(&opts.WithoutDelayedCommitUnsafe, "without-delayed-commit-unsafe", false,

@@ -23,19 +23,29 @@ const ChainDomain = "capgate-audit-v1"
 // trailing newline). The seq is hashed so that an entry moved to another position no longer
 // matches; the body is the last field so that its length needs no delimiter.
 func EntryHash(prevHash string, seq int64, body []byte) string {
-	h := sha256.New()
-	var buf [64]byte
+	// The message in one buffer, on the stack for an entry of usual size, hashed at once:
+	// no hash state or digest on the heap, one allocation for the text.
+	var buf [1024]byte
 	b := append(buf[:0], ChainDomain...)
 	b = append(b, '\n')
-	h.Write(b)
-	h.Write([]byte(prevHash))
-	b = append(buf[:0], '\n')
+	b = append(b, prevHash...)
+	b = append(b, '\n')
 	b = strconv.AppendInt(b, seq, 10)
 	b = append(b, '\n')
-	h.Write(b)
-	h.Write(body)
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	b = append(b, body...)
+	return hashText(sha256.Sum256(b))
 }
+
+// hashText is the text of a SHA-256 digest: "sha256:" and 64 lowercase hex digits.
+func hashText(sum [sha256.Size]byte) string {
+	var out [len(hashPrefix) + 2*sha256.Size]byte
+	copy(out[:], hashPrefix)
+	hex.Encode(out[len(hashPrefix):], sum[:])
+	return string(out[:])
+}
+
+// hashPrefix names the digest of a hash's text.
+const hashPrefix = "sha256:"
 
 // head is the end of the chain as a writer knows it: the last entry's seq and hash, or 0 and
 // "" for an empty log.

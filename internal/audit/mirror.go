@@ -45,7 +45,12 @@ type mirrorFile struct {
 	lastSeq  int64 // seq of the file's last line, when size is known
 	lastHash string
 	refused  string // the last refusal logged, so that it is logged once, not per batch
+	buf      []byte // the lines being written, kept for the next write
 }
+
+// mirrorChunk is how many bytes of lines the mirror writes at a time, and about the most its
+// buffer keeps between writes.
+const mirrorChunk = 256 << 10
 
 func newMirrorFile(path string, s store.Audit, log *slog.Logger, errs *atomic.Int64, timeout time.Duration) *mirrorFile {
 	return &mirrorFile{path: path, s: s, log: log, errs: errs, timeout: timeout, size: -1}
@@ -176,7 +181,6 @@ func (m *mirrorFile) sync(batch []store.AuditEntry) {
 		return
 	}
 	from := m.lastSeq + 1
-	var buf []byte
 	for len(batch) == 0 || from < batch[0].Seq {
 		// What the file lacks before the batch (or, without one, up to the head) comes from
 		// the store, a page at a time.
@@ -195,7 +199,7 @@ func (m *mirrorFile) sync(batch []store.AuditEntry) {
 			}
 			break
 		}
-		if !m.appendEntries(page, &buf, false) {
+		if !m.appendEntries(page, false) {
 			return
 		}
 		from = m.lastSeq + 1
@@ -207,13 +211,14 @@ func (m *mirrorFile) sync(batch []store.AuditEntry) {
 	for i < len(batch) && batch[i].Seq <= m.lastSeq {
 		i++
 	}
-	m.appendEntries(batch[i:], &buf, true)
+	m.appendEntries(batch[i:], true)
 }
 
 // appendEntries appends the lines of es, which must follow the file's last line; it reports
 // whether it did. canonical says the bodies are known to be canonical (a writer's own batch,
-// made by Record.Body), which spares checking each again; the store's are checked.
-func (m *mirrorFile) appendEntries(es []store.AuditEntry, buf *[]byte, canonical bool) bool {
+// made by Record.Body), which spares checking each again; the store's are checked. The lines
+// go out mirrorChunk bytes at a time, from one buffer kept for the next call.
+func (m *mirrorFile) appendEntries(es []store.AuditEntry, canonical bool) bool {
 	if len(es) == 0 {
 		return true
 	}
@@ -221,18 +226,23 @@ func (m *mirrorFile) appendEntries(es []store.AuditEntry, buf *[]byte, canonical
 		m.refuse("the store's entry " + strconv.FormatInt(es[0].Seq, 10) + " does not follow the mirror's last line (seq " + strconv.FormatInt(m.lastSeq, 10) + ")")
 		return false
 	}
-	b := (*buf)[:0]
-	for _, e := range es {
+	b := m.buf[:0]
+	for i, e := range es {
 		b = appendLineOf(b, e, canonical)
+		if len(b) < mirrorChunk && i < len(es)-1 {
+			continue
+		}
+		if _, err := m.f.Write(b); err != nil {
+			m.failed(err)
+			return false
+		}
+		m.size += int64(len(b))
+		m.lastSeq, m.lastHash = e.Seq, e.Hash
+		b = b[:0]
 	}
-	*buf = b
-	if _, err := m.f.Write(b); err != nil {
-		m.failed(err)
-		return false
+	if cap(b) <= 2*mirrorChunk {
+		m.buf = b
 	}
-	last := es[len(es)-1]
-	m.size += int64(len(b))
-	m.lastSeq, m.lastHash = last.Seq, last.Hash
 	m.refused = ""
 	return true
 }

@@ -3,7 +3,6 @@ package audit
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -174,9 +173,19 @@ func (r *Record) Body() ([]byte, error) {
 	// The canonical form written directly: the members are in sorted order already, their
 	// names need no escape, and every number is an integer in 0..2^53-1, which RFC 8785
 	// writes as its decimal digits.
-	b := make([]byte, 0, 512)
+	fs := r.fields()
+	// Room for every member as written when no character needs an escape, so that the body
+	// is one allocation of about its size.
+	n := 2
+	for _, f := range fs {
+		n += len(f.name) + 4 + 20
+		if f.s != nil {
+			n += len(*f.s) + 2
+		}
+	}
+	b := make([]byte, 0, n)
 	b = append(b, '{')
-	for i, f := range r.fields() {
+	for i, f := range fs {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -262,6 +271,5 @@ func ParamsHash(params []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("audit: params hash: %w", err)
 	}
-	sum := sha256.Sum256(canon)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	return hashText(sha256.Sum256(canon)), nil
 }

@@ -120,7 +120,7 @@ func TestGroupCommit(t *testing.T) {
 	for i := 1; i < n; i++ {
 		go appendAt(i)
 	}
-	for len(w.reqs) < n-1 {
+	for w.queued() < n-1 {
 		runtime.Gosched()
 		time.Sleep(100 * time.Microsecond)
 	}
@@ -256,7 +256,7 @@ func TestStoreFailureReachesEveryWaiter(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); _, errs[i] = w.Append(context.Background(), sampleRecord(i)) }()
 	}
-	for len(w.reqs) < n-1 {
+	for w.queued() < n-1 {
 		time.Sleep(100 * time.Microsecond)
 	}
 	close(fs.gate)

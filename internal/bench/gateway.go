@@ -79,7 +79,8 @@ type GatewayOptions struct {
 	// that a call's CPU can be held against the exchange's, function by function.
 	CPUProfile string
 	// Trace, when set, names a file to write an execution trace of the load phase to (for go
-	// tool trace, whose -pprof=sync, net, syscall and sched views show where calls wait).
+	// tool trace, whose -pprof=sync, net, syscall and sched views show where calls wait); with
+	// Floor, the empty exchange's goes beside it, in Trace+".floor".
 	Trace string
 	// Floor, when set, also measures the floors the run is compared with (Floors): the empty
 	// HTTP exchange with the same workers for the same duration, before the load phase, and
@@ -305,54 +306,25 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 	}
 	var floor *Floors
 	if opts.Floor {
-		var pf *os.File
-		if opts.CPUProfile != "" {
-			if pf, err = os.Create(opts.CPUProfile + ".floor"); err != nil {
-				return GatewayReport{}, fmt.Errorf("bench: cpu profile: %w", err)
-			}
-			if err := pprof.StartCPUProfile(pf); err != nil {
-				return GatewayReport{}, fmt.Errorf("bench: cpu profile: %w", err)
-			}
+		stopProfiles, err := startProfiles(opts, ".floor")
+		if err != nil {
+			return GatewayReport{}, err
 		}
 		f, err := measureFloors(ctx, dir, opts.Duration, key, issued.Wire, opts)
-		if pf != nil {
-			pprof.StopCPUProfile()
-			pf.Close()
-		}
+		stopProfiles()
 		if err != nil {
 			return GatewayReport{}, err
 		}
 		floor = &f
 	}
-	if opts.CPUProfile != "" {
-		f, err := os.Create(opts.CPUProfile)
-		if err != nil {
-			return GatewayReport{}, fmt.Errorf("bench: cpu profile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return GatewayReport{}, fmt.Errorf("bench: cpu profile: %w", err)
-		}
-	}
-	if opts.Trace != "" {
-		f, err := os.Create(opts.Trace)
-		if err != nil {
-			return GatewayReport{}, fmt.Errorf("bench: trace: %w", err)
-		}
-		defer f.Close()
-		if err := trace.Start(f); err != nil {
-			return GatewayReport{}, fmt.Errorf("bench: trace: %w", err)
-		}
+	stopProfiles, err := startProfiles(opts, "")
+	if err != nil {
+		return GatewayReport{}, err
 	}
 	rt0, app0 := roundTrips(gs), appStateOps(gs)+unsafeAppOps.Load()
 	r, err := drive(ctx, urls, key, issued.Wire, opts)
 	rt, app := roundTrips(gs)-rt0, appStateOps(gs)+unsafeAppOps.Load()-app0
-	if opts.CPUProfile != "" {
-		pprof.StopCPUProfile()
-	}
-	if opts.Trace != "" {
-		trace.Stop()
-	}
+	stopProfiles()
 	var seq *Sequential
 	if err == nil && opts.Floor {
 		// One client at a time, on the gateway the load phase warmed.
@@ -405,6 +377,51 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 	r.DelayedCommitMS = g.Broker.Explain(ctx, caller, req).DelayedCommit.Milliseconds()
 	r.Goals = goals(r)
 	return r, nil
+}
+
+// startProfiles starts the CPU profile and the execution trace opts asks for, into their
+// files with suffix added, and returns what stops them.
+func startProfiles(opts GatewayOptions, suffix string) (stop func(), err error) {
+	var files []*os.File
+	stop = func() {
+		if opts.CPUProfile != "" {
+			pprof.StopCPUProfile()
+		}
+		if opts.Trace != "" {
+			trace.Stop()
+		}
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	if opts.CPUProfile != "" {
+		f, err := os.Create(opts.CPUProfile + suffix)
+		if err != nil {
+			return nil, fmt.Errorf("bench: cpu profile: %w", err)
+		}
+		files = append(files, f)
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("bench: cpu profile: %w", err)
+		}
+	}
+	if opts.Trace != "" {
+		f, err := os.Create(opts.Trace + suffix)
+		if err == nil {
+			files = append(files, f)
+			err = trace.Start(f)
+		}
+		if err != nil {
+			if opts.CPUProfile != "" {
+				pprof.StopCPUProfile()
+			}
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, fmt.Errorf("bench: trace: %w", err)
+		}
+	}
+	return stop, nil
 }
 
 // roundTrips sums the database round trips of the gateways' stores, for stores that count them.

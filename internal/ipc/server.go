@@ -176,7 +176,17 @@ func (s *Server) envelopeRequest(w http.ResponseWriter, r *http.Request) (broker
 }
 
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxEnvelopeBytes))
+	body := http.MaxBytesReader(w, r.Body, MaxEnvelopeBytes)
+	if n := r.ContentLength; n >= 0 && n <= MaxEnvelopeBytes {
+		// The length is known (net/http holds the body to it): read it into one buffer of
+		// its size, not one grown as it is read.
+		data := make([]byte, n)
+		if _, err := io.ReadFull(body, data); err != nil {
+			return nil, false
+		}
+		return data, true
+	}
+	data, err := io.ReadAll(body)
 	return data, err == nil
 }
 
@@ -224,6 +234,9 @@ func (s *Server) ipc(w http.ResponseWriter, r *http.Request) {
 // person to do themselves: the call as the agent made it, which is the agent's own to see.
 // more are details every refusal carries besides the decision and the call id.
 func (s *Server) answer(w http.ResponseWriter, requestID string, res broker.Result, prepared, more map[string]any) {
+	if res.OK() && len(more) == 0 && writeSuccess(w, requestID, s.now(), res) {
+		return
+	}
 	if res.OK() {
 		resp := Success(requestID, s.now(), res.Data)
 		resp.Body.UndoToken, resp.Body.Compensation = res.UndoToken, res.Compensation

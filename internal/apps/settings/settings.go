@@ -5,6 +5,7 @@
 package settings
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -117,15 +118,6 @@ func (a *App) get(ctx context.Context, category, key string) (any, error) {
 	return v, nil
 }
 
-// getResult is get_setting's answer; its fields are in the order of their names, as a map's
-// would be.
-type getResult struct {
-	Category string          `json:"category"`
-	Key      string          `json:"key"`
-	Type     string          `json:"type"`
-	Value    json.RawMessage `json:"value"`
-}
-
 // getRaw is get's value as JSON: the stored text as it is when it is JSON, without a decode
 // and an encode on every read.
 func (a *App) getRaw(ctx context.Context, category, key string) (json.RawMessage, error) {
@@ -136,7 +128,45 @@ func (a *App) getRaw(ctx context.Context, category, key string) (json.RawMessage
 	if err != nil && !errors.Is(err, ErrUnset) {
 		return nil, sdk.ExecutionFailed("the settings store is unavailable", true)
 	}
-	return json.Marshal(domains[category][key].def)
+	return defaults[category][key], nil
+}
+
+// defaults are the settings' default values as JSON, made once.
+var defaults = func() map[string]map[string]json.RawMessage {
+	out := map[string]map[string]json.RawMessage{}
+	for c, keys := range domains {
+		out[c] = map[string]json.RawMessage{}
+		for k, kd := range keys {
+			def, err := json.Marshal(kd.def)
+			if err != nil {
+				panic("settings: the default of " + c + "." + k + " is not JSON")
+			}
+			out[c][k] = def
+		}
+	}
+	return out
+}()
+
+// getAnswer is get_setting's result for a setting of the table and its value (valid JSON):
+// what encoding/json writes for the struct of those four fields (the value compacted),
+// built without reflection. The category, key and type are the table's
+// own names, which need no escape.
+func getAnswer(category, key string, value json.RawMessage) json.RawMessage {
+	typ := domains[category][key].typ
+	b := make([]byte, 0, len(`{"category":"","key":"","type":"","value":}`)+len(category)+len(key)+len(typ)+len(value))
+	b = append(b, `{"category":"`...)
+	b = append(b, category...)
+	b = append(b, `","key":"`...)
+	b = append(b, key...)
+	b = append(b, `","type":"`...)
+	b = append(b, typ...)
+	b = append(b, `","value":`...)
+	buf := bytes.NewBuffer(b)
+	if json.Compact(buf, value) != nil { // valid JSON, stored by hand perhaps with spaces
+		buf.Write(value)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes()
 }
 
 // check reads value for the setting's domain; the error names the setting, never the value.
@@ -204,11 +234,7 @@ func (a *App) Invoke(ctx context.Context, id string, raw json.RawMessage, ic sdk
 		if err != nil {
 			return sdk.Result{}, err
 		}
-		data, err := json.Marshal(getResult{Category: p.Category, Key: p.Key, Type: domains[p.Category][p.Key].typ, Value: v})
-		if err != nil {
-			return sdk.Result{}, sdk.ExecutionFailed("the setting could not be read", false)
-		}
-		return sdk.Result{Success: true, Data: data}, nil
+		return sdk.Result{Success: true, Data: getAnswer(p.Category, p.Key, v)}, nil
 	case SetID:
 		v, err := check(p.Category, p.Key, p.Value)
 		if err != nil {

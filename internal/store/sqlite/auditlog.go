@@ -536,9 +536,11 @@ func (l *auditLog) cut(from, to int64) error {
 	return nil
 }
 
+// zeros is what zeroFile writes, read only.
+var zeros [zeroChunk]byte
+
 // zeroFile writes zeros over [from, to) of f.
 func zeroFile(f *os.File, from, to int64) error {
-	zeros := make([]byte, min(max(to-from, 0), zeroChunk))
 	for off := from; off < to; {
 		n := min(int64(len(zeros)), to-off)
 		if _, err := f.WriteAt(zeros[:n], off); err != nil {

@@ -18,7 +18,7 @@ func (s *Store) GetState(ctx context.Context, appID, key string) ([]byte, error)
 	if counted {
 		if v, ok := s.states.get(appID, key, at, now); ok {
 			if v == nil {
-				return nil, errs.Row("get state", "state key", sql.ErrNoRows)
+				return nil, errStateMissing
 			}
 			return v, nil
 		}
@@ -37,6 +37,10 @@ func (s *Store) GetState(ctx context.Context, appID, key string) ([]byte, error)
 	}
 	return store.StateValue(v), nil
 }
+
+// errStateMissing is GetState's error for a key the cache knows is missing: made once, as
+// errs.Row makes it for a read that finds no row.
+var errStateMissing = errs.NotFound("state key")
 
 // PutState sets the app's key to value; a nil value deletes the key (deleting a missing key
 // is not an error). An empty, non-nil value is a value.
