@@ -24,6 +24,7 @@ import (
 //
 // Run: go test ./internal/bench -run '^$' -bench Handler -benchmem
 func BenchmarkHandler(b *testing.B) {
+	gateway.TuneRuntime() // as capgate serve and capgate bench gateway do
 	dir := b.TempDir()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	g, err := gateway.Open(context.Background(), gateway.Config{DataDir: dir, Listen: "127.0.0.1:0", Socket: "-", Logger: quiet})

@@ -1,0 +1,97 @@
+//go:build linux
+
+package sqlite
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/capgate/capgate/internal/store"
+	"github.com/capgate/capgate/internal/store/storetest"
+)
+
+// openURing is a ring, or a skip where the kernel offers none (a failure under CI, whose
+// machine has one).
+func openURing(t *testing.T) *uring {
+	t.Helper()
+	u, err := newURing()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("io_uring is not available: %v", err)
+		}
+		t.Skipf("io_uring is not available here: %v", err)
+	}
+	t.Cleanup(u.close)
+	return u
+}
+
+// A sync through the ring says what fdatasync says: nothing for a file, the kernel's error for
+// what cannot be synced (a pipe: EINVAL), and again and again on one ring.
+func TestURingDatasync(t *testing.T) {
+	u := openURing(t)
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i := range 50 {
+		if _, err := f.WriteAt([]byte("frame"), int64(i*5)); err != nil {
+			t.Fatal(err)
+		}
+		if err := u.datasync(f); err != nil {
+			t.Fatalf("sync %d: %v", i, err)
+		}
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if err := u.datasync(w); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("a pipe synced through the ring: %v, want EINVAL as fdatasync says", err)
+	}
+	if err := u.datasync(f); err != nil {
+		t.Fatalf("after an error: %v", err)
+	}
+	f.Close()
+	if err := u.datasync(f); err == nil {
+		t.Fatal("a closed file synced")
+	}
+}
+
+// Batches of more than one call's records go through the ring; the log holds them all, across a
+// crash, and with the ring turned off the same appends go through fdatasync.
+func TestAuditLogSyncedThroughTheRing(t *testing.T) {
+	openURing(t)
+	for _, ring := range []bool{true, false} {
+		saved := useURing
+		useURing = ring
+		path := filepath.Join(t.TempDir(), "capgate.db")
+		a := openAt(t, path)
+		var want []store.AuditEntry
+		for i := range 20 {
+			var h store.AuditEntry
+			if len(want) > 0 {
+				h = want[len(want)-1]
+			}
+			batch := storetest.EntriesAfter(h, 1+i%6, "r")
+			if err := a.AppendAudit(t.Context(), batch); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, batch...)
+		}
+		a.alog.mu.Lock()
+		used := a.alog.ring != nil
+		a.alog.mu.Unlock()
+		if used != ring {
+			t.Errorf("with useURing %v the ring was used: %v", ring, used)
+		}
+		crash(t, a)
+		wantLog(t, openAt(t, path), want)
+		useURing = saved
+	}
+}
