@@ -271,5 +271,11 @@ func ParamsHash(params []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("audit: params hash: %w", err)
 	}
-	return hashText(sha256.Sum256(canon)), nil
+	return ParamsHashOfCanonical(canon), nil
+}
+
+// ParamsHashOfCanonical is ParamsHash of params that are their own canonical form already (a
+// front made them so): the hash of the bytes as they are, without parsing them again.
+func ParamsHashOfCanonical(canon []byte) string {
+	return hashText(sha256.Sum256(canon))
 }

@@ -167,6 +167,9 @@ type Request struct {
 	// UseNumber (the front parsed them strictly); the broker then checks it against the
 	// schema without parsing Params again. It must be the same value as Params.
 	ParamsValue any
+	// ParamsCanonical says Params are byte for byte their RFC 8785 form (the front wrote
+	// them so): the records' params hash is taken of them as they are.
+	ParamsCanonical bool
 	Token       string // the capability token's wire form, "" for none
 	// DryRun asks the capability to show what it would do and change nothing: only a
 	// capability that declares dry_run accepts it, and an effect it reports above read fails
@@ -276,6 +279,9 @@ type facts struct {
 // paramsHash is the audit records' hash of the call's params, "" for params that cannot
 // be hashed.
 func paramsHash(req Request) string {
+	if req.ParamsCanonical {
+		return audit.ParamsHashOfCanonical(req.Params)
+	}
 	ph, err := audit.ParamsHash(req.Params)
 	if err != nil {
 		return ""

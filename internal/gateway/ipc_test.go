@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capgate/capgate/internal/audit"
 	"github.com/capgate/capgate/internal/consent"
 	"github.com/capgate/capgate/internal/gatewaytest"
 	"github.com/capgate/capgate/internal/ipc"
@@ -1008,4 +1009,35 @@ func TestIPCCapabilitiesListedByTrust(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The records of a call over IPC carry the hash of its params' canonical form, however the
+// agent spelled them (spaces, escapes, number forms): the front hands the broker the params it
+// made canonical, and the broker hashes them as they are.
+func TestIPCParamsHashIsCanonical(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, options{})
+	alice := e.addClient("alice", "user")
+	tok := e.token(alice, []string{"notes.org.example.notes.search"}, nil)
+	for _, params := range []string{`{"query":"milk"}`, ` { "query" : "m\u0069lk" } `, `{"query":"\u006d\u0069\u006c\u006b"}`} {
+		want, err := audit.ParamsHash([]byte(params))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := e.call(alice, "search", params, tok)
+		wantOK(t, params, r)
+		n := 0
+		for _, rec := range e.records() {
+			if rec.CallID == r.Body.Details["call_id"] || (rec.Method == "search" && rec.ParamsHash != "") {
+				n++
+				if rec.ParamsHash != want {
+					t.Errorf("%s: record %s has params_hash %s, want %s", params, rec.Kind, rec.ParamsHash, want)
+				}
+			}
+		}
+		if n == 0 {
+			t.Fatalf("%s: no record of the call", params)
+		}
+	}
+	e.closeAndVerify()
 }

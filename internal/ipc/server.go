@@ -221,7 +221,7 @@ func (s *Server) ipc(w http.ResponseWriter, r *http.Request) {
 	}
 	res := s.Broker.Call(r.Context(), caller, broker.Request{
 		RequestID: req.Header.RequestID, Action: req.Body.Action, App: req.Body.App, Method: req.Body.Method,
-		Params: req.Body.Params, ParamsValue: req.ParamsValue, Token: req.Body.CapabilityToken, DryRun: req.Body.DryRun,
+		Params: req.Body.Params, ParamsValue: req.ParamsValue, ParamsCanonical: true, Token: req.Body.CapabilityToken, DryRun: req.Body.DryRun,
 	})
 	// One structured line per call: who, what, the decision and its code; never params or tokens.
 	s.log().LogAttrs(r.Context(), slog.LevelDebug, "call", slog.String("client", caller.ClientID), slog.String("app", req.Body.App),
