@@ -78,6 +78,11 @@ const (
 	// out a slow disk, bounded so that a stuck mirror never holds the log in memory.
 	mirrorQueue = 256
 
+	// checkpointQueue is how many checkpoints the writer may have asked for and the
+	// checkpointer not yet stored before the writer waits: a store that takes longer to commit
+	// one than CheckpointEvery records take to arrive holds the writer back only past it.
+	checkpointQueue = 16
+
 	// mirrorEvery is the least time between two writes of the mirror file: the batches made
 	// durable meanwhile wait in mirrorQueue and go in one write, under one lock of the file,
 	// instead of one each (a lock, a look at the file and a write, about 6 µs of CPU a

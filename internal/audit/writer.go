@@ -134,6 +134,10 @@ type Writer struct {
 	mirrorDone  chan struct{}
 	witnessQ    chan store.Checkpoint // to the witnesses' goroutine: the latest checkpoint
 	witnessDone chan struct{}
+	cpQ         chan head // to the checkpointer's goroutine: the heads to sign, in order
+	cpDone      chan struct{}
+	cpErr       error       // the checkpointer's last error; read once it has stopped
+	cpRetry     atomic.Bool // the last checkpoint failed: ask for one at the next batch
 
 	records, batches, conflicts, failures, mirrorErrs, cps, cpErrs, headErrs, witnessErrs atomic.Int64
 }
@@ -237,6 +241,10 @@ func NewWriter(s store.Audit, opts *Options) *Writer {
 	if len(o.Witnesses) > 0 {
 		w.witnessQ, w.witnessDone = make(chan store.Checkpoint, 1), make(chan struct{})
 		go w.runWitnesses()
+	}
+	if o.CheckpointKey != nil {
+		w.cpQ, w.cpDone = make(chan head, checkpointQueue), make(chan struct{})
+		go w.runCheckpoints()
 	}
 	go w.run()
 	return w
@@ -453,7 +461,7 @@ func (w *Writer) run() {
 			w.commit(bs)
 			clear(bs)
 			if w.o.CheckpointKey != nil && w.o.CheckpointEvery > 0 && w.headKnown && w.head.seq-w.lastCP >= w.o.CheckpointEvery {
-				_ = w.checkpoint()
+				w.checkpoint()
 			}
 		}
 		w.mu.Lock()
@@ -461,7 +469,10 @@ func (w *Writer) run() {
 		w.mu.Unlock()
 		if done {
 			if w.o.CheckpointKey != nil {
-				w.closeErr = w.checkpoint()
+				w.checkpoint()
+				close(w.cpQ)
+				<-w.cpDone
+				w.closeErr = w.cpErr
 			}
 			w.stop()
 			return
@@ -469,7 +480,7 @@ func (w *Writer) run() {
 		select {
 		case <-w.kick:
 		case <-tick:
-			_ = w.checkpoint()
+			w.checkpoint()
 		}
 	}
 }
@@ -674,14 +685,34 @@ func (w *Writer) mirrorFailed(err error) {
 	w.log.Error("audit: mirror write failed; the store still holds the records", "err", err)
 }
 
-// checkpoint signs and stores a checkpoint of the head, when it moved since the last one.
-func (w *Writer) checkpoint() error {
-	if !w.headKnown || w.head.seq == 0 || w.head.seq <= w.lastCP {
-		return nil
+// checkpoint asks for a checkpoint of the head, when it moved since the last one asked for:
+// the checkpointer's goroutine signs and stores it, so that no batch waits for a signature
+// and a database commit. It is owned by the run goroutine.
+func (w *Writer) checkpoint() {
+	if w.cpRetry.Swap(false) {
+		w.lastCP = min(w.lastCP, w.head.seq-1) // the last one asked for failed: ask again
 	}
+	if !w.headKnown || w.head.seq == 0 || w.head.seq <= w.lastCP {
+		return
+	}
+	w.lastCP = w.head.seq
+	w.cpQ <- w.head
+}
+
+// runCheckpoints signs and stores each checkpoint asked for, in order, and hands it to the
+// head file and the witnesses; the last one's error is the Writer's Close error.
+func (w *Writer) runCheckpoints() {
+	defer close(w.cpDone)
+	for h := range w.cpQ {
+		w.cpErr = w.storeCheckpoint(h)
+	}
+}
+
+// storeCheckpoint signs and stores a checkpoint of h.
+func (w *Writer) storeCheckpoint(h head) error {
 	ctx, cancel := context.WithTimeout(context.Background(), w.o.WriteTimeout)
 	defer cancel()
-	c := SignCheckpoint(w.o.CheckpointKey, w.head.seq, w.head.hash, w.o.Now())
+	c := SignCheckpoint(w.o.CheckpointKey, h.seq, h.hash, w.o.Now())
 	err := w.s.PutCheckpoint(ctx, c)
 	if errors.Is(err, store.ErrExists) {
 		// Another writer sharing the store checkpointed this seq first: the seq is covered.
@@ -689,11 +720,11 @@ func (w *Writer) checkpoint() error {
 	}
 	if err != nil {
 		w.cpErrs.Add(1)
-		w.log.Error("audit: checkpoint failed", "seq", w.head.seq, "err", err)
-		return fmt.Errorf("audit: checkpoint at seq %d: %w", w.head.seq, err)
+		w.cpRetry.Store(true)
+		w.log.Error("audit: checkpoint failed", "seq", h.seq, "err", err)
+		return fmt.Errorf("audit: checkpoint at seq %d: %w", h.seq, err)
 	}
 	w.cps.Add(1)
-	w.lastCP = w.head.seq
 	if w.heads != nil {
 		w.heads.post(nil, Head{Seq: c.Seq, Hash: c.Head, Checkpoint: c})
 	}

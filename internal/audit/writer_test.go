@@ -654,3 +654,42 @@ func TestSubmitPair(t *testing.T) {
 		t.Errorf("%d records written after the refused pair, want none", got-before)
 	}
 }
+
+// slowCheckpoints holds every PutCheckpoint until gate is closed.
+type slowCheckpoints struct {
+	*memAudit
+	gate chan struct{}
+}
+
+func (s *slowCheckpoints) PutCheckpoint(ctx context.Context, c store.Checkpoint) error {
+	<-s.gate
+	return s.memAudit.PutCheckpoint(ctx, c)
+}
+
+// A checkpoint is signed and stored off the writer's goroutine: a store slow to take one holds
+// no append back, and every checkpoint asked for is stored, in order, by Close.
+func TestCheckpointsDoNotHoldAppends(t *testing.T) {
+	s := &slowCheckpoints{memAudit: &memAudit{}, gate: make(chan struct{})}
+	w := NewWriter(s, &Options{CheckpointKey: testKey(), CheckpointEvery: 3})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		appendN(t, w, 10)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("appends waited for a checkpoint to be stored")
+	}
+	close(s.gate)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for _, c := range s.checkpoints {
+		seqs = append(seqs, c.Seq)
+	}
+	if !slices.Equal(seqs, []int64{3, 6, 9, 10}) {
+		t.Fatalf("checkpoint seqs = %v, want [3 6 9 10]", seqs)
+	}
+}

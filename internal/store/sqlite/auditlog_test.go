@@ -773,3 +773,27 @@ func TestAuditLogRewrittenUnderAnOpenStore(t *testing.T) {
 	}
 	wantLog(t, openAt(t, path), append(slices.Clone(want[:7]), next...))
 }
+
+// A segment is made of zeros, synced, whether they go through O_DIRECT (whole blocks of a
+// megabyte or more, on a file system that takes it) or the page cache.
+func TestMakeSegment(t *testing.T) {
+	dir := t.TempDir()
+	for _, size := range []int64{4096, 1000, zeroChunk, 3*zeroChunk + 8192} {
+		path := filepath.Join(dir, fmt.Sprint(size))
+		f, err := makeSegment(path, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(data)) != size || bytes.Count(data, []byte{0}) != len(data) {
+			t.Fatalf("size %d: %d bytes, not all zeros", size, len(data))
+		}
+	}
+	if !zeroDirect(filepath.Join(dir, fmt.Sprint(zeroChunk)), zeroChunk) {
+		t.Log("this file system takes no O_DIRECT: segments are zeroed through the page cache")
+	}
+}
