@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -578,41 +577,6 @@ func (l *auditLog) cut(from, to int64) error {
 // zeros is what zeroFile writes, read only.
 var zeros [zeroChunk]byte
 
-// directZeros is zeroChunk zeros at an address aligned as O_DIRECT needs, read only.
-var directZeros = func() []byte {
-	b := make([]byte, zeroChunk+directAlign)
-	off := directAlign - int(uintptr(unsafe.Pointer(&b[0]))%directAlign)
-	return b[off%directAlign:][:zeroChunk]
-}()
-
-// directAlign is the alignment of O_DIRECT's buffers, offsets and lengths: the largest
-// logical block size in use.
-const directAlign = 4096
-
-// zeroDirect writes size zeros to the file at path through a descriptor of its own opened with
-// O_DIRECT: the zeros go from one buffer to the disk without filling the page cache, for about
-// a third of the CPU of writing them through it (a segment is 16 MiB of them). It reports
-// false, having perhaps written part, where the file system takes no O_DIRECT (tmpfs) or size
-// is not whole blocks: zeroFile then writes them all.
-func zeroDirect(path string, size int64) bool {
-	if size < zeroChunk || size%directAlign != 0 {
-		return false
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|unix.O_DIRECT, 0)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	for off := int64(0); off < size; {
-		n := min(int64(len(directZeros)), size-off)
-		if _, err := f.WriteAt(directZeros[:n], off); err != nil {
-			return false
-		}
-		off += n
-	}
-	return true
-}
-
 // zeroFile writes zeros over [from, to) of f.
 func zeroFile(f *os.File, from, to int64) error {
 	for off := from; off < to; {
@@ -679,12 +643,7 @@ func makeSegment(path string, size int64) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit log: new segment: %w", err)
 	}
-	if zeroDirect(path, size) {
-		err = nil
-	} else {
-		err = zeroFile(f, 0, size)
-	}
-	if err != nil {
+	if err := zeroFile(f, 0, size); err != nil {
 		f.Close()
 		os.Remove(path)
 		return nil, fmt.Errorf("audit log: new segment: %w", err)
