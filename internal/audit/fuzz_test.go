@@ -251,14 +251,14 @@ func FuzzRecordBody(f *testing.F) {
 			return
 		}
 		members := make([]jcs.Member, 0, 18)
-		for _, fd := range r.fields() {
+		for i, fd := range r.fields() {
 			v := jcs.Value{Kind: jcs.Number, Float: 0}
 			if fd.s != nil {
 				v = jcs.Value{Kind: jcs.String, Str: *fd.s}
 			} else {
 				v.Float = float64(*fd.n)
 			}
-			members = append(members, jcs.Member{Name: fd.name, Value: v})
+			members = append(members, jcs.Member{Name: fieldNames[i], Value: v})
 		}
 		want, err := jcs.Value{Kind: jcs.Object, Members: members}.AppendCanonical(nil)
 		if err != nil {

@@ -26,6 +26,7 @@ type headKeeper struct {
 	// the file holds among them, or right before them, without reading the store, and reads
 	// it from the store otherwise.
 	entries []store.AuditEntry
+	spare   []store.AuditEntry // the slice write handed back, for the next entries
 
 	wake  chan struct{} // cap 1: something was posted
 	quit  chan struct{} // closed by stop
@@ -57,7 +58,8 @@ func (k *headKeeper) post(entries []store.AuditEntry, h Head) {
 			// Not following them, or past the bound (a head file that cannot be written for
 			// a while): start again from this batch, its newest headKeptEntries, so that no
 			// commit copies more than its own batch.
-			k.entries = append(k.entries[:0:0], entries[max(0, len(entries)-headKeptEntries):]...)
+			clear(k.entries)
+			k.entries = append(k.entries[:0], entries[max(0, len(entries)-headKeptEntries):]...)
 		}
 	}
 	k.pending = true
@@ -76,7 +78,7 @@ func (k *headKeeper) take() (Head, []store.AuditEntry, bool) {
 		return Head{}, nil, false
 	}
 	h, es := k.next, k.entries
-	k.pending, k.entries = false, nil
+	k.pending, k.entries, k.spare = false, k.spare, nil
 	return h, es, true
 }
 
@@ -89,6 +91,10 @@ func (k *headKeeper) write() {
 	ctx, cancel := context.WithTimeout(context.Background(), k.w.o.WriteTimeout)
 	defer cancel()
 	k.w.advanceHead(ctx, es, h)
+	clear(es) // no body held for longer than the write
+	k.mu.Lock()
+	k.spare = es[:0]
+	k.mu.Unlock()
 }
 
 func (k *headKeeper) run() {

@@ -55,35 +55,39 @@ type Record struct {
 	Kind        string // "kind": decision or outcome
 }
 
-// field is one member of a record's JSON form: exactly one of s and n is set.
+// field is one member of a record's JSON form: exactly one of s and n is set. Its name is
+// fieldNames' at its index, apart from the pointers into the record, so that an error naming
+// it never lets the record escape to the heap.
 type field struct {
-	name string
-	s    *string
-	n    *int64
-	max  int // longest value in bytes, for strings
+	s   *string
+	n   *int64
+	max int // longest value in bytes, for strings
 }
+
+// fieldNames are the names of a record's members, in canonical (sorted) order.
+var fieldNames = [18]string{"action", "app", "audit_tag", "call_id", "capability", "client_id", "code", "consent_id", "decision", "duration_ms", "explanation", "kind", "method", "params_hash", "permission", "result", "timestamp", "token_id"}
 
 // fields lists the members of r's JSON form, in canonical (sorted) order.
 func (r *Record) fields() [18]field {
 	return [...]field{
-		{name: "action", s: &r.Action, max: MaxFieldBytes},
-		{name: "app", s: &r.App, max: MaxFieldBytes},
-		{name: "audit_tag", s: &r.AuditTag, max: MaxFieldBytes},
-		{name: "call_id", s: &r.CallID, max: MaxFieldBytes},
-		{name: "capability", s: &r.Capability, max: MaxFieldBytes},
-		{name: "client_id", s: &r.ClientID, max: MaxFieldBytes},
-		{name: "code", s: &r.Code, max: MaxFieldBytes},
-		{name: "consent_id", s: &r.ConsentID, max: MaxFieldBytes},
-		{name: "decision", s: &r.Decision, max: MaxFieldBytes},
-		{name: "duration_ms", n: &r.DurationMS},
-		{name: "explanation", s: &r.Explanation, max: MaxExplanationBytes},
-		{name: "kind", s: &r.Kind, max: MaxFieldBytes},
-		{name: "method", s: &r.Method, max: MaxFieldBytes},
-		{name: "params_hash", s: &r.ParamsHash, max: MaxFieldBytes},
-		{name: "permission", s: &r.Permission, max: MaxFieldBytes},
-		{name: "result", s: &r.Result, max: MaxFieldBytes},
-		{name: "timestamp", n: &r.Timestamp},
-		{name: "token_id", s: &r.TokenID, max: MaxFieldBytes},
+		{s: &r.Action, max: MaxFieldBytes},
+		{s: &r.App, max: MaxFieldBytes},
+		{s: &r.AuditTag, max: MaxFieldBytes},
+		{s: &r.CallID, max: MaxFieldBytes},
+		{s: &r.Capability, max: MaxFieldBytes},
+		{s: &r.ClientID, max: MaxFieldBytes},
+		{s: &r.Code, max: MaxFieldBytes},
+		{s: &r.ConsentID, max: MaxFieldBytes},
+		{s: &r.Decision, max: MaxFieldBytes},
+		{n: &r.DurationMS},
+		{s: &r.Explanation, max: MaxExplanationBytes},
+		{s: &r.Kind, max: MaxFieldBytes},
+		{s: &r.Method, max: MaxFieldBytes},
+		{s: &r.ParamsHash, max: MaxFieldBytes},
+		{s: &r.Permission, max: MaxFieldBytes},
+		{s: &r.Result, max: MaxFieldBytes},
+		{n: &r.Timestamp},
+		{s: &r.TokenID, max: MaxFieldBytes},
 	}
 }
 
@@ -99,14 +103,14 @@ func (r *Record) Validate() error {
 		errs = append(errs, fmt.Errorf("%w: %s: %s", ErrInvalidRecord, name, rule))
 	}
 	fs := r.fields()
-	for _, f := range fs {
+	for i, f := range fs {
 		switch {
 		case f.s != nil && len(*f.s) > f.max:
-			bad(f.name, fmt.Sprintf("longer than %d bytes", f.max))
+			bad(fieldNames[i], fmt.Sprintf("longer than %d bytes", f.max))
 		case f.s != nil && !utf8.ValidString(*f.s):
-			bad(f.name, "not valid UTF-8")
+			bad(fieldNames[i], "not valid UTF-8")
 		case f.n != nil && (*f.n < 0 || *f.n > maxSafeInteger):
-			bad(f.name, "outside 0..2^53-1")
+			bad(fieldNames[i], "outside 0..2^53-1")
 		}
 	}
 	switch r.Kind {
@@ -177,8 +181,8 @@ func (r *Record) Body() ([]byte, error) {
 	// Room for every member as written when no character needs an escape, so that the body
 	// is one allocation of about its size.
 	n := 2
-	for _, f := range fs {
-		n += len(f.name) + 4 + 20
+	for i, f := range fs {
+		n += len(fieldNames[i]) + 4 + 20
 		if f.s != nil {
 			n += len(*f.s) + 2
 		}
@@ -190,7 +194,7 @@ func (r *Record) Body() ([]byte, error) {
 			b = append(b, ',')
 		}
 		b = append(b, '"')
-		b = append(b, f.name...)
+		b = append(b, fieldNames[i]...)
 		b = append(b, '"', ':')
 		if f.s == nil {
 			b = strconv.AppendInt(b, *f.n, 10)
@@ -198,7 +202,7 @@ func (r *Record) Body() ([]byte, error) {
 		}
 		var ok bool
 		if b, ok = jcs.AppendString(b, *f.s); !ok {
-			return nil, fmt.Errorf("%w: %s: not valid UTF-8", ErrInvalidRecord, f.name) // Validate refused it already
+			return nil, fmt.Errorf("%w: %s: not valid UTF-8", ErrInvalidRecord, fieldNames[i]) // Validate refused it already
 		}
 	}
 	return append(b, '}'), nil
@@ -238,20 +242,20 @@ func DecodeRecord(body []byte) (Record, error) {
 	// Canonical order is sorted order, which is the order of fields(), so member i must be
 	// field i.
 	for i, m := range v.Members {
-		f := fs[i]
-		if m.Name != f.name {
-			return fail(fmt.Sprintf("member %d: unknown member name, expected %s", i, f.name))
+		f, name := fs[i], fieldNames[i]
+		if m.Name != name {
+			return fail(fmt.Sprintf("member %d: unknown member name, expected %s", i, name))
 		}
 		switch {
 		case f.s != nil:
 			if m.Value.Kind != jcs.String {
-				return fail(f.name + ": must be a string")
+				return fail(name + ": must be a string")
 			}
 			*f.s = m.Value.Str
 		default:
 			x := m.Value.Float
 			if m.Value.Kind != jcs.Number || x != math.Trunc(x) || x < 0 || x > maxSafeInteger {
-				return fail(f.name + ": must be an integer in 0..2^53-1")
+				return fail(name + ": must be an integer in 0..2^53-1")
 			}
 			*f.n = int64(x)
 		}
