@@ -19,7 +19,10 @@ import (
 // processor, and hands the processor to another thread, waking it, then puts the syncing one
 // to sleep when it returns). The guarantee is fdatasync's. Where io_uring cannot be set up (an
 // older kernel, io_uring_disabled, a seccomp profile that refuses it), the log calls
-// fdatasync.
+// fdatasync. Only the one operation is needed, and no io_uring library is served by the module
+// proxy capgate is built with (iceber/iouring-go, pawelgaczynski/giouring, godzie44/go-uring,
+// ii64/gouring and hodgesds/iouring-go were asked), so the ring is set up here with
+// golang.org/x/sys/unix, from the kernel's ABI (include/uapi/linux/io_uring.h).
 
 // The kernel's io_uring ABI (include/uapi/linux/io_uring.h), the parts used here.
 const (
