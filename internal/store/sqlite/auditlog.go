@@ -147,7 +147,13 @@ func (l *auditLog) datasync(n int) error {
 		}
 	}
 	if l.ring != nil {
-		return l.ring.datasync(l.f)
+		err := l.ring.datasync(l.f)
+		if !errors.Is(err, errRing) {
+			return err
+		}
+		// The ring failed, not the sync: it is not used again, and fdatasync syncs.
+		l.ring.close()
+		l.ring, l.noRing = nil, true
 	}
 	return unix.Fdatasync(int(l.f.Fd()))
 }

@@ -57,6 +57,10 @@ const (
 	cqRingOffsetsCQEs      = 20
 )
 
+// errRing wraps a failure of the ring itself (submitting, waiting), not of the sync it carries:
+// the caller then syncs with fdatasync instead.
+var errRing = errors.New("io_uring")
+
 // uring is one io_uring used to sync files, one sync at a time (its caller serializes them).
 type uring struct {
 	fd      int
@@ -133,7 +137,7 @@ func (u *uring) datasync(f *os.File) error {
 	u.next++
 	tail := atomic.LoadUint32(u.sqTail)
 	if tail-atomic.LoadUint32(u.sqHead) > u.sqMask {
-		return errors.New("io_uring: the submission ring is full")
+		return fmt.Errorf("%w: the submission ring is full", errRing)
 	}
 	idx := tail & u.sqMask
 	sqe := u.sqes[idx*ioringSQESize : (idx+1)*ioringSQESize]
@@ -150,7 +154,7 @@ func (u *uring) datasync(f *os.File) error {
 			break
 		}
 		if errno != unix.EINTR && errno != unix.EAGAIN && errno != unix.EBUSY {
-			return fmt.Errorf("io_uring_enter: %w", errno)
+			return fmt.Errorf("%w: io_uring_enter: %w", errRing, errno)
 		}
 	}
 	var buf [8]byte
@@ -171,7 +175,7 @@ func (u *uring) datasync(f *os.File) error {
 		// Nothing completed yet: wait for the kernel's signal (a count left by a completion
 		// already taken just returns at once, and the rings are read again).
 		if _, err := u.efd.Read(buf[:]); err != nil {
-			return fmt.Errorf("io_uring: wait for the sync: %w", err)
+			return fmt.Errorf("%w: wait for the sync: %w", errRing, err)
 		}
 	}
 }

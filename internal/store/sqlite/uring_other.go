@@ -7,6 +7,9 @@ import (
 	"os"
 )
 
+// errRing wraps a failure of the ring itself.
+var errRing = errors.New("io_uring")
+
 // uring is io_uring, which only Linux has: elsewhere the audit log calls fdatasync.
 type uring struct{}
 

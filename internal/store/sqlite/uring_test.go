@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -94,4 +95,36 @@ func TestAuditLogSyncedThroughTheRing(t *testing.T) {
 		wantLog(t, openAt(t, path), want)
 		useURing = saved
 	}
+}
+
+// A failure of the ring itself (here, a submission ring that seems full) is no failed sync:
+// the append is synced with fdatasync, and the ring is not used again.
+func TestAuditLogRingFailureFallsBack(t *testing.T) {
+	openURing(t)
+	path := filepath.Join(t.TempDir(), "capgate.db")
+	a := openAt(t, path)
+	want := storetest.EntriesAfter(store.AuditEntry{}, 3, "r")
+	if err := a.AppendAudit(t.Context(), want); err != nil {
+		t.Fatal(err)
+	}
+	a.alog.mu.Lock()
+	u := a.alog.ring
+	if u == nil {
+		a.alog.mu.Unlock()
+		t.Fatal("no ring after a batch of three")
+	}
+	atomic.StoreUint32(u.sqTail, atomic.LoadUint32(u.sqHead)+u.sqMask+1)
+	a.alog.mu.Unlock()
+	more := storetest.EntriesAfter(want[2], 3, "s")
+	if err := a.AppendAudit(t.Context(), more); err != nil {
+		t.Fatalf("an append whose ring failed: %v", err)
+	}
+	a.alog.mu.Lock()
+	ring, off := a.alog.ring, a.alog.noRing
+	a.alog.mu.Unlock()
+	if ring != nil || !off {
+		t.Fatal("the failed ring is still used")
+	}
+	crash(t, a)
+	wantLog(t, openAt(t, path), append(want, more...))
 }
