@@ -170,7 +170,7 @@ type Request struct {
 	// ParamsCanonical says Params are byte for byte their RFC 8785 form (the front wrote
 	// them so): the records' params hash is taken of them as they are.
 	ParamsCanonical bool
-	Token       string // the capability token's wire form, "" for none
+	Token           string // the capability token's wire form, "" for none
 	// DryRun asks the capability to show what it would do and change nothing: only a
 	// capability that declares dry_run accepts it, and an effect it reports above read fails
 	// the call.
