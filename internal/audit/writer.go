@@ -407,11 +407,7 @@ func (w *Writer) take(bs []*batch) []*batch {
 func (w *Writer) queued() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	n := 0
-	for _, b := range w.queue {
-		n += len(b.reqs)
-	}
-	return n
+	return w.nq
 }
 
 // Close writes every record already accepted, signs a last checkpoint when a key is set and

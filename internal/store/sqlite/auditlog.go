@@ -229,24 +229,7 @@ func (l *auditLog) close() error {
 		return nil
 	}
 	l.closed = true
-	var errs []error
-	if l.f != nil {
-		errs = append(errs, l.f.Close())
-		l.f = nil
-	}
-	for _, sg := range l.segs {
-		sg.rmu.Lock()
-		if sg.rf != nil {
-			errs = append(errs, sg.rf.Close())
-			sg.rf = nil
-		}
-		sg.rmu.Unlock()
-	}
-	if l.prepared != nil {
-		l.prepared.Close()
-		os.Remove(l.preparedPath)
-		l.prepared = nil
-	}
+	errs := l.closeFiles()
 	if l.ring != nil {
 		l.ring.close()
 		l.ring = nil
@@ -349,26 +332,33 @@ func (l *auditLog) look() error {
 	return nil
 }
 
-// forget drops what l knows of the folder.
-func (l *auditLog) forget() {
+// closeFiles closes the segments l has open and removes the one it made ready, which was made
+// in the folder l knows (a rewrite may have put another in its place). l.mu is held.
+func (l *auditLog) closeFiles() []error {
+	var errs []error
 	if l.f != nil {
-		l.f.Close()
+		errs = append(errs, l.f.Close())
 		l.f = nil
 	}
 	for _, sg := range l.segs {
 		sg.rmu.Lock()
 		if sg.rf != nil {
-			sg.rf.Close()
+			errs = append(errs, sg.rf.Close())
 			sg.rf = nil
 		}
 		sg.rmu.Unlock()
 	}
 	if l.prepared != nil {
-		// Made in the folder that was: it may be gone with it.
 		l.prepared.Close()
 		os.Remove(l.preparedPath)
 		l.prepared = nil
 	}
+	return errs
+}
+
+// forget drops what l knows of the folder.
+func (l *auditLog) forget() {
+	l.closeFiles()
 	l.segs, l.known, l.size, l.alloc, l.last, l.damaged = nil, false, 0, 0, store.AuditEntry{}, nil
 }
 
@@ -789,7 +779,12 @@ func (l *auditLog) read(ctx context.Context, from, to int64, limit int) ([]store
 	segs := slices.Clone(l.segs)
 	end, head := l.size, l.last.Seq
 	l.mu.Unlock()
+	return readSegments(ctx, segs, end, head, from, to, limit)
+}
 
+// readSegments is read of segs, the log's segments, whose last holds frames up to end and
+// whose last entry is head.
+func readSegments(ctx context.Context, segs []*segment, end, head, from, to int64, limit int) ([]store.AuditEntry, error) {
 	from = max(from, 1)
 	if to <= 0 || to > head {
 		to = head
@@ -813,6 +808,7 @@ func (l *auditLog) read(ctx context.Context, from, to int64, limit int) ([]store
 		if i == len(segs)-1 {
 			segEnd = end
 		}
+		var err error
 		if out, err = segs[i].read(out, from, to, segEnd); err != nil {
 			return nil, err
 		}

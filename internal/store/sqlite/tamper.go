@@ -27,11 +27,6 @@ func RewriteAuditUnsafe(path string, edit func([]store.AuditEntry) []store.Audit
 	}
 	defer l.close()
 	ctx := context.Background()
-	entries, err := l.read(ctx, 1, 0, 0)
-	if err != nil {
-		return err
-	}
-	entries = edit(entries)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	unlock, err := l.lock(ctx)
@@ -39,6 +34,12 @@ func RewriteAuditUnsafe(path string, edit func([]store.AuditEntry) []store.Audit
 		return err
 	}
 	defer unlock()
+	// The log as it is under the lock, so that no append of another process is lost.
+	entries, err := readSegments(ctx, l.segs, l.size, l.last.Seq, 1, 0, 0)
+	if err != nil {
+		return err
+	}
+	entries = edit(entries)
 	tmp := l.dir + ".new"
 	if err := os.RemoveAll(tmp); err != nil {
 		return err

@@ -68,8 +68,9 @@ func TestURingDatasync(t *testing.T) {
 // crash, and with the ring turned off the same appends go through fdatasync.
 func TestAuditLogSyncedThroughTheRing(t *testing.T) {
 	openURing(t)
+	saved := useURing
+	t.Cleanup(func() { useURing = saved })
 	for _, ring := range []bool{true, false} {
-		saved := useURing
 		useURing = ring
 		path := filepath.Join(t.TempDir(), "capgate.db")
 		a := openAt(t, path)
@@ -93,7 +94,6 @@ func TestAuditLogSyncedThroughTheRing(t *testing.T) {
 		}
 		crash(t, a)
 		wantLog(t, openAt(t, path), want)
-		useURing = saved
 	}
 }
 
