@@ -64,7 +64,9 @@ type Options struct {
 	// ConsentWait is how long a call waits for the person's answer before returning
 	// CONSENT_REQUIRED with the request's id (default 2 minutes).
 	ConsentWait time.Duration
-	Now         func() time.Time
+	// Now is the clock decisions and uses are judged by (default: time.Now, read at one
+	// clock read rather than two; see wallClock).
+	Now func() time.Time
 	// AlsoNeeds are permissions a capability needs besides its own, by capability id: a token
 	// must cover them too. New parses them once, and refuses one that is no permission.
 	AlsoNeeds map[string][]string
@@ -109,7 +111,7 @@ func New(o Options) (*Broker, error) {
 		o.ConsentWait = 2 * time.Minute
 	}
 	if o.Now == nil {
-		o.Now = time.Now
+		o.Now = new(wallClock).now
 	}
 	also, err := parseAlsoNeeds(o.AlsoNeeds)
 	if err != nil {

@@ -6,7 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
+	"github.com/capgate/capgate/internal/readmap"
 	"github.com/capgate/capgate/internal/revcache"
 	"github.com/capgate/capgate/internal/store"
 	"github.com/capgate/capgate/internal/token"
@@ -52,8 +54,9 @@ type cache struct {
 
 	// passed holds params that passed their schema, by schema and canonical text. A schema
 	// is immutable and a registry reload makes new ones, so an entry never goes stale.
-	pmu        sync.RWMutex
-	passed     map[paramsKey]struct{}
+	// Lookups take no lock (readmap); pmu orders the fills and counts their bytes.
+	passed     readmap.Map[paramsKey, struct{}]
+	pmu        sync.Mutex
 	passedSize int
 
 	tokens   revcache.Map[string, tokenState]
@@ -62,7 +65,7 @@ type cache struct {
 }
 
 func newCache() *cache {
-	c := &cache{passed: map[paramsKey]struct{}{}}
+	c := &cache{}
 	c.tokens.Max = maxCachedTokens
 	return c
 }
@@ -83,9 +86,9 @@ func (c *cache) paramsPassed(s *manifest.Schema, params []byte) bool {
 	if len(params) > maxPassedParamsLen {
 		return false
 	}
-	c.pmu.RLock()
-	_, ok := c.passed[paramsKey{s, string(params)}]
-	c.pmu.RUnlock()
+	// The key's text is the params' bytes, not a copy of them: the lookup keeps no key,
+	// and the params are not changed while it runs.
+	_, ok := c.passed.Load(paramsKey{s, unsafe.String(unsafe.SliceData(params), len(params))})
 	return ok
 }
 
@@ -94,10 +97,11 @@ func (c *cache) paramsPass(s *manifest.Schema, params []byte) {
 		return
 	}
 	c.pmu.Lock()
-	if len(c.passed) >= maxPassedParams || c.passedSize+len(params) > maxPassedParamsBytes {
-		c.passed, c.passedSize = map[paramsKey]struct{}{}, 0
+	if c.passed.Len() >= maxPassedParams || c.passedSize+len(params) > maxPassedParamsBytes {
+		c.passed.Clear()
+		c.passedSize = 0
 	}
-	c.passed[paramsKey{s, string(params)}] = struct{}{}
+	c.passed.Store(paramsKey{s, string(params)}, &struct{}{})
 	c.passedSize += len(params)
 	c.pmu.Unlock()
 }

@@ -11,3 +11,8 @@ const maxAppProblems = 64
 // context has ended: the log still says how the call ended, and a store that does not answer
 // holds the call's goroutine no longer than this.
 const recordGrace = 5 * time.Second
+
+// clockRebase is how long the broker's clock adds the monotonic clock's advance to one wall
+// clock reading before it reads the wall clock again (wallClock): the longest a step of the
+// wall clock goes unseen by decisions.
+const clockRebase = 100 * time.Millisecond

@@ -20,13 +20,12 @@ type snapshot struct {
 	byPerm  map[string][]int // permission's text → indexes in caps
 	// route maps an IPC address without dots in its method (an app's id or alias, and an
 	// action) to the index in caps of the one capability of that app with that action, or
-	// ambiguous when more than one has it: resolving a call's address is one lookup.
-	route   map[routeKey]int
+	// ambiguous when more than one has it: resolving a call's address is two lookups of
+	// strings, by app then by action (maps of a few strings each, which Go's maps search
+	// without hashing).
+	route   map[string]map[string]int
 	skipped []Skipped // ordered by AppID
 }
-
-// routeKey is an IPC address without dots in its method: an app's id or alias, and an action.
-type routeKey struct{ app, action string }
 
 const ambiguous = -1
 
@@ -38,7 +37,7 @@ func build(apps map[string]*App, skipped []Skipped) *snapshot {
 		list:    make([]*App, 0, len(apps)),
 		byID:    map[string]int{},
 		byPerm:  map[string][]int{},
-		route:   map[routeKey]int{},
+		route:   map[string]map[string]int{},
 		skipped: skipped,
 	}
 	for _, a := range apps {
@@ -79,11 +78,15 @@ func build(apps map[string]*App, skipped []Skipped) *snapshot {
 			names = append(names, c.App.Alias)
 		}
 		for _, name := range names {
-			k := routeKey{name, act}
-			if _, dup := s.route[k]; dup {
-				s.route[k] = ambiguous
+			acts := s.route[name]
+			if acts == nil {
+				acts = map[string]int{}
+				s.route[name] = acts
+			}
+			if _, dup := acts[act]; dup {
+				acts[act] = ambiguous
 			} else {
-				s.route[k] = i
+				acts[act] = i
 			}
 		}
 	}
@@ -142,7 +145,7 @@ func (r *Registry) Capability(id string) (Capability, bool) {
 func (r *Registry) Method(app, method string) (Capability, bool) {
 	s := r.snap.Load()
 	if !strings.Contains(method, ".") {
-		i, ok := s.route[routeKey{app, method}]
+		i, ok := s.route[app][method]
 		if !ok || i == ambiguous || !s.caps[i].App.Enabled {
 			return Capability{}, false
 		}

@@ -18,16 +18,27 @@
 // 0.
 package revcache
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/capgate/capgate/internal/readmap"
+)
 
 // Map caches values by key at one store revision, at most Max of them (0: DefaultMax); a
-// full map empties before the next fill.
+// full map empties before the next fill. A lookup takes no lock (readmap): the caches here
+// are on every call's path, read from every core at once.
 type Map[K comparable, V any] struct {
 	Max int
 
-	mu  sync.RWMutex
+	mu  sync.Mutex                // held by every change
+	gen atomic.Pointer[gen[K, V]] // nil: revision 0, empty
+}
+
+// gen is the cache at one revision; a move to a newer one, or an emptying, is a new gen.
+type gen[K comparable, V any] struct {
 	rev int64
-	m   map[K]V
+	m   readmap.Map[K, V]
 }
 
 // DefaultMax bounds a Map whose Max is 0.
@@ -35,16 +46,14 @@ const DefaultMax = 1 << 16
 
 // Get returns the value cached for k at rev.
 func (c *Map[K, V]) Get(rev int64, k K) (V, bool) {
-	c.mu.RLock()
-	if rev == c.rev {
-		v, ok := c.m[k]
-		c.mu.RUnlock()
-		return v, ok
-	}
-	c.mu.RUnlock()
-	if rev > c.revision() {
+	g := c.gen.Load()
+	if g != nil && g.rev == rev {
+		if v, ok := g.m.Load(k); ok {
+			return *v, true
+		}
+	} else if g == nil || rev > g.rev {
 		c.mu.Lock()
-		c.advance(rev)
+		c.advanceLocked(rev)
 		c.mu.Unlock()
 	}
 	var zero V
@@ -55,18 +64,19 @@ func (c *Map[K, V]) Get(rev int64, k K) (V, bool) {
 func (c *Map[K, V]) Put(rev int64, k K, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if rev < c.rev {
+	g := c.advanceLocked(rev)
+	if rev < g.rev {
 		return
 	}
-	c.advance(rev)
 	max := c.Max
 	if max <= 0 {
 		max = DefaultMax
 	}
-	if c.m == nil || len(c.m) >= max {
-		c.m = make(map[K]V)
+	if g.m.Len() >= max {
+		g = &gen[K, V]{rev: rev}
+		c.gen.Store(g)
 	}
-	c.m[k] = v
+	g.m.Store(k, &v)
 }
 
 // Update changes the value cached for k at rev, if there is one, with f; a value at another
@@ -74,44 +84,52 @@ func (c *Map[K, V]) Put(rev int64, k K, v V) {
 func (c *Map[K, V]) Update(rev int64, k K, f func(V) V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if rev != c.rev {
+	g := c.gen.Load()
+	if g == nil || rev != g.rev {
 		return
 	}
-	if v, ok := c.m[k]; ok {
-		c.m[k] = f(v)
+	if v, ok := g.m.Load(k); ok {
+		nv := f(*v)
+		g.m.Store(k, &nv)
 	}
 }
 
 // Delete forgets k.
 func (c *Map[K, V]) Delete(k K) {
 	c.mu.Lock()
-	delete(c.m, k)
+	if g := c.gen.Load(); g != nil {
+		g.m.Delete(k)
+	}
 	c.mu.Unlock()
 }
 
 // Clear forgets everything, keeping the revision.
 func (c *Map[K, V]) Clear() {
 	c.mu.Lock()
-	c.m = nil
+	if g := c.gen.Load(); g != nil {
+		c.gen.Store(&gen[K, V]{rev: g.rev})
+	}
 	c.mu.Unlock()
 }
 
-func (c *Map[K, V]) revision() int64 {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.rev
-}
-
-// advance moves the cache to rev, emptying it if rev is newer; with c.mu held.
-func (c *Map[K, V]) advance(rev int64) {
-	if rev > c.rev {
-		c.rev, c.m = rev, nil
+// advanceLocked moves the cache to rev, emptying it, if rev is newer, and returns the
+// current gen; with c.mu held.
+func (c *Map[K, V]) advanceLocked(rev int64) *gen[K, V] {
+	g := c.gen.Load()
+	if g == nil || rev > g.rev {
+		g = &gen[K, V]{rev: rev}
+		c.gen.Store(g)
 	}
+	return g
 }
 
-// Value caches one value at one store revision.
+// Value caches one value at one store revision. A lookup takes no lock.
 type Value[V any] struct {
-	mu  sync.RWMutex
+	mu  sync.Mutex // held by every change
+	cur atomic.Pointer[valueAt[V]]
+}
+
+type valueAt[V any] struct {
 	rev int64
 	v   V
 	ok  bool
@@ -119,29 +137,29 @@ type Value[V any] struct {
 
 // Get returns the value cached at rev.
 func (c *Value[V]) Get(rev int64) (V, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if rev != c.rev || !c.ok {
+	p := c.cur.Load()
+	if p == nil || rev != p.rev || !p.ok {
 		var zero V
 		return zero, false
 	}
-	return c.v, true
+	return p.v, true
 }
 
 // Put caches v as read at rev, unless the cache has moved past rev.
 func (c *Value[V]) Put(rev int64, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if rev < c.rev {
+	if p := c.cur.Load(); p != nil && rev < p.rev {
 		return
 	}
-	c.rev, c.v, c.ok = rev, v, true
+	c.cur.Store(&valueAt[V]{rev: rev, v: v, ok: true})
 }
 
 // Clear forgets the value, keeping the revision.
 func (c *Value[V]) Clear() {
 	c.mu.Lock()
-	var zero V
-	c.v, c.ok = zero, false
+	if p := c.cur.Load(); p != nil {
+		c.cur.Store(&valueAt[V]{rev: p.rev})
+	}
 	c.mu.Unlock()
 }

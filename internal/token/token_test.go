@@ -411,7 +411,7 @@ func TestVerifierCache(t *testing.T) {
 		t.Fatal("a flipped byte after a good token verified")
 	}
 
-	// Eviction: with room for two, a third token pushes out the least recently used.
+	// The bound: with room for two, three tokens never leave more than two cached.
 	c1, c2 := sign(t, minimalToken(), key), sign(t, minimalToken(), key)
 	for _, w := range []string{c1, c2} {
 		if _, err := v.Verify(w); err != nil {
@@ -419,11 +419,43 @@ func TestVerifierCache(t *testing.T) {
 		}
 	}
 	before := v.SignatureChecks()
-	if _, err := v.Verify(a); err != nil {
+	for _, w := range []string{a, c1, c2} {
+		if _, err := v.Verify(w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v.SignatureChecks() == before {
+		t.Errorf("three tokens were all cached with room for two")
+	}
+}
+
+// TestVerifierKeepsTokensInUse: a token looked up between prunings stays cached however
+// many one-off tokens pass through, and a one-off token not used again is evicted.
+func TestVerifierKeepsTokensInUse(t *testing.T) {
+	key := testKey(1)
+	v := token.NewVerifier(key.Public().(ed25519.PublicKey), 8)
+	hot := sign(t, fixedToken(), key)
+	var first string
+	for i := range 50 {
+		if _, err := v.Verify(hot); err != nil {
+			t.Fatal(err)
+		}
+		once := sign(t, minimalToken(), key)
+		if i == 0 {
+			first = once
+		}
+		if _, err := v.Verify(once); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := v.SignatureChecks(); n != 51 {
+		t.Fatalf("signature checks = %d, want 51: the token in use was evicted", n)
+	}
+	if _, err := v.Verify(first); err != nil {
 		t.Fatal(err)
 	}
-	if v.SignatureChecks() != before+1 {
-		t.Errorf("the least recently used token was not evicted")
+	if n := v.SignatureChecks(); n != 52 {
+		t.Fatalf("the first one-off token is still cached after 49 others (bound 8)")
 	}
 }
 

@@ -1,41 +1,42 @@
 package token
 
 import (
-	"container/list"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
+
+	"github.com/capgate/capgate/internal/readmap"
 )
 
 // Verifier checks wire forms against capgate's public key and remembers the tokens it has
 // verified, so that an agent calling many times with one token costs one signature check.
 // The cache is keyed by the whole wire form: any other string, however it differs, has
 // another key and is parsed and verified afresh. (Keying by the string itself, not a digest
-// of it, spares hashing the token on every call; the cache holds only tokens capgate signed,
-// at most cacheSize of them.) It holds only tokens whose
-// signature verified, and it answers only whether the signature verified: time, client,
-// uses and revocation are checked on every call by the caller.
+// of it, spares hashing the token on every call.) It holds only tokens whose signature
+// verified, at most cacheSize of them, and it answers only whether the signature verified:
+// time, client, uses and revocation are checked on every call by the caller.
 //
 // A Verifier is safe for concurrent use. The zero Verifier is not usable; use NewVerifier.
 type Verifier struct {
 	pub ed25519.PublicKey
 
-	mu    sync.Mutex
 	size  int
-	order *list.List // of *entry, most recently used first
-	index map[string]*list.Element
+	cache readmap.Map[string, entry] // by wire form; a lookup takes no lock
 
 	sigChecks atomic.Int64 // signature checks done, for tests
 }
 
+// entry is a verified token. Its fields are set once, but used: a cache over its bound
+// keeps, at random among the entries used since the last pruning, three quarters of size
+// (the clock algorithm's second chance, in one pass), so that the tokens of agents calling
+// stay and one-off ones go, without a list every lookup would reorder under a lock.
 type entry struct {
-	key string
-	tok Token
-	sum Digest // WireDigest(key), computed once
+	tok  Token
+	sum  Digest      // WireDigest(key), computed once
+	used atomic.Bool // looked up since the last pruning
 }
 
 // NewVerifier returns a Verifier for pub keeping up to cacheSize verified tokens; zero or less
@@ -46,12 +47,7 @@ func NewVerifier(pub ed25519.PublicKey, cacheSize int) *Verifier {
 		cacheSize = DefaultCacheSize
 	}
 	cacheSize = min(cacheSize, MaxCacheSize)
-	return &Verifier{
-		pub:   slices.Clone(pub),
-		size:  cacheSize,
-		order: list.New(),
-		index: make(map[string]*list.Element),
-	}
+	return &Verifier{pub: slices.Clone(pub), size: cacheSize}
 }
 
 // Verify parses wire strictly (see Parse) and checks its signature, and returns the token.
@@ -74,17 +70,13 @@ func (v *Verifier) VerifyHashed(wire string, t *Token) (Digest, error) {
 	if len(wire) > MaxWireBytes {
 		return Digest{}, malformed("longer than MaxWireBytes")
 	}
-	key := wire
-	v.mu.Lock()
-	if el, ok := v.index[key]; ok {
-		v.order.MoveToFront(el)
-		e := el.Value.(*entry)
+	if e, ok := v.cache.Load(wire); ok {
+		if !e.used.Load() { // written only when it changes: lookups share the line
+			e.used.Store(true)
+		}
 		*t = e.tok
-		sum := e.sum
-		v.mu.Unlock()
-		return sum, nil
+		return e.sum, nil
 	}
-	v.mu.Unlock()
 
 	parsed, msg, err := parse(wire)
 	if err != nil {
@@ -95,19 +87,29 @@ func (v *Verifier) VerifyHashed(wire string, t *Token) (Digest, error) {
 		return Digest{}, ErrBadSignature
 	}
 	sum := WireDigest(wire)
-
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if _, ok := v.index[key]; !ok {
-		v.index[key] = v.order.PushFront(&entry{key: key, tok: parsed.Clone(), sum: sum})
-		for v.order.Len() > v.size {
-			last := v.order.Back()
-			v.order.Remove(last)
-			delete(v.index, last.Value.(*entry).key)
-		}
+	e := &entry{tok: parsed.Clone(), sum: sum}
+	e.used.Store(true)
+	v.cache.Store(wire, e)
+	if v.cache.Len() > v.size {
+		v.prune()
 	}
 	*t = parsed
 	return sum, nil
+}
+
+// prune brings the cache to at most three quarters of its bound, keeping entries used
+// since the last pruning (and clearing their mark), so that the next pruning is a quarter
+// of the bound away.
+func (v *Verifier) prune() {
+	keep := max(v.size*3/4, 1)
+	v.cache.Prune(func(_ string, e *entry) bool {
+		if keep == 0 || !e.used.Load() {
+			return false
+		}
+		e.used.Store(false)
+		keep--
+		return true
+	})
 }
 
 // Digest is the SHA-256 of a token's wire form.
