@@ -169,6 +169,11 @@ type Request struct {
 	// UseNumber (the front parsed them strictly); the broker then checks it against the
 	// schema without parsing Params again. It must be the same value as Params.
 	ParamsValue any
+	// ParamsDecode, when a front parsed the params and ParamsValue is nil, returns them
+	// decoded as ParamsValue would hold them. It is called only when the schema check runs
+	// (params seen passing before are not checked again), so a front need not decode params
+	// the broker will not read.
+	ParamsDecode func() any
 	// ParamsCanonical says Params are byte for byte their RFC 8785 form (the front wrote
 	// them so): the records' params hash is taken of them as they are.
 	ParamsCanonical bool
@@ -552,9 +557,12 @@ func (b *Broker) validateParams(s *manifest.Schema, req Request) error {
 		return nil
 	}
 	var err error
-	if req.ParamsValue != nil {
+	switch {
+	case req.ParamsValue != nil:
 		err = s.Validate(req.ParamsValue, "params")
-	} else {
+	case req.ParamsDecode != nil:
+		err = s.Validate(req.ParamsDecode(), "params")
+	default:
 		err = s.ValidateJSON(req.Params, "params")
 	}
 	if err == nil {

@@ -61,9 +61,11 @@ type (
 // decoded.
 type Request struct {
 	wire.Request
-	// ParamsValue is Body.Params decoded (jcs.Value.Interface), so that the broker checks
-	// them against their schema without parsing them again.
-	ParamsValue any `json:"-"`
+	// ParamsDecode returns Body.Params decoded (jcs.Value.Interface of what ParseRequest
+	// parsed), so that the broker checks them against their schema without parsing them
+	// again; it decodes only when called, and the broker calls it only for params it has not
+	// seen pass their schema. Nil when the envelope has no params.
+	ParamsDecode func() any `json:"-"`
 }
 
 // CodeInvalidRequest is the code of an envelope that does not parse or breaks a rule.
@@ -204,7 +206,7 @@ func ParseRequest(data []byte) (Request, error) {
 			if p.Kind != jcs.Object {
 				bad("body.params", "must be an object")
 			} else if c, err := p.AppendCanonical(nil); err == nil {
-				r.Body.Params, r.ParamsValue = c, p.Interface()
+				r.Body.Params, r.ParamsDecode = c, p.Interface
 			}
 		} else {
 			r.Body.Params = json.RawMessage("{}")

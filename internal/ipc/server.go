@@ -221,13 +221,17 @@ func (s *Server) ipc(w http.ResponseWriter, r *http.Request) {
 	}
 	res := s.Broker.Call(r.Context(), caller, broker.Request{
 		RequestID: req.Header.RequestID, Action: req.Body.Action, App: req.Body.App, Method: req.Body.Method,
-		Params: req.Body.Params, ParamsValue: req.ParamsValue, ParamsCanonical: true, Token: req.Body.CapabilityToken, DryRun: req.Body.DryRun,
+		Params: req.Body.Params, ParamsDecode: req.ParamsDecode, ParamsCanonical: true, Token: req.Body.CapabilityToken, DryRun: req.Body.DryRun,
 	})
 	// One structured line per call: who, what, the decision and its code; never params or tokens.
 	s.log().LogAttrs(r.Context(), slog.LevelDebug, "call", slog.String("client", caller.ClientID), slog.String("app", req.Body.App),
 		slog.String("method", req.Body.Method), slog.String("decision", string(res.Decision.Outcome)), slog.String("code", res.Code),
 		slog.String("call_id", res.CallID))
-	s.answer(w, req.Header.RequestID, res, map[string]any{"app": req.Body.App, "method": req.Body.Method, "params": req.Body.Params}, nil)
+	var prepared map[string]any // what a handoff gives the person to do themselves
+	if res.Decision.Outcome == policy.Handoff {
+		prepared = map[string]any{"app": req.Body.App, "method": req.Body.Method, "params": req.Body.Params}
+	}
+	s.answer(w, req.Header.RequestID, res, prepared, nil)
 }
 
 // answer writes the envelope of a call's result. A handoff hands back prepared, for the
@@ -339,7 +343,7 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := s.Broker.Explain(r.Context(), caller, broker.Request{RequestID: req.Header.RequestID, Action: req.Body.Action,
-		App: req.Body.App, Method: req.Body.Method, Params: req.Body.Params, ParamsValue: req.ParamsValue, Token: req.Body.CapabilityToken})
+		App: req.Body.App, Method: req.Body.Method, Params: req.Body.Params, ParamsDecode: req.ParamsDecode, Token: req.Body.CapabilityToken})
 	writeJSON(w, http.StatusOK, map[string]any{"outcome": d.Outcome, "code": d.Code, "explanation": d.Explanation, "step": d.Step, "trace": d.Trace})
 }
 
