@@ -52,11 +52,13 @@ type tokenState struct {
 type cache struct {
 	rev atomic.Int64 // the store revision of the last Sync: every fill is tagged with it
 
-	// passed holds params that passed their schema, by schema and canonical text. A schema
-	// is immutable and a registry reload makes new ones, so an entry never goes stale.
-	// Lookups take no lock (readmap); pmu orders the fills and counts their bytes.
-	passed     readmap.Map[paramsKey, struct{}]
+	// passed holds params that passed their schema, by schema, then by canonical text (two
+	// lookups of one word and of a string, cheaper than one of a key of both). A schema is
+	// immutable and a registry reload makes new ones, so an entry never goes stale. Lookups
+	// take no lock (readmap); pmu orders the fills and counts them and their bytes.
+	passed     readmap.Map[*manifest.Schema, readmap.Map[string, struct{}]]
 	pmu        sync.Mutex
+	passedN    int
 	passedSize int
 
 	tokens   revcache.Map[string, tokenState]
@@ -70,11 +72,6 @@ func newCache() *cache {
 	return c
 }
 
-type paramsKey struct {
-	schema *manifest.Schema
-	params string
-}
-
 // Bounds of the remembered params: entries and their bytes. A full set is emptied.
 const (
 	maxPassedParams      = 4096
@@ -86,9 +83,13 @@ func (c *cache) paramsPassed(s *manifest.Schema, params []byte) bool {
 	if len(params) > maxPassedParamsLen {
 		return false
 	}
-	// The key's text is the params' bytes, not a copy of them: the lookup keeps no key,
-	// and the params are not changed while it runs.
-	_, ok := c.passed.Load(paramsKey{s, unsafe.String(unsafe.SliceData(params), len(params))})
+	texts, ok := c.passed.Load(s)
+	if !ok {
+		return false
+	}
+	// The key is the params' bytes, not a copy of them: the lookup keeps no key, and the
+	// params are not changed while it runs.
+	_, ok = texts.Load(unsafe.String(unsafe.SliceData(params), len(params)))
 	return ok
 }
 
@@ -97,13 +98,22 @@ func (c *cache) paramsPass(s *manifest.Schema, params []byte) {
 		return
 	}
 	c.pmu.Lock()
-	if c.passed.Len() >= maxPassedParams || c.passedSize+len(params) > maxPassedParamsBytes {
+	defer c.pmu.Unlock()
+	if c.passedN >= maxPassedParams || c.passedSize+len(params) > maxPassedParamsBytes {
 		c.passed.Clear()
-		c.passedSize = 0
+		c.passedN, c.passedSize = 0, 0
 	}
-	c.passed.Store(paramsKey{s, string(params)}, &struct{}{})
+	texts, ok := c.passed.Load(s)
+	if !ok {
+		texts = new(readmap.Map[string, struct{}])
+		c.passed.Store(s, texts)
+	}
+	if _, had := texts.Load(string(params)); had {
+		return
+	}
+	texts.Store(string(params), &struct{}{})
+	c.passedN++
 	c.passedSize += len(params)
-	c.pmu.Unlock()
 }
 
 // Sync reads the store's revision and, when a revocation, a mandate, a client or an app
@@ -140,15 +150,16 @@ func (b *Broker) changed(ctx context.Context) {
 // Revision is the store revision of the last Sync: fronts that cache clients compare it.
 func (b *Broker) Revision() int64 { return b.cache.rev.Load() }
 
-// tokenState returns the token's state, from the cache or the store.
-func (b *Broker) tokenState(ctx context.Context, id, consentID string) (tokenState, error) {
+// tokenState returns the token's state, from the cache or the store; the caller must not
+// change it.
+func (b *Broker) tokenState(ctx context.Context, id, consentID string) (*tokenState, error) {
 	rev := b.cache.rev.Load()
-	if ts, ok := b.cache.tokens.Get(rev, id); ok {
+	if ts, ok := b.cache.tokens.Ref(rev, id); ok {
 		return ts, nil
 	}
 	st, err := b.o.Store.GetToken(ctx, id)
 	if err != nil {
-		return tokenState{}, err
+		return nil, err
 	}
 	digest, hashOK := token.ParseWireHash(st.Hash)
 	ts := tokenState{digest: digest, hashOK: hashOK, revoked: st.Revoked, expiresAt: st.ExpiresAt, maxUses: st.MaxUses, uses: st.Uses}
@@ -158,7 +169,7 @@ func (b *Broker) tokenState(ctx context.Context, id, consentID string) (tokenSta
 		}
 	}
 	b.cache.tokens.Put(rev, id, ts)
-	return ts, nil
+	return &ts, nil
 }
 
 // tookUse records a use the store granted, so that the next decision sees the count.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -407,5 +408,57 @@ func TestCheckAtUseReadsTheStoreOnlyAfterAChange(t *testing.T) {
 	}
 	if n := e.b.StoreChecksAtUse(); n != before+1 {
 		t.Fatalf("the call after a change read the store %d times, want 1", n-before)
+	}
+}
+
+// TestParamsPassedBounds: params that passed are remembered per schema and by their exact
+// text, never for another schema or another text; params longer than maxPassedParamsLen are
+// not remembered; past maxPassedParams entries or maxPassedParamsBytes bytes the set empties.
+func TestParamsPassedBounds(t *testing.T) {
+	c := newCache()
+	s1, s2 := new(manifest.Schema), new(manifest.Schema)
+	p := []byte(`{"key":"brightness"}`)
+	c.paramsPass(s1, p)
+	if !c.paramsPassed(s1, p) {
+		t.Fatal("params that passed are not remembered")
+	}
+	if c.paramsPassed(s2, p) {
+		t.Fatal("params that passed one schema are remembered for another")
+	}
+	for _, other := range []string{`{"key":"brightnesS"}`, `{"key":"brightness"} `, `{"key":"brightnes"}`, ``} {
+		if c.paramsPassed(s1, []byte(other)) {
+			t.Fatalf("%q is remembered for %s", other, p)
+		}
+	}
+	// A caller's buffer changed after the lookup does not change what is remembered.
+	buf := []byte(`{"key":"contrast"}`)
+	c.paramsPass(s1, buf)
+	buf[2] = 'X'
+	if !c.paramsPassed(s1, []byte(`{"key":"contrast"}`)) || c.paramsPassed(s1, buf) {
+		t.Fatal("the remembered text follows the caller's buffer")
+	}
+	long := []byte(`{"k":"` + strings.Repeat("a", maxPassedParamsLen) + `"}`)
+	c.paramsPass(s1, long)
+	if c.paramsPassed(s1, long) {
+		t.Fatal("params longer than maxPassedParamsLen are remembered")
+	}
+	for i := range maxPassedParams + 10 {
+		c.paramsPass(s2, fmt.Appendf(nil, `{"n":%d}`, i))
+		if c.passedN > maxPassedParams {
+			t.Fatalf("%d params remembered, the bound is %d", c.passedN, maxPassedParams)
+		}
+	}
+	if c.paramsPassed(s1, p) {
+		t.Fatal("the set did not empty at its bound")
+	}
+	big := []byte(`{"k":"` + strings.Repeat("b", maxPassedParamsLen-10) + `"}`)
+	for i := range maxPassedParamsBytes/len(big) + 10 {
+		big[7] = byte('a' + i%26)
+		big[8] = byte('a' + i/26%26)
+		big[9] = byte('a' + i/676%26)
+		c.paramsPass(s1, big)
+		if c.passedSize > maxPassedParamsBytes {
+			t.Fatalf("%d bytes of params remembered, the bound is %d", c.passedSize, maxPassedParamsBytes)
+		}
 	}
 }

@@ -46,18 +46,26 @@ const DefaultMax = 1 << 16
 
 // Get returns the value cached for k at rev.
 func (c *Map[K, V]) Get(rev int64, k K) (V, bool) {
+	if v, ok := c.Ref(rev, k); ok {
+		return *v, true
+	}
+	var zero V
+	return zero, false
+}
+
+// Ref is Get without the copy: the value cached for k at rev, which the caller must not
+// change (Update replaces it; it does not change it in place).
+func (c *Map[K, V]) Ref(rev int64, k K) (*V, bool) {
 	g := c.gen.Load()
 	if g != nil && g.rev == rev {
-		if v, ok := g.m.Load(k); ok {
-			return *v, true
-		}
-	} else if g == nil || rev > g.rev {
+		return g.m.Load(k)
+	}
+	if g == nil || rev > g.rev {
 		c.mu.Lock()
 		c.advanceLocked(rev)
 		c.mu.Unlock()
 	}
-	var zero V
-	return zero, false
+	return nil, false
 }
 
 // Put caches v for k as read at rev, unless the cache has moved past rev.

@@ -11,8 +11,14 @@ func TestMapRule(t *testing.T) {
 	if v, ok := c.Get(5, "a"); !ok || v != 1 {
 		t.Fatalf("Get at the fill's revision: %d %v", v, ok)
 	}
+	if v, ok := c.Ref(5, "a"); !ok || *v != 1 {
+		t.Fatalf("Ref at the fill's revision: %v %v", v, ok)
+	}
 	if _, ok := c.Get(4, "a"); ok {
 		t.Error("a lookup at an older revision was served a newer fill")
+	}
+	if _, ok := c.Ref(4, "a"); ok {
+		t.Error("Ref at an older revision was served a newer fill")
 	}
 	// A fill read before the change that moved the cache to 6 lands late: dropped.
 	if _, ok := c.Get(6, "a"); ok {
