@@ -132,6 +132,25 @@ func (m *Map[K, V]) Clear() {
 	m.hasRecent.Store(false)
 }
 
+// Range calls f for every key with a value, in no order, until f returns false. f is called
+// with the map's mutex held: it must not call the map.
+func (m *Map[K, V]) Range(f func(K, *V) bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if fr := m.frozen.Load(); fr != nil {
+		for k, c := range *fr {
+			if v := c.v.Load(); v != nil && !f(k, v) {
+				return
+			}
+		}
+	}
+	for k, c := range m.recent {
+		if v := c.v.Load(); v != nil && !f(k, v) {
+			return
+		}
+	}
+}
+
 // Prune keeps the keys for which keep reports true and forgets the others, in one fold.
 // keep is called with the map's mutex held: it must not call the map.
 func (m *Map[K, V]) Prune(keep func(K, *V) bool) {

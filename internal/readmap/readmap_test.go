@@ -81,6 +81,18 @@ func TestMapPrune(t *testing.T) {
 			t.Fatalf("key %d present = %v after Prune", i, ok)
 		}
 	}
+	m.Store(1000, new(int)) // a recent key, not yet folded
+	m.Delete(3)
+	seen := map[int]bool{}
+	m.Range(func(k int, _ *int) bool { seen[k] = true; return true })
+	if len(seen) != 34 || !seen[1000] || seen[3] || seen[1] {
+		t.Fatalf("Range saw %d keys (1000: %v, 3: %v)", len(seen), seen[1000], seen[3])
+	}
+	n := 0
+	m.Range(func(int, *int) bool { n++; return n < 5 })
+	if n != 5 {
+		t.Fatalf("Range went on after false: %d calls", n)
+	}
 }
 
 // TestMapConcurrent has readers look up keys while writers add, change, delete and prune

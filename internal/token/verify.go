@@ -26,17 +26,20 @@ type Verifier struct {
 	size  int
 	cache readmap.Map[string, entry] // by wire form; a lookup takes no lock
 
-	sigChecks atomic.Int64 // signature checks done, for tests
+	added     atomic.Uint64 // entries added, their seq
+	sigChecks atomic.Int64  // signature checks done, for tests
 }
 
-// entry is a verified token. Its fields are set once, but used: a cache over its bound
-// keeps, at random among the entries used since the last pruning, three quarters of size
-// (the clock algorithm's second chance, in one pass), so that the tokens of agents calling
-// stay and one-off ones go, without a list every lookup would reorder under a lock.
+// entry is a verified token. Its fields are set once, but used: a cache over its bound keeps
+// three quarters of its bound, first the entries looked up again since the last pruning,
+// then the newest of the others (the clock algorithm's second chance, with the newest first
+// among those without one), so that the tokens of agents calling stay and one-off ones go,
+// without a list every lookup would reorder under a lock.
 type entry struct {
 	tok  Token
 	sum  Digest      // WireDigest(key), computed once
-	used atomic.Bool // looked up since the last pruning
+	seq  uint64      // when it was added: higher is newer
+	used atomic.Bool // looked up since it was added or since the last pruning
 }
 
 // NewVerifier returns a Verifier for pub keeping up to cacheSize verified tokens; zero or less
@@ -87,8 +90,7 @@ func (v *Verifier) VerifyHashed(wire string, t *Token) (Digest, error) {
 		return Digest{}, ErrBadSignature
 	}
 	sum := WireDigest(wire)
-	e := &entry{tok: parsed.Clone(), sum: sum}
-	e.used.Store(true)
+	e := &entry{tok: parsed.Clone(), sum: sum, seq: v.added.Add(1)}
 	v.cache.Store(wire, e)
 	if v.cache.Len() > v.size {
 		v.prune()
@@ -97,18 +99,38 @@ func (v *Verifier) VerifyHashed(wire string, t *Token) (Digest, error) {
 	return sum, nil
 }
 
-// prune brings the cache to at most three quarters of its bound, keeping entries used
-// since the last pruning (and clearing their mark), so that the next pruning is a quarter
-// of the bound away.
+// prune brings the cache to at most three quarters of its bound: the entries looked up since
+// the last pruning first (their mark cleared), then the newest others.
 func (v *Verifier) prune() {
 	keep := max(v.size*3/4, 1)
-	v.cache.Prune(func(_ string, e *entry) bool {
-		if keep == 0 || !e.used.Load() {
-			return false
+	marked := 0
+	var others []uint64
+	v.cache.Range(func(_ string, e *entry) bool {
+		if e.used.Load() {
+			marked++
+		} else {
+			others = append(others, e.seq)
 		}
-		e.used.Store(false)
-		keep--
 		return true
+	})
+	keepMarked := min(marked, keep)
+	var oldest uint64 // the oldest seq of the others kept; past the newest when none is
+	if n := keep - keepMarked; n > 0 && len(others) > 0 {
+		slices.Sort(others)
+		oldest = others[max(len(others)-n, 0)]
+	} else {
+		oldest = v.added.Load() + 1
+	}
+	v.cache.Prune(func(_ string, e *entry) bool {
+		if e.used.Load() {
+			if keepMarked == 0 {
+				return false
+			}
+			keepMarked--
+			e.used.Store(false)
+			return true
+		}
+		return e.seq >= oldest
 	})
 }
 
