@@ -64,8 +64,8 @@ type Options struct {
 	// ConsentWait is how long a call waits for the person's answer before returning
 	// CONSENT_REQUIRED with the request's id (default 2 minutes).
 	ConsentWait time.Duration
-	// Now is the clock decisions and uses are judged by (default: time.Now, read at one
-	// clock read rather than two; see wallClock).
+	// Now is the clock uses of tokens, consent and records are judged by (default:
+	// time.Now), and decisions too when it is set (by default they read wallClock).
 	Now func() time.Time
 	// AlsoNeeds are permissions a capability needs besides its own, by capability id: a token
 	// must cover them too. New parses them once, and refuses one that is no permission.
@@ -87,7 +87,12 @@ type Options struct {
 type Broker struct {
 	o     Options
 	cache *cache
-	watch watches // tokens whose revocation handlers watch
+	// decisionNow is the clock a decision reads a token's expiry by: Options.Now when it is
+	// set, else the one-read clock (wallClock), which follows a step of the wall clock, or a
+	// suspend of the machine, only within clockRebase. The use of a token is always checked
+	// by Options.Now (time.Now by default), so a token that expired is never used.
+	decisionNow func() time.Time
+	watch       watches // tokens whose revocation handlers watch
 	// alsoNeeds is Options.AlsoNeeds parsed, by capability id.
 	alsoNeeds map[manifest.CapabilityID][]manifest.Permission
 	// storeChecks counts the checks at use that read the store (StoreChecksAtUse).
@@ -110,14 +115,15 @@ func New(o Options) (*Broker, error) {
 	if o.ConsentWait <= 0 {
 		o.ConsentWait = 2 * time.Minute
 	}
+	decisionNow := o.Now
 	if o.Now == nil {
-		o.Now = new(wallClock).now
+		o.Now, decisionNow = time.Now, new(wallClock).now
 	}
 	also, err := parseAlsoNeeds(o.AlsoNeeds)
 	if err != nil {
 		return nil, err
 	}
-	return &Broker{o: o, cache: newCache(), alsoNeeds: also}, nil
+	return &Broker{o: o, cache: newCache(), alsoNeeds: also, decisionNow: decisionNow}, nil
 }
 
 // parseAlsoNeeds parses Options.AlsoNeeds: the capability ids and permissions of the
@@ -298,7 +304,7 @@ func paramsHash(req Request) string {
 
 // gather fills f, which is zero, with the facts of the call.
 func (b *Broker) gather(ctx context.Context, caller Caller, req Request, f *facts) {
-	now := b.o.Now()
+	now := b.decisionNow()
 	f.call.ClientTrust = caller.Trust
 	f.call.ClientNeverAsk = caller.NeverAsk
 	f.call.Assistant = caller.Assistant
@@ -390,7 +396,8 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request, f *fact
 			// so the params are decoded only for one that does.
 			f.call.ConstraintOK = true
 			if f.tok.Constraints.OnParams() {
-				v := tokenConstraints(f.tok, cap, f.perm, req.Params, b.o.PathDir, now)
+				// A condition on the time is judged by the exact clock.
+				v := tokenConstraints(f.tok, cap, f.perm, req.Params, b.o.PathDir, b.o.Now())
 				f.call.ConstraintOK, f.call.ConstraintRule, f.resolved = v.OK, v.Rule, v.Resolved
 			}
 		}

@@ -10,8 +10,11 @@ import (
 // kvm-clock, a sixth of a decision with a cached token); this reads the monotonic clock
 // only, as time.Since does, and adds what it measured to a wall-clock time read at most
 // clockRebase ago. The two clocks advance at one rate (NTP slews both), so the result is
-// time.Now's but for a step of the wall clock (settimeofday, an NTP step), which it follows
-// within clockRebase.
+// time.Now's but for a step of the wall clock (settimeofday, an NTP step) and a suspend of the
+// machine (the monotonic clock stops while it sleeps), which it follows within clockRebase of
+// running. So it is only the decision's clock (Broker.decisionNow): a token's use is checked
+// by Options.Now, time.Now by default, and a token that expired while the clock lagged is
+// refused there (TestExpiredTokenRefusedAtUseWhateverTheDecisionsClock).
 type wallClock struct {
 	base atomic.Pointer[time.Time] // a time.Now, with its monotonic reading
 }

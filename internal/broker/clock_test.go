@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/capgate/capgate/internal/policy"
 )
 
 // TestWallClock: the broker's clock reads as time.Now does, never runs backwards between
@@ -48,4 +51,28 @@ func TestWallClockConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestExpiredTokenRefusedAtUseWhateverTheDecisionsClock: the decision's one-read clock may be
+// behind the wall clock for up to clockRebase after a step or a resume from suspend; the use
+// of a token is checked by the exact clock, so an expired token never runs a call, with a
+// use limit (TakeUse) or without (the check at use).
+func TestExpiredTokenRefusedAtUseWhateverTheDecisionsClock(t *testing.T) {
+	for _, maxUses := range []int64{0, 5} {
+		e := newEnv(t)
+		wire := e.issue(t, alice.ClientID, []string{"app.notes.*"}, maxUses, -time.Minute, e.key)
+		// As if the machine had slept for half an hour and the decision's clock had not yet
+		// read the wall clock again.
+		e.b.decisionNow = func() time.Time { return time.Now().Add(-30 * time.Minute) }
+		if d := e.b.Decide(context.Background(), alice, call("write", `{"id":"9","text":"x"}`, wire)); !d.Allowed() {
+			t.Fatalf("max uses %d: the lagging decision did not allow the call (%s %s): the test proves nothing", maxUses, d.Code, d.Explanation)
+		}
+		r := e.b.Call(context.Background(), alice, call("write", `{"id":"9","text":"x"}`, wire))
+		if r.OK() || r.Code != policy.CodeTokenExpired {
+			t.Fatalf("max uses %d: an expired token was used: %+v", maxUses, r)
+		}
+		if _, ran := e.app.notes["9"]; ran {
+			t.Fatalf("max uses %d: the call ran", maxUses)
+		}
+	}
 }

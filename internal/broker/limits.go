@@ -14,5 +14,5 @@ const recordGrace = 5 * time.Second
 
 // clockRebase is how long the broker's clock adds the monotonic clock's advance to one wall
 // clock reading before it reads the wall clock again (wallClock): the longest a step of the
-// wall clock goes unseen by decisions.
+// wall clock, or a suspend, goes unseen by decisions (never by the check of a token at use).
 const clockRebase = 100 * time.Millisecond
