@@ -430,7 +430,8 @@ func TestParamsPassedBounds(t *testing.T) {
 			t.Fatalf("%q is remembered for %s", other, p)
 		}
 	}
-	// A caller's buffer changed after the lookup does not change what is remembered.
+	// A caller's buffer changed after the fill does not change what is remembered: the set
+	// keeps a copy of the text, not the caller's bytes.
 	buf := []byte(`{"key":"contrast"}`)
 	c.paramsPass(s1, buf)
 	buf[2] = 'X'
