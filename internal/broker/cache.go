@@ -260,30 +260,26 @@ func (b *Broker) checkAtUse(ctx context.Context, tok token.Token, now time.Time)
 func (b *Broker) StoreChecksAtUse() int64 { return b.storeChecks.Load() }
 
 // checkedTokens holds, per root token without a use limit, one more than the change
-// counter's value at which the store last said it may be used (zero: never, or forgotten).
-// A full set is emptied.
-type checkedTokens struct {
-	mu sync.Mutex
-	m  map[string]uint64
-}
+// counter's value at which the store last said it may be used (absent: never, or
+// forgotten). It is read on every call's check at use, so it takes no lock to read
+// (readmap). A full set is emptied: two callers filling it at once may take it a key past its
+// bound before one of them empties it.
+type checkedTokens = readmap.Map[string, uint64]
 
 func (c *cache) checkedAt(id string) uint64 {
-	c.checked.mu.Lock()
-	defer c.checked.mu.Unlock()
-	return c.checked.m[id]
+	if at, ok := c.checked.Load(id); ok {
+		return *at
+	}
+	return 0
 }
 
 func (c *cache) setChecked(id string, at uint64) {
-	c.checked.mu.Lock()
-	defer c.checked.mu.Unlock()
-	if c.checked.m == nil || len(c.checked.m) >= maxCachedTokens {
-		c.checked.m = map[string]uint64{}
+	if c.checked.Len() >= maxCachedTokens {
+		c.checked.Clear()
 	}
-	c.checked.m[id] = at
+	c.checked.Store(id, &at)
 }
 
 func (c *cache) forgetChecked(id string) {
-	c.checked.mu.Lock()
-	defer c.checked.mu.Unlock()
-	delete(c.checked.m, id)
+	c.checked.Delete(id)
 }

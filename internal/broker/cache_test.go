@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -462,4 +463,58 @@ func TestParamsPassedBounds(t *testing.T) {
 			t.Fatalf("%d bytes of params remembered, the bound is %d", c.passedSize, maxPassedParamsBytes)
 		}
 	}
+}
+
+// TestCheckedTokens holds the set of tokens the store last said may be used to its rules:
+// what was set is read back, a forgotten token reads as never checked, a full set is emptied
+// rather than grown, and readers, setters and forgetters on every core at once (under the race
+// detector) read only what was set for the token they ask for.
+func TestCheckedTokens(t *testing.T) {
+	c := newCache()
+	if got := c.checkedAt("t1"); got != 0 {
+		t.Fatalf("a token never checked reads %d, want 0", got)
+	}
+	c.setChecked("t1", 7)
+	c.setChecked("t2", 9)
+	if got := c.checkedAt("t1"); got != 7 {
+		t.Fatalf("t1 reads %d, want 7", got)
+	}
+	c.setChecked("t1", 8)
+	if got := c.checkedAt("t1"); got != 8 {
+		t.Fatalf("t1 reads %d after it was set again, want 8", got)
+	}
+	c.forgetChecked("t1")
+	if got, other := c.checkedAt("t1"), c.checkedAt("t2"); got != 0 || other != 9 {
+		t.Fatalf("after t1 is forgotten: t1 %d (want 0), t2 %d (want 9)", got, other)
+	}
+	for i := range maxCachedTokens + 10 {
+		c.setChecked("fill-"+strconv.Itoa(i), 1)
+		if n := c.checked.Len(); n > maxCachedTokens {
+			t.Fatalf("the set holds %d tokens, past its bound of %d", n, maxCachedTokens)
+		}
+	}
+
+	c = newCache()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 2000 {
+				id := "tok-" + strconv.Itoa(i%50)
+				want := uint64(i%50) + 1 // every writer sets a token's own value
+				switch (i + w) % 3 {
+				case 0:
+					c.setChecked(id, want)
+				case 1:
+					c.forgetChecked(id)
+				}
+				if got := c.checkedAt(id); got != 0 && got != want {
+					t.Errorf("%s reads %d, a value set for another token (want 0 or %d)", id, got, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
