@@ -89,7 +89,10 @@ that also times, in turn, one empty exchange and one synchronous 4 KiB append. I
 the goals as ratios to those floors: calls/s at least 0.6 of the empty exchange's, p99 at most
 1.5 times its p99, and one client's added latency at most 1.3 synchronous appends. The
 decision against cedar-go and an MCP call against the same call direct are in the race, go run
-./bench.
+./bench. Beside them it reports the CPU's bound, the empty exchange's CPU per exchange over a
+call's: once both use every core, calls/s against the empty exchange's cannot pass it. Every
+run reports the process's context switches per call (and, with --floor, per exchange): how
+often a thread slept for want of work and was woken, which waiting for syncs costs.
 
 --live-tokens N, --audit-records N and --capabilities N make the run's scale before the load
 phase: N more live tokens in the store, N audit records already in the log, or N more
@@ -148,6 +151,7 @@ database round trips per call (goal: at most 2).`,
 			fmt.Fprintf(w, "%-32s %12.3f\n", "latency max (ms)", r.MaxMS)
 			fmt.Fprintf(w, "%-32s %12.1f\n", "CPU per call (µs)", r.CPUPerCallUS)
 			fmt.Fprintf(w, "%-32s %12.2f\n", "cores used", r.CoresUsed)
+			fmt.Fprintf(w, "%-32s %12.2f\n", "context switches per call", r.SwitchesPerCall)
 			fmt.Fprintf(w, "%-32s %12d\n", "audit records", r.AuditRecords)
 			fmt.Fprintf(w, "%-32s %12.1f\n", "audit records per commit", r.RecordsPerBatch)
 			if r.RoundTripsPerCall > 0 {
@@ -164,6 +168,7 @@ database round trips per call (goal: at most 2).`,
 				fmt.Fprintf(w, "%-32s %12.3f\n", "  latency p99 (ms)", f.P99MS)
 				fmt.Fprintf(w, "%-32s %12.1f\n", "  CPU per exchange (µs)", f.CPUPerCallUS)
 				fmt.Fprintf(w, "%-32s %12.2f\n", "  cores used", f.CoresUsed)
+				fmt.Fprintf(w, "%-32s %12.2f\n", "  context switches per exchange", f.SwitchesPerCall)
 				fmt.Fprintf(w, "%-32s %12.3f\n", "synchronous 4 KiB write (ms)", f.SyncWriteMS)
 			}
 			if q := r.Sequential; q != nil {
@@ -183,6 +188,10 @@ database round trips per call (goal: at most 2).`,
 						met = "NOT met"
 					}
 					fmt.Fprintf(w, "  %-52s %10.2f / %10.2f %-7s = %5.2f (goal %s %.1f) %s\n", gl.Name, gl.Figure, gl.Floor, gl.Unit, gl.Ratio, cmp, gl.Goal, met)
+				}
+				if f := r.Floor; f != nil && r.CPUBound > 0 {
+					fmt.Fprintf(w, "  %-52s %10.2f / %10.2f %-7s = %5.2f (once both use every core, calls/s against the exchange's cannot pass it)\n",
+						"the CPU's bound: CPU per exchange against per call", f.CPUPerCallUS, r.CPUPerCallUS, "µs", r.CPUBound)
 				}
 			}
 			if opts.WithoutDelayedCommitUnsafe {

@@ -27,10 +27,11 @@ type Floors struct {
 	CallsPerSec float64 `json:"calls_per_sec"`
 	P50MS       float64 `json:"p50_ms"`
 	P99MS       float64 `json:"p99_ms"`
-	// CPUPerCallUS and CoresUsed are the process's CPU time per exchange and over the
-	// phase, as GatewayReport's.
-	CPUPerCallUS float64 `json:"cpu_us_per_call"`
-	CoresUsed    float64 `json:"cores_used"`
+	// CPUPerCallUS, CoresUsed and SwitchesPerCall are the process's CPU time per exchange and
+	// over the phase, and its context switches per exchange, as GatewayReport's.
+	CPUPerCallUS    float64 `json:"cpu_us_per_call"`
+	CoresUsed       float64 `json:"cores_used"`
+	SwitchesPerCall float64 `json:"context_switches_per_call"`
 	// SyncWriteMS is the median of appending 4 KiB to a file in the data folder and waiting
 	// for it to reach the disk (fsync), as a commit appends to SQLite's WAL: the least one
 	// durable commit costs.
@@ -113,7 +114,7 @@ func measureFloors(ctx context.Context, dir string, d time.Duration, key, tok st
 	if err != nil {
 		return Floors{}, fmt.Errorf("bench: floor: %w", err)
 	}
-	f := Floors{CallsPerSec: r.CallsPerSec, P50MS: r.P50MS, P99MS: r.P99MS, CPUPerCallUS: r.CPUPerCallUS, CoresUsed: r.CoresUsed}
+	f := Floors{CallsPerSec: r.CallsPerSec, P50MS: r.P50MS, P99MS: r.P99MS, CPUPerCallUS: r.CPUPerCallUS, CoresUsed: r.CoresUsed, SwitchesPerCall: r.SwitchesPerCall}
 	if f.SyncWriteMS, err = syncWrite(dir); err != nil {
 		return Floors{}, fmt.Errorf("bench: floor: %w", err)
 	}

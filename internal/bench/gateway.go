@@ -125,6 +125,14 @@ type GatewayReport struct {
 	// work takes from the run's wall time.
 	CPUPerCallUS float64 `json:"cpu_us_per_call"`
 	CoresUsed    float64 `json:"cores_used"`
+	// SwitchesPerCall is the process's context switches (every thread's, voluntary and not)
+	// per successful call of the load phase: a thread put to sleep when its core ran out of
+	// work, woken again, or set aside for another. Zero where the system does not count them.
+	SwitchesPerCall float64 `json:"context_switches_per_call"`
+	// CPUBound is, with Floor, the empty exchange's CPU per exchange over the call's CPU per
+	// call: once both use every core, calls/s against the empty exchange's cannot pass it, so
+	// a throughput goal above it takes less CPU per call, not less waiting.
+	CPUBound float64 `json:"cpu_bound,omitempty"`
 	// AuditRecords is how many audit records the gateway made durable in the run (two a call:
 	// the decision and the outcome, plus the token's issue); RecordsPerBatch is how many shared
 	// one store transaction (group commit).
@@ -388,6 +396,9 @@ func Gateway(opts GatewayOptions) (GatewayReport, error) {
 	r.DecisionUS, r.DecisionRuns = median(ds), len(ds)
 	r.DelayedCommitMS = g.Broker.Explain(ctx, caller, req).DelayedCommit.Milliseconds()
 	r.Goals = goals(r)
+	if r.Floor != nil && r.CPUPerCallUS > 0 {
+		r.CPUBound = r.Floor.CPUPerCallUS / r.CPUPerCallUS
+	}
 	return r, nil
 }
 
@@ -534,7 +545,7 @@ func drive(ctx context.Context, servers []string, key, tok string, opts GatewayO
 		clients[i] = c
 	}
 	results := make([]workerResult, opts.Workers)
-	cpu0 := processCPU()
+	cpu0, sw0 := processUsage()
 	start := time.Now()
 	deadline := start.Add(opts.Duration)
 	var wg sync.WaitGroup
@@ -561,7 +572,8 @@ func drive(ctx context.Context, servers []string, key, tok string, opts GatewayO
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu := processCPU() - cpu0
+	cpu1, sw1 := processUsage()
+	cpu := cpu1 - cpu0
 	r := GatewayReport{Workers: opts.Workers, DurationS: elapsed.Seconds(), CoresUsed: cpu.Seconds() / elapsed.Seconds()}
 	var all []time.Duration
 	var first error
@@ -584,6 +596,7 @@ func drive(ctx context.Context, servers []string, key, tok string, opts GatewayO
 	}
 	r.CallsPerSec = float64(r.Calls) / elapsed.Seconds()
 	r.CPUPerCallUS = float64(cpu.Microseconds()) / float64(r.Calls)
+	r.SwitchesPerCall = float64(sw1-sw0) / float64(r.Calls)
 	slices.Sort(all)
 	ms := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 	r.P50MS, r.P99MS, r.MaxMS = ms(all[len(all)/2]), ms(all[min(len(all)-1, len(all)*99/100)]), ms(all[len(all)-1])
@@ -593,11 +606,18 @@ func drive(ctx context.Context, servers []string, key, tok string, opts GatewayO
 // processCPU is the CPU time the process has used, user and system, or 0 where the system
 // does not say.
 func processCPU() time.Duration {
+	cpu, _ := processUsage()
+	return cpu
+}
+
+// processUsage is the CPU time the process has used, user and system, and the context
+// switches of its threads, voluntary and not; zeros where the system does not say.
+func processUsage() (cpu time.Duration, switches int64) {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
+		return 0, 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), int64(ru.Nvcsw) + int64(ru.Nivcsw)
 }
 
 // getSettingParams are the params of every call the load phase makes.

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"runtime"
 	"testing"
 	"time"
 )
@@ -76,12 +77,23 @@ func TestGatewayFloor(t *testing.T) {
 			t.Errorf("goal %+v", g)
 		}
 	}
+	if r.CPUBound <= 0 || r.CPUBound != f.CPUPerCallUS/r.CPUPerCallUS {
+		t.Errorf("the CPU's bound is %v, want the floor's CPU per exchange (%v µs) over the call's (%v µs)", r.CPUBound, f.CPUPerCallUS, r.CPUPerCallUS)
+	}
+	// Every call waits for a sync, so some thread sleeps: the count is read where the system
+	// gives it (getrusage's ru_nvcsw and ru_nivcsw on Linux).
+	if runtime.GOOS == "linux" && r.SwitchesPerCall <= 0 {
+		t.Errorf("no context switch counted in the load phase: %v a call", r.SwitchesPerCall)
+	}
+	if f.SwitchesPerCall < 0 {
+		t.Errorf("the floor's context switches per exchange: %v", f.SwitchesPerCall)
+	}
 	r, err = Gateway(GatewayOptions{Duration: 100 * time.Millisecond, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Floor != nil || r.Sequential != nil || r.Goals != nil {
-		t.Errorf("a floor reported unasked: %+v %+v %+v", r.Floor, r.Sequential, r.Goals)
+	if r.Floor != nil || r.Sequential != nil || r.Goals != nil || r.CPUBound != 0 {
+		t.Errorf("a floor reported unasked: %+v %+v %+v %v", r.Floor, r.Sequential, r.Goals, r.CPUBound)
 	}
 }
 
