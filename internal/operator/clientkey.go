@@ -47,13 +47,7 @@ func NewClientID() (string, error) {
 
 // KeyHash is how a client key is known to the store: "sha256:" and the hex of its SHA-256.
 // A key is 256 random bits, so a fast hash is enough: there is nothing to guess.
-// Every authenticated request computes it, so the hex is written in place, not built from
-// pieces.
 func KeyHash(key string) string {
-	const prefix = "sha256:"
 	sum := sha256.Sum256([]byte(key))
-	var b [len(prefix) + 2*sha256.Size]byte
-	copy(b[:], prefix)
-	hex.Encode(b[len(prefix):], sum[:])
-	return string(b[:])
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
