@@ -55,7 +55,25 @@ func (s SideEffect) Valid() bool { return slices.Contains(SideEffects, s) }
 // Rank orders side effects for floors and widening: none < read < write < network <
 // destructive < system. An unknown value ranks above system, so that it is never taken for
 // a lesser effect.
-func (s SideEffect) Rank() int { return rank(SideEffects, s) }
+func (s SideEffect) Rank() int {
+	// A switch, not a search of SideEffects: every decision ranks its capability's effect
+	// (TestRanksFollowTheirLists keeps the two in one order).
+	switch s {
+	case SideEffectNone:
+		return 0
+	case SideEffectRead:
+		return 1
+	case SideEffectWrite:
+		return 2
+	case SideEffectNetwork:
+		return 3
+	case SideEffectDestructive:
+		return 4
+	case SideEffectSystem:
+		return 5
+	}
+	return len(SideEffects)
+}
 
 // SideEffectFromPlugin reads the plugin document's side effect words (NONE, READ, WRITE,
 // DELETE, DEPLOY) as manifest side effects: DELETE is destructive and DEPLOY is system. It
@@ -94,15 +112,19 @@ var AuthLevels = []AuthLevel{AuthPublic, AuthUser, AuthPrivileged, AuthSystem}
 func (a AuthLevel) Valid() bool { return slices.Contains(AuthLevels, a) }
 
 // Rank orders auth levels; an unknown level ranks above system, so nothing satisfies it.
-func (a AuthLevel) Rank() int { return rank(AuthLevels, a) }
-
-// rank is v's place in order, lowest first; a value not in order ranks above all of them, so
-// that an unknown value is never taken for a lesser one.
-func rank[T comparable](order []T, v T) int {
-	if i := slices.Index(order, v); i >= 0 {
-		return i
+func (a AuthLevel) Rank() int {
+	// A switch, as SideEffect.Rank's.
+	switch a {
+	case AuthPublic:
+		return 0
+	case AuthUser:
+		return 1
+	case AuthPrivileged:
+		return 2
+	case AuthSystem:
+		return 3
 	}
-	return len(order)
+	return len(AuthLevels)
 }
 
 // Risk is a capability's risk class.

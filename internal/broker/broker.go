@@ -11,7 +11,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -359,7 +358,7 @@ func (b *Broker) gather(ctx context.Context, caller Caller, req Request, f *fact
 				f.call.Token.Valid, f.call.Token.InvalidReason = false, "token unknown to this gateway"
 			case err != nil:
 				f.call.Token.Valid, f.call.Token.InvalidReason = false, "token state unavailable"
-			case !st.hashOK || subtle.ConstantTimeCompare(st.digest[:], wireDigest[:]) != 1:
+			case !st.hashOK || !st.digest.Equal(&wireDigest):
 				// Signed with capgate's key and naming an issued token's id, but not the token
 				// issued under it: a key that leaked, or a store whose tokens were rewritten.
 				f.call.Token.Valid, f.call.Token.InvalidReason = false, "token is not the one issued under its id"
@@ -560,7 +559,7 @@ func (b *Broker) Decide(ctx context.Context, caller Caller, req Request) policy.
 // their canonical text, per schema, so an agent repeating a call (polling a setting, paging
 // a log) pays for the schema check once.
 func (b *Broker) validateParams(s *manifest.Schema, req Request) error {
-	if b.cache.paramsPassed(s, req.Params) {
+	if b.cache.textPassed(s, req.Params) {
 		return nil
 	}
 	var err error
@@ -573,9 +572,23 @@ func (b *Broker) validateParams(s *manifest.Schema, req Request) error {
 		err = s.ValidateJSON(req.Params, "params")
 	}
 	if err == nil {
-		b.cache.paramsPass(s, req.Params)
+		b.cache.textPass(s, req.Params)
 	}
 	return err
+}
+
+// validateResult checks a call's result against its capability's returns schema. Results
+// that passed are remembered by their text, per schema, as params are: a read answering what
+// it answered before (a setting polled, a page read again) pays for the check once.
+func (b *Broker) validateResult(s *manifest.Schema, data []byte) error {
+	if b.cache.textPassed(s, data) {
+		return nil
+	}
+	if err := s.ValidateJSON(data, "result"); err != nil {
+		return err
+	}
+	b.cache.textPass(s, data)
+	return nil
 }
 
 // decide is the decision of the call path: Explain's, without the step-by-step trace. It
@@ -1072,7 +1085,7 @@ func (b *Broker) run(ctx context.Context, f facts, caller Caller, req Request, r
 		data = json.RawMessage("null")
 	}
 	if f.cap.Returns != nil && len(out.Data) > 0 {
-		if err := f.cap.Returns.ValidateJSON(out.Data, "result"); err != nil {
+		if err := b.validateResult(f.cap.Returns, out.Data); err != nil {
 			return b.outcome(ctx, f, caller, req, res, decided, dur, CodeExecutionFailed, "the capability's result breaks its declared returns schema")
 		}
 	}

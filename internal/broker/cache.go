@@ -52,8 +52,10 @@ type tokenState struct {
 type cache struct {
 	rev atomic.Int64 // the store revision of the last Sync: every fill is tagged with it
 
-	// passed holds params that passed their schema, by schema, then by canonical text (two
-	// lookups of one word and of a string, cheaper than one of a key of both). A schema is
+	// passed holds the texts that passed a schema, by schema, then by text: a call's params
+	// (canonical) against their schema and a call's result against its returns schema (two
+	// lookups of one word and of a string, cheaper than one of a key of both). The same bytes
+	// against the same schema always get the same verdict. A schema is
 	// immutable and a registry reload makes new ones, so an entry never goes stale. Lookups
 	// take no lock (readmap); pmu orders the fills and counts them and their bytes.
 	passed     readmap.Map[*manifest.Schema, readmap.Map[string, struct{}]]
@@ -72,14 +74,16 @@ func newCache() *cache {
 	return c
 }
 
-// Bounds of the remembered params: entries and their bytes. A full set is emptied.
+// Bounds of the remembered texts (params and results): entries and their bytes. A full set is
+// emptied.
 const (
 	maxPassedParams      = 4096
 	maxPassedParamsBytes = 4 << 20
-	maxPassedParamsLen   = 4096 // longer params are checked every time
+	maxPassedParamsLen   = 4096 // longer texts are checked every time
 )
 
-func (c *cache) paramsPassed(s *manifest.Schema, params []byte) bool {
+// textPassed reports whether params (or a result) passed s before.
+func (c *cache) textPassed(s *manifest.Schema, params []byte) bool {
 	if len(params) > maxPassedParamsLen {
 		return false
 	}
@@ -93,7 +97,8 @@ func (c *cache) paramsPassed(s *manifest.Schema, params []byte) bool {
 	return ok
 }
 
-func (c *cache) paramsPass(s *manifest.Schema, params []byte) {
+// textPass remembers that params (or a result) passed s.
+func (c *cache) textPass(s *manifest.Schema, params []byte) {
 	if len(params) > maxPassedParamsLen {
 		return
 	}

@@ -419,38 +419,38 @@ func TestParamsPassedBounds(t *testing.T) {
 	c := newCache()
 	s1, s2 := new(manifest.Schema), new(manifest.Schema)
 	p := []byte(`{"key":"brightness"}`)
-	c.paramsPass(s1, p)
-	if !c.paramsPassed(s1, p) {
+	c.textPass(s1, p)
+	if !c.textPassed(s1, p) {
 		t.Fatal("params that passed are not remembered")
 	}
-	if c.paramsPassed(s2, p) {
+	if c.textPassed(s2, p) {
 		t.Fatal("params that passed one schema are remembered for another")
 	}
 	for _, other := range []string{`{"key":"brightnesS"}`, `{"key":"brightness"} `, `{"key":"brightnes"}`, ``} {
-		if c.paramsPassed(s1, []byte(other)) {
+		if c.textPassed(s1, []byte(other)) {
 			t.Fatalf("%q is remembered for %s", other, p)
 		}
 	}
 	// A caller's buffer changed after the fill does not change what is remembered: the set
 	// keeps a copy of the text, not the caller's bytes.
 	buf := []byte(`{"key":"contrast"}`)
-	c.paramsPass(s1, buf)
+	c.textPass(s1, buf)
 	buf[2] = 'X'
-	if !c.paramsPassed(s1, []byte(`{"key":"contrast"}`)) || c.paramsPassed(s1, buf) {
+	if !c.textPassed(s1, []byte(`{"key":"contrast"}`)) || c.textPassed(s1, buf) {
 		t.Fatal("the remembered text follows the caller's buffer")
 	}
 	long := []byte(`{"k":"` + strings.Repeat("a", maxPassedParamsLen) + `"}`)
-	c.paramsPass(s1, long)
-	if c.paramsPassed(s1, long) {
+	c.textPass(s1, long)
+	if c.textPassed(s1, long) {
 		t.Fatal("params longer than maxPassedParamsLen are remembered")
 	}
 	for i := range maxPassedParams + 10 {
-		c.paramsPass(s2, fmt.Appendf(nil, `{"n":%d}`, i))
+		c.textPass(s2, fmt.Appendf(nil, `{"n":%d}`, i))
 		if c.passedN > maxPassedParams {
 			t.Fatalf("%d params remembered, the bound is %d", c.passedN, maxPassedParams)
 		}
 	}
-	if c.paramsPassed(s1, p) {
+	if c.textPassed(s1, p) {
 		t.Fatal("the set did not empty at its bound")
 	}
 	big := []byte(`{"k":"` + strings.Repeat("b", maxPassedParamsLen-10) + `"}`)
@@ -458,7 +458,7 @@ func TestParamsPassedBounds(t *testing.T) {
 		big[7] = byte('a' + i%26)
 		big[8] = byte('a' + i/26%26)
 		big[9] = byte('a' + i/676%26)
-		c.paramsPass(s1, big)
+		c.textPass(s1, big)
 		if c.passedSize > maxPassedParamsBytes {
 			t.Fatalf("%d bytes of params remembered, the bound is %d", c.passedSize, maxPassedParamsBytes)
 		}
@@ -517,4 +517,54 @@ func TestCheckedTokens(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// answering is the notes app answering every call with the result it is given.
+type answering struct {
+	*notes
+	data atomic.Pointer[string]
+}
+
+func (a *answering) Invoke(ctx context.Context, id string, params json.RawMessage, ic sdk.InvocationContext) (sdk.Result, error) {
+	return sdk.Result{Success: true, Data: json.RawMessage(*a.data.Load())}, nil
+}
+
+// TestResultCheckRemembered: a result that passed its returns schema is remembered by its
+// text, so the same answer again is not checked again; a result that breaks the schema is
+// refused every time, before and after a good one passed, and a text that differs from one
+// that passed by a byte (here, a space) is checked afresh.
+func TestResultCheckRemembered(t *testing.T) {
+	e := newEnv(t)
+	app := &answering{notes: e.app}
+	o := e.b.o
+	o.Handlers = map[string]sdk.Handler{notesID: app}
+	b, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cap, ok := b.o.Registry.Method("notes", "search")
+	if !ok || cap.Returns == nil {
+		t.Fatal("the search capability has no returns schema")
+	}
+	ctx := context.Background()
+	answer := func(data string) Result {
+		app.data.Store(&data)
+		return b.Call(ctx, alice, call("search", `{"query":"milk"}`, ""))
+	}
+	const good, bad, spaced = `{"ids":["1"]}`, `{"ids":[1]}`, `{"ids": [1]}`
+	for i, c := range []struct {
+		data string
+		ok   bool
+	}{{bad, false}, {good, true}, {good, true}, {bad, false}, {spaced, false}, {bad, false}} {
+		r := answer(c.data)
+		if r.OK() != c.ok {
+			t.Fatalf("answer %d (%s): %+v", i, c.data, r)
+		}
+		if !c.ok && (r.Code != CodeExecutionFailed || !strings.Contains(r.Message, "returns schema")) {
+			t.Fatalf("answer %d (%s): refused with %s %q", i, c.data, r.Code, r.Message)
+		}
+		if passed := b.cache.textPassed(cap.Returns, []byte(c.data)); passed != c.ok {
+			t.Fatalf("answer %d (%s): remembered as passed: %v", i, c.data, passed)
+		}
+	}
 }

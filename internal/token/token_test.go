@@ -635,3 +635,29 @@ func TestVerifyReturnsACopy(t *testing.T) {
 		}
 	}
 }
+
+// TestDigestEqual: two digests are equal exactly when every byte is, whichever byte differs
+// (the first, the last, one inside each of the four words) and by whichever bit.
+func TestDigestEqual(t *testing.T) {
+	a := token.WireDigest("cgt1.a.b")
+	b := a
+	if !a.Equal(&b) || !b.Equal(&a) {
+		t.Fatal("a digest differs from its copy")
+	}
+	var zero, zero2 token.Digest
+	if !zero.Equal(&zero2) {
+		t.Fatal("two zero digests differ")
+	}
+	for i := range len(a) {
+		for bit := range 8 {
+			c := a
+			c[i] ^= 1 << bit
+			if a.Equal(&c) || c.Equal(&a) {
+				t.Fatalf("digests differing in byte %d, bit %d are taken for equal", i, bit)
+			}
+		}
+	}
+	if other := token.WireDigest("cgt1.a.c"); a.Equal(&other) {
+		t.Fatal("the digests of two wires are taken for equal")
+	}
+}
