@@ -77,34 +77,34 @@ func newCache() *cache {
 // Bounds of the remembered texts (params and results): entries and their bytes. A full set is
 // emptied.
 const (
-	maxPassedParams      = 4096
-	maxPassedParamsBytes = 4 << 20
-	maxPassedParamsLen   = 4096 // longer texts are checked every time
+	maxPassedTexts     = 4096
+	maxPassedTextBytes = 4 << 20
+	maxPassedTextLen   = 4096 // longer texts are checked every time
 )
 
-// textPassed reports whether params (or a result) passed s before.
-func (c *cache) textPassed(s *manifest.Schema, params []byte) bool {
-	if len(params) > maxPassedParamsLen {
+// textPassed reports whether text (a call's params or result) passed s before.
+func (c *cache) textPassed(s *manifest.Schema, text []byte) bool {
+	if len(text) > maxPassedTextLen {
 		return false
 	}
 	texts, ok := c.passed.Load(s)
 	if !ok {
 		return false
 	}
-	// The key is the params' bytes, not a copy of them: the lookup keeps no key, and the
-	// params are not changed while it runs.
-	_, ok = texts.Load(unsafe.String(unsafe.SliceData(params), len(params)))
+	// The key is the text's bytes, not a copy of them: the lookup keeps no key, and the
+	// text is not changed while it runs.
+	_, ok = texts.Load(unsafe.String(unsafe.SliceData(text), len(text)))
 	return ok
 }
 
-// textPass remembers that params (or a result) passed s.
-func (c *cache) textPass(s *manifest.Schema, params []byte) {
-	if len(params) > maxPassedParamsLen {
+// textPass remembers that text (a call's params or result) passed s.
+func (c *cache) textPass(s *manifest.Schema, text []byte) {
+	if len(text) > maxPassedTextLen {
 		return
 	}
 	c.pmu.Lock()
 	defer c.pmu.Unlock()
-	if c.passedN >= maxPassedParams || c.passedSize+len(params) > maxPassedParamsBytes {
+	if c.passedN >= maxPassedTexts || c.passedSize+len(text) > maxPassedTextBytes {
 		c.passed.Clear()
 		c.passedN, c.passedSize = 0, 0
 	}
@@ -113,12 +113,12 @@ func (c *cache) textPass(s *manifest.Schema, params []byte) {
 		texts = new(readmap.Map[string, struct{}])
 		c.passed.Store(s, texts)
 	}
-	if _, had := texts.Load(string(params)); had {
+	if _, had := texts.Load(string(text)); had {
 		return
 	}
-	texts.Store(string(params), &struct{}{})
+	texts.Store(string(text), &struct{}{})
 	c.passedN++
-	c.passedSize += len(params)
+	c.passedSize += len(text)
 }
 
 // Sync reads the store's revision and, when a revocation, a mandate, a client or an app

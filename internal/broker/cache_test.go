@@ -413,8 +413,8 @@ func TestCheckAtUseReadsTheStoreOnlyAfterAChange(t *testing.T) {
 }
 
 // TestParamsPassedBounds: params that passed are remembered per schema and by their exact
-// text, never for another schema or another text; params longer than maxPassedParamsLen are
-// not remembered; past maxPassedParams entries or maxPassedParamsBytes bytes the set empties.
+// text, never for another schema or another text; params longer than maxPassedTextLen are
+// not remembered; past maxPassedTexts entries or maxPassedTextBytes bytes the set empties.
 func TestParamsPassedBounds(t *testing.T) {
 	c := newCache()
 	s1, s2 := new(manifest.Schema), new(manifest.Schema)
@@ -439,28 +439,28 @@ func TestParamsPassedBounds(t *testing.T) {
 	if !c.textPassed(s1, []byte(`{"key":"contrast"}`)) || c.textPassed(s1, buf) {
 		t.Fatal("the remembered text follows the caller's buffer")
 	}
-	long := []byte(`{"k":"` + strings.Repeat("a", maxPassedParamsLen) + `"}`)
+	long := []byte(`{"k":"` + strings.Repeat("a", maxPassedTextLen) + `"}`)
 	c.textPass(s1, long)
 	if c.textPassed(s1, long) {
-		t.Fatal("params longer than maxPassedParamsLen are remembered")
+		t.Fatal("params longer than maxPassedTextLen are remembered")
 	}
-	for i := range maxPassedParams + 10 {
+	for i := range maxPassedTexts + 10 {
 		c.textPass(s2, fmt.Appendf(nil, `{"n":%d}`, i))
-		if c.passedN > maxPassedParams {
-			t.Fatalf("%d params remembered, the bound is %d", c.passedN, maxPassedParams)
+		if c.passedN > maxPassedTexts {
+			t.Fatalf("%d params remembered, the bound is %d", c.passedN, maxPassedTexts)
 		}
 	}
 	if c.textPassed(s1, p) {
 		t.Fatal("the set did not empty at its bound")
 	}
-	big := []byte(`{"k":"` + strings.Repeat("b", maxPassedParamsLen-10) + `"}`)
-	for i := range maxPassedParamsBytes/len(big) + 10 {
+	big := []byte(`{"k":"` + strings.Repeat("b", maxPassedTextLen-10) + `"}`)
+	for i := range maxPassedTextBytes/len(big) + 10 {
 		big[7] = byte('a' + i%26)
 		big[8] = byte('a' + i/26%26)
 		big[9] = byte('a' + i/676%26)
 		c.textPass(s1, big)
-		if c.passedSize > maxPassedParamsBytes {
-			t.Fatalf("%d bytes of params remembered, the bound is %d", c.passedSize, maxPassedParamsBytes)
+		if c.passedSize > maxPassedTextBytes {
+			t.Fatalf("%d bytes of params remembered, the bound is %d", c.passedSize, maxPassedTextBytes)
 		}
 	}
 }
@@ -531,8 +531,9 @@ func (a *answering) Invoke(ctx context.Context, id string, params json.RawMessag
 
 // TestResultCheckRemembered: a result that passed its returns schema is remembered by its
 // text, so the same answer again is not checked again; a result that breaks the schema is
-// refused every time, before and after a good one passed, and a text that differs from one
-// that passed by a byte (here, a space) is checked afresh.
+// refused every time, before and after a good one passed and whatever its spacing; and a good
+// answer spelled otherwise (a space more) is not taken for the one remembered: it is checked
+// on its own, then remembered on its own.
 func TestResultCheckRemembered(t *testing.T) {
 	e := newEnv(t)
 	app := &answering{notes: e.app}
@@ -551,11 +552,16 @@ func TestResultCheckRemembered(t *testing.T) {
 		app.data.Store(&data)
 		return b.Call(ctx, alice, call("search", `{"query":"milk"}`, ""))
 	}
-	const good, bad, spaced = `{"ids":["1"]}`, `{"ids":[1]}`, `{"ids": [1]}`
+	const good, bad, badSpaced, goodSpaced = `{"ids":["1"]}`, `{"ids":[1]}`, `{"ids": [1]}`, `{"ids": ["1"]}`
 	for i, c := range []struct {
-		data string
-		ok   bool
-	}{{bad, false}, {good, true}, {good, true}, {bad, false}, {spaced, false}, {bad, false}} {
+		data    string
+		ok      bool
+		unknown bool // not remembered before this answer
+	}{{bad, false, true}, {good, true, true}, {good, true, false}, {bad, false, true}, {badSpaced, false, true},
+		{bad, false, true}, {goodSpaced, true, true}, {goodSpaced, true, false}} {
+		if known := b.cache.textPassed(cap.Returns, []byte(c.data)); known == c.unknown {
+			t.Fatalf("answer %d (%s): remembered before it: %v, want %v", i, c.data, known, !c.unknown)
+		}
 		r := answer(c.data)
 		if r.OK() != c.ok {
 			t.Fatalf("answer %d (%s): %+v", i, c.data, r)
