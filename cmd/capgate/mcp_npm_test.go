@@ -42,6 +42,10 @@ func npmPart(t *testing.T, rel string) (path, node string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A part of testdata/npm itself ("../mcp2026/client.mjs") needs the packages too.
+	if _, err := os.Stat(filepath.Join(npmDir, "node_modules")); err != nil {
+		miss("testdata/npm/node_modules is absent")
+	}
 	if _, err := os.Stat(path); err != nil {
 		miss("testdata/npm/node_modules/" + rel + " is absent")
 	}

@@ -60,7 +60,10 @@
 // headers (a mismatch is HTTP 400 with -32020), ignores an inbound Mcp-Session-Id, refuses GET
 // and DELETE with 405, and gives list results cache hints: tools/list is private to the
 // client and fresh for [ToolsListTTL], and a client that listens (subscriptions/listen) is
-// told at once when its tools change (its trust or settings, the registry). Every other
+// told at once when its tools change (its trust or settings, the registry). The revision's
+// hot request, a tools/call of a capability in its plain shape, is answered without building
+// the SDK's session for it (fast.go): the same tool handler, the SDK's answer byte for byte,
+// every other request and every doubt left to the SDK. Every other
 // request goes to the sessions of the handshake revisions (2025-11-25, 2025-06-18,
 // 2025-03-26), which keep working as they did; sessions need a sticky route to their
 // replica, 2026-07-28 needs none.

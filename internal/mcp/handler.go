@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,6 +42,10 @@ type Options struct {
 	// Triggers answers capgate__propose_trigger; nil: the tool answers that triggers are
 	// not served.
 	Triggers *trigger.Engine
+	// SDKOnly answers every request through the SDK, a 2026-07-28 tools/call of a
+	// capability too, which is otherwise answered without its per-request session
+	// (fast.go). The tests set it to hold the two answers to each other.
+	SDKOnly bool
 }
 
 // Handler serves MCP over streamable HTTP: one session per client connection under the
@@ -53,6 +58,7 @@ type Handler struct {
 	warm      warmSessions   // 2026-07-28's servers, kept between requests
 	tools     toolCache      // the tool of each usable capability, built once
 	held      heldCache      // each client's held tokens, while the store has not changed
+	fast      atomic.Int64   // requests fastCall answered
 }
 
 // Stateless is the sessionless MCP revision: no initialize handshake and no Mcp-Session-Id;
@@ -82,7 +88,7 @@ func NewHandler(o Options) *Handler {
 	h := &Handler{o: o}
 	h.bare = mcpsdk.NewServer(h.impl(), &mcpsdk.ServerOptions{SupportedProtocolVersions: SessionVersions})
 	stream := mcpsdk.NewStreamableHTTPHandler(h.server, &mcpsdk.StreamableHTTPOptions{
-		Logger: o.Logger, SessionTimeout: SessionIdle, MaxRequestBodyBytes: MaxArgumentBytes + 64<<10,
+		Logger: o.Logger, SessionTimeout: SessionIdle, MaxRequestBodyBytes: maxRequestBytes,
 	})
 	// The SDK's bearer middleware puts the client into every request's TokenInfo: the tool
 	// handlers read the caller there, and the SDK refuses a session to any other client.
@@ -103,7 +109,7 @@ func NewHandler(o Options) *Handler {
 	// context ends with the request, so that a call waiting for the person stops when the
 	// client stops waiting.
 	h.stateless = bearer(mcpsdk.NewStreamableHTTPHandler(h.requestServer, &mcpsdk.StreamableHTTPOptions{
-		Logger: o.Logger, Stateless: true, PropagateRequestCancellation: true, MaxRequestBodyBytes: MaxArgumentBytes + 64<<10,
+		Logger: o.Logger, Stateless: true, PropagateRequestCancellation: true, MaxRequestBodyBytes: maxRequestBytes,
 	}))
 	return h
 }
@@ -146,6 +152,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller))
 	if stateless, ok := sessionless(r); ok && stateless {
+		if h.fastCall(w, r, caller) {
+			return
+		}
 		// The request's session is built once, though the SDK asks for it twice.
 		h.stateless.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), slotKey{}, new(slot))))
 		return

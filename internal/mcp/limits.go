@@ -28,6 +28,9 @@ const (
 	ListenPoll = time.Second
 	// DiscoverTTL is how long a client may keep server/discover's answer, the same for all.
 	DiscoverTTL = 10 * time.Minute
+	// maxRequestBytes bounds an HTTP request's body: the arguments and the rest of the
+	// message around them.
+	maxRequestBytes = MaxArgumentBytes + 64<<10
 	// MaxArgumentDepth bounds the nesting of a tool call's arguments.
 	MaxArgumentDepth = 32
 	// MaxWarmSessions bounds the 2026-07-28 servers kept built between requests, one per

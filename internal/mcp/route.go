@@ -23,7 +23,7 @@ func sessionless(r *http.Request) (stateless, ok bool) {
 	if r.Method != http.MethodPost || r.Body == nil {
 		return false, true
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxArgumentBytes+64<<10+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
 	if err != nil {
 		return false, false
 	}

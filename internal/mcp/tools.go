@@ -52,8 +52,11 @@ type capTool struct {
 	appID      manifest.AppID
 	permission manifest.Permission
 	tier       int
-	hasOutput  bool   // the tool declares an outputSchema: results carry structuredContent
-	digest     string // of the tool's definition, to see a change
+	hasOutput  bool // the tool declares an outputSchema: results carry structuredContent
+	// paramHeaders: the input schema binds parameters to Mcp-Param- headers (x-mcp-header),
+	// which the SDK checks: its calls are not answered by the fast path (fast.go).
+	paramHeaders bool
+	digest       string // of the tool's definition, to see a change
 }
 
 // describe is a tool's description: capgate's own facts in brackets, then the app's text
@@ -141,7 +144,8 @@ func newCapTool(u broker.Usable) capTool {
 		InputSchema: in,
 		Annotations: annotations(c),
 	}
-	ct := capTool{tool: t, app: u.App.Alias, method: u.Method, capID: u.ID, appID: u.App.ID, permission: u.Permission, tier: int(u.App.Tier)}
+	ct := capTool{tool: t, app: u.App.Alias, method: u.Method, capID: u.ID, appID: u.App.ID, permission: u.Permission, tier: int(u.App.Tier),
+		paramHeaders: paramHeadersIn(in)}
 	if objectSchema(c.Returns) {
 		t.OutputSchema = c.Returns
 		ct.hasOutput = true
