@@ -155,11 +155,16 @@ func (r *rig) close() {
 		if r.served != nil {
 			<-r.served
 		}
+		r.stop = nil
 	}
 	if r.g != nil {
 		r.g.Close()
+		r.g = nil
 	}
-	os.RemoveAll(r.dir)
+	if r.dir != "" {
+		os.RemoveAll(r.dir)
+		r.dir = ""
+	}
 }
 
 // getSettingParams are the params of every Settings call of the race.

@@ -381,7 +381,12 @@ func run(rounds int, round, gatewayFor time.Duration, progress func(string)) (re
 		rw.Met = rw.Goal > 0 && rw.Ratio <= rw.Goal
 	}
 	if gatewayFor > 0 {
-		// After the rounds, alone: the load phase needs both processors.
+		// After the rounds, alone: the load phase needs both processors, so the rounds' gateway
+		// (its tool server, its background writers) is closed first and their contenders'
+		// memory collected, as `capgate bench gateway --floor` runs in a process of its own.
+		clear(ops)
+		r.close()
+		runtime.GC()
 		progress("the gateway's goals: capgate bench gateway --floor")
 		g, err := bench.Gateway(bench.GatewayOptions{Duration: gatewayFor, Workers: scaleWorkers, Floor: true})
 		if err != nil {
