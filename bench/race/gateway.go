@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,11 +9,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
 	"github.com/capgate/capgate/client"
 	"github.com/capgate/capgate/internal/apps/settings"
+	"github.com/capgate/capgate/internal/bench"
 	"github.com/capgate/capgate/internal/broker"
 	"github.com/capgate/capgate/internal/gateway"
 	"github.com/capgate/capgate/internal/ipc"
@@ -186,4 +189,34 @@ func (r *rig) settingsRequest() (broker.Request, error) {
 // client is the public Go client of the gateway, as an agent in Go calls it.
 func (r *rig) client() (*client.Client, error) {
 	return client.New(&client.Options{Server: r.url, Key: r.key})
+}
+
+// gatewayGoals is this program started with gatewayArg: the gateway's goals with their floors,
+// for the duration d, printed as JSON.
+func gatewayGoals(d string) error {
+	dur, err := time.ParseDuration(d)
+	if err != nil || dur <= 0 || dur > time.Minute {
+		return fmt.Errorf("the duration %q: must be positive and at most 1m", d)
+	}
+	g, err := bench.Gateway(bench.GatewayOptions{Duration: dur, Workers: scaleWorkers, Floor: true})
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(g)
+}
+
+// runGatewayGoals runs the gateway's goals in a process of its own (this program, with
+// gatewayArg) and reads its report.
+func runGatewayGoals(ctx context.Context, self string, d time.Duration) (bench.GatewayReport, error) {
+	var out, errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, self, gatewayArg, d.String())
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return bench.GatewayReport{}, fmt.Errorf("%w: %s", err, bytes.TrimSpace(errb.Bytes()))
+	}
+	var g bench.GatewayReport
+	if err := json.Unmarshal(out.Bytes(), &g); err != nil {
+		return bench.GatewayReport{}, fmt.Errorf("its report: %w", err)
+	}
+	return g, nil
 }

@@ -43,6 +43,11 @@ import (
 // (serveToolServer) instead: the gateway and the direct client start it so.
 const toolServerArg = "serve-mcp-tool-server"
 
+// gatewayArg, followed by a duration, makes this program run the gateway's goals alone
+// (bench.Gateway with its floors) and print the report as JSON: the race runs them so, in a
+// process of its own, as `capgate bench gateway --floor` runs.
+const gatewayArg = "run-gateway-goals"
+
 // Limits of a run.
 const (
 	// scaleWorkers is the workers of each --scale run: the gateway section's usual load.
@@ -104,6 +109,13 @@ func main() {
 	if len(os.Args) == 2 && os.Args[1] == toolServerArg {
 		if err := serveToolServer(); err != nil {
 			fmt.Fprintln(os.Stderr, "race: the tool server:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) == 3 && os.Args[1] == gatewayArg {
+		if err := gatewayGoals(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "race: the gateway's goals:", err)
 			os.Exit(1)
 		}
 		return
@@ -382,13 +394,12 @@ func run(rounds int, round, gatewayFor time.Duration, progress func(string)) (re
 	}
 	if gatewayFor > 0 {
 		// After the rounds, alone: the load phase needs both processors, so the rounds' gateway
-		// (its tool server, its background writers) is closed first and their contenders'
-		// memory collected, as `capgate bench gateway --floor` runs in a process of its own.
-		clear(ops)
+		// (its tool server, its background writers) is closed first, and the goals run in a
+		// process of their own, as `capgate bench gateway --floor` does, without the rounds'
+		// memory and goroutines beside them.
 		r.close()
-		runtime.GC()
-		progress("the gateway's goals: capgate bench gateway --floor")
-		g, err := bench.Gateway(bench.GatewayOptions{Duration: gatewayFor, Workers: scaleWorkers, Floor: true})
+		progress("the gateway's goals: capgate bench gateway --floor, in a process of its own")
+		g, err := runGatewayGoals(ctx, self, gatewayFor)
 		if err != nil {
 			return report{}, fmt.Errorf("the gateway's goals: %w", err)
 		}

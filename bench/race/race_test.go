@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -14,10 +15,18 @@ import (
 	"github.com/capgate/capgate/internal/store/postgres/pgtest"
 )
 
-// The test binary is the race's tool server too, as the race program is.
+// The test binary is the race's tool server too, and runs its gateway's goals, as the race
+// program does.
 func TestMain(m *testing.M) {
 	if len(os.Args) == 2 && os.Args[1] == toolServerArg {
 		if err := serveToolServer(); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if len(os.Args) == 3 && os.Args[1] == gatewayArg {
+		if err := gatewayGoals(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 		os.Exit(0)
