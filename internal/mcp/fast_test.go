@@ -2,12 +2,14 @@ package mcp_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,12 +42,14 @@ func rawPost(t *testing.T, url, key string, header map[string][]string, body str
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err) // not Fatal: TestFastCallsAtOnce posts from goroutines of its own
+		return rawAnswer{}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return rawAnswer{}
 	}
 	resp.Header.Del("Date")
 	return rawAnswer{status: resp.StatusCode, header: resp.Header, body: string(b)}
@@ -192,5 +196,39 @@ func TestFastCallAnswersAsTheSDK(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Calls on the fast path at once, from one client and from two, share the warm session and
+// its tools: every answer is its own call's (the text it sent), none is lost or crossed.
+func TestFastCallsAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, time.Second)
+	keys := []string{e.addClient("alice", "user", false), e.addClient("bob", "user", false)}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	front := &ipc.Server{Broker: e.g.Broker, Clients: e.g.Store, Tokens: e.g.Store, Audit: e.g.Audit, Registry: e.g.Registry, Logger: quiet}
+	fast := mcp.NewHandler(mcp.Options{Broker: e.g.Broker, Registry: e.g.Registry, Holdings: e.g.Store, Audit: e.g.Audit, Authenticate: front.Authenticate, Logger: quiet})
+	srv := httptest.NewServer(fast)
+	t.Cleanup(srv.Close)
+	hdr := map[string][]string{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+		"Mcp-Protocol-Version": {mcp.Stateless}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"echo__say"}}
+	const workers, each = 8, 15
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				text := fmt.Sprintf("w%d-%d", w, i)
+				body := `{"jsonrpc":"2.0","id":` + fmt.Sprint(i) + `,"method":"tools/call","params":{"name":"echo__say","arguments":{"text":"` + text + `"},` + meta + `}}`
+				a := rawPost(t, srv.URL, keys[w%2], hdr, body)
+				if a.status != http.StatusOK || !strings.Contains(a.body, `"structuredContent":{"text":"`+text+`"}`) {
+					t.Errorf("%s: %d %s", text, a.status, a.body)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := mcp.FastAnswered(fast); n != workers*each {
+		t.Errorf("the fast path answered %d of %d calls", n, workers*each)
 	}
 }
