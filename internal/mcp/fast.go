@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"mime"
 	"net"
 	"net/http"
@@ -40,8 +39,11 @@ func (h *Handler) fastCall(w http.ResponseWriter, r *http.Request, caller broker
 	if h.o.SDKOnly || !fastHeaders(r) || rebound(r) {
 		return false
 	}
-	body, ok := readBack(r)
-	if !ok {
+	if r.Body == nil || r.Body == http.NoBody {
+		return false
+	}
+	body, err := readBack(r)
+	if err != nil || len(body) > maxRequestBytes {
 		return false
 	}
 	c, ok := parseFastCall(body, r.Header.Get("Mcp-Name"))
@@ -88,8 +90,7 @@ func (h *Handler) fastCall(w http.ResponseWriter, r *http.Request, caller broker
 // that the SDK would take: POST, one MCP-Protocol-Version naming the revision, Mcp-Method
 // tools/call, one Mcp-Name, a JSON body, and an Accept that names both JSON and an event
 // stream. A Last-Event-ID (which the SDK refuses on POST) or any Mcp-Param- header (bound to
-// parameters by a tool's schema) leaves the request to the SDK, as does a Host that rebinds a
-// loopback server (rebound).
+// parameters by a tool's schema) leaves the request to the SDK.
 func fastHeaders(r *http.Request) bool {
 	hd := r.Header
 	if r.Method != http.MethodPost || !only(hd, "Mcp-Protocol-Version", Stateless) || !only(hd, "Mcp-Method", "tools/call") ||
@@ -149,17 +150,6 @@ func loopback(hostport string) bool {
 func only(hd http.Header, k, v string) bool {
 	vs := hd.Values(k)
 	return len(vs) == 1 && vs[0] == v
-}
-
-// readBack reads r's body up to the limit the SDK sets and puts it back, so that the SDK can
-// read it (and refuse one past its limit) when the fast path does not answer.
-func readBack(r *http.Request) ([]byte, bool) {
-	if r.Body == nil || r.Body == http.NoBody {
-		return nil, false
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
-	r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
-	return body, err == nil && len(body) <= maxRequestBytes
 }
 
 // fastRequest is a tools/call as fastCall reads it.

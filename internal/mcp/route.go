@@ -23,12 +23,20 @@ func sessionless(r *http.Request) (stateless, ok bool) {
 	if r.Method != http.MethodPost || r.Body == nil {
 		return false, true
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+	body, err := readBack(r)
 	if err != nil {
 		return false, false
 	}
-	r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 	return carriesRequestMeta(body), true
+}
+
+// readBack reads r's body up to one byte past the limit the SDK sets, and puts what it read
+// back in front of the rest, so that the handler after it reads the body whole (and refuses
+// one past its limit), a read error included.
+func readBack(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+	r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+	return body, err
 }
 
 type readCloser struct {
